@@ -1,0 +1,72 @@
+# autoui: two commands matter — `make demo` and `make test`. Both set up from scratch.
+SHELL := /bin/bash
+.DEFAULT_GOAL := demo
+
+# The Python used for scripts/ (export, fixtures, peers): pyenv's CPython 3.11 on this
+# machine class. Its venv lives in .venv with exact pins from scripts/requirements.txt.
+PYTHON_BOOT ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+ORT_DIR := third_party/onnxruntime
+ORT_LIB := $(ORT_DIR)/lib/libonnxruntime.so.1.29.0
+BIN := build/autoui
+GO ?= go
+GOTEST_FLAGS ?=
+DEMO_MODEL ?= models/testdata/tiny
+DEMO_SCREEN ?= models/testdata/screens/home_1080x2400.png
+DEMO_GOAL ?= Open the settings app
+
+export ORT_DISABLE_TELEMETRY := 1
+export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
+
+.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean
+
+setup: setup-go setup-ort setup-python setup-adb
+
+setup-go:
+	$(GO) mod download
+
+setup-ort: $(ORT_LIB)
+$(ORT_LIB): scripts/fetch_onnxruntime.sh
+	./scripts/fetch_onnxruntime.sh $(ORT_DIR)
+
+setup-python: $(VENV)/.installed
+$(VENV)/.installed: scripts/requirements.txt
+	@$(PYTHON_BOOT) -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+	  || { echo "need CPython 3.11 as $(PYTHON_BOOT)"; exit 1; }
+	@start=$$(date +%s); \
+	$(PYTHON_BOOT) -m venv $(VENV) && \
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt && \
+	echo "python env installed in $$(( $$(date +%s) - start ))s"
+	touch $@
+
+# Debian's adb server: the device tests drive the real server against a fake device.
+setup-adb:
+	@command -v adb >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null; \
+	  else echo "adb not found: sudo apt-get install adb"; exit 1; fi; }
+
+build: setup-go
+	$(GO) build -o $(BIN) ./cmd/autoui
+
+demo: setup-go setup-ort build
+	$(BIN) predict --model $(DEMO_MODEL) --screen $(DEMO_SCREEN) --goal "$(DEMO_GOAL)" --annotate build/demo_annotated.png
+	@echo "annotated screen: build/demo_annotated.png"
+
+lint: setup-go
+	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+
+test: setup lint test-go test-python
+
+test-go: setup-go setup-ort setup-adb
+	$(GO) test -race -count=1 $(GOTEST_FLAGS) ./...
+
+test-python: setup-python
+	$(PY) -m pytest -q scripts/tests
+
+fixtures: setup-python
+	$(PY) -m scripts.fixtures
+
+clean:
+	rm -rf build

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"encoding/json"
+	"image"
+	"time"
+
+	"github.com/autoui/autoui/action"
+)
+
+// Request is one prediction: a screen (or its precomputed vision features),
+// the goal and the chain of previous actions, oldest first.
+type Request struct {
+	// Screen is the screenshot. Ignored when Features is set.
+	Screen image.Image
+	// Features are precomputed vision features (the bundle's image_dim floats),
+	// e.g. from Auto-UI's released pickles or a feature cache.
+	Features []float32
+	Goal     string
+	// History holds the previous actions, oldest first. The prompt keeps the
+	// last HistoryWindow of them.
+	History []action.Action
+}
+
+// Result is the predicted next step.
+type Result struct {
+	Action action.Action
+	Plan   []action.Type
+	// Raw is the decoded model text; kept even when it does not parse.
+	Raw string
+	// ParseErr is non-nil when Raw is not a valid Auto-UI action; Action is
+	// then the zero value.
+	ParseErr error
+	// TokenIDs are the generated ids, without the decoder start token,
+	// including the final </s> when one was produced.
+	TokenIDs []int64
+	// SourceText is the prompt after history windowing, truncation and
+	// whitespace collapse; SourceTokens its token count.
+	SourceText   string
+	SourceTokens int
+	// Features are the vision features used (computed or given).
+	Features []float32
+	Timings  Timings
+}
+
+// Timings are per-stage wall times of one prediction.
+type Timings struct {
+	Preprocess time.Duration // image decode is the caller's; this is resize + normalize
+	Vision     time.Duration
+	Tokenize   time.Duration
+	Encoder    time.Duration
+	Fusion     time.Duration
+	FirstStep  time.Duration // first decoder call (cross-attention K/V computed here)
+	LaterSteps time.Duration // all later decoder calls
+	Parse      time.Duration
+	Total      time.Duration
+	// DecoderCalls counts sequential decoder runs.
+	DecoderCalls int
+}
+
+// MarshalJSON writes the stages in milliseconds, as the CLI and reports show them.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return json.Marshal(map[string]any{
+		"preprocess_ms":  ms(t.Preprocess),
+		"vision_ms":      ms(t.Vision),
+		"tokenize_ms":    ms(t.Tokenize),
+		"encoder_ms":     ms(t.Encoder),
+		"fusion_ms":      ms(t.Fusion),
+		"first_step_ms":  ms(t.FirstStep),
+		"later_steps_ms": ms(t.LaterSteps),
+		"parse_ms":       ms(t.Parse),
+		"total_ms":       ms(t.Total),
+		"decoder_calls":  t.DecoderCalls,
+	})
+}
