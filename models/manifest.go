@@ -1,0 +1,178 @@
+// Package models defines the autoui model bundle: a directory of ONNX graphs,
+// a tokenizer and a manifest that says what they are. Load validates a bundle
+// against its manifest before anything runs, so a missing, corrupted or
+// mismatched file is reported by name instead of failing deep inside a session.
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Format identifies a bundle manifest; FormatVersion is the newest version
+// this code reads.
+const (
+	Format        = "autoui-bundle"
+	FormatVersion = 1
+)
+
+// Role names a file of the bundle.
+type Role string
+
+// The roles of a bundle's files.
+const (
+	RoleVision    Role = "vision"
+	RoleEncoder   Role = "encoder"
+	RoleFusion    Role = "fusion"
+	RoleDecoder   Role = "decoder"
+	RoleTokenizer Role = "tokenizer"
+)
+
+// GraphRoles are the ONNX graphs every bundle has, in pipeline order.
+var GraphRoles = []Role{RoleVision, RoleEncoder, RoleFusion, RoleDecoder}
+
+// Manifest is manifest.json.
+type Manifest struct {
+	Format        string            `json:"format"`
+	FormatVersion int               `json:"format_version"`
+	Name          string            `json:"name"`
+	Model         ModelConfig       `json:"model"`
+	Vision        VisionConfig      `json:"vision"`
+	Files         map[Role]FileSpec `json:"files"`
+	Tokens        TokenIDs          `json:"tokens"`
+	Preprocess    Preprocess        `json:"preprocess"`
+	Prompt        PromptConfig      `json:"prompt"`
+	Action        ActionConfig      `json:"action"`
+	Precision     string            `json:"precision"`
+	Exporter      Exporter          `json:"exporter"`
+}
+
+// ModelConfig is the T5 text model with its fusion modules.
+type ModelConfig struct {
+	Size                         string  `json:"size"`
+	DModel                       int     `json:"d_model"`
+	DKV                          int     `json:"d_kv"`
+	DFF                          int     `json:"d_ff"`
+	NumLayers                    int     `json:"num_layers"`
+	NumDecoderLayers             int     `json:"num_decoder_layers"`
+	NumHeads                     int     `json:"num_heads"`
+	VocabSize                    int     `json:"vocab_size"`
+	FeedForwardProj              string  `json:"feed_forward_proj"`
+	ImageDim                     int     `json:"image_dim"`
+	RelativeAttentionNumBuckets  int     `json:"relative_attention_num_buckets"`
+	RelativeAttentionMaxDistance int     `json:"relative_attention_max_distance"`
+	LayerNormEpsilon             float64 `json:"layer_norm_epsilon"`
+}
+
+// VisionConfig is the vision tower.
+type VisionConfig struct {
+	ImageSize  int `json:"image_size"`
+	PatchSize  int `json:"patch_size"`
+	HiddenSize int `json:"hidden_size"`
+	NumLayers  int `json:"num_layers"`
+	NumHeads   int `json:"num_heads"`
+	OutputDim  int `json:"output_dim"`
+}
+
+// FileSpec describes one file of the bundle. Inputs and Outputs are empty for
+// non-graph files.
+type FileSpec struct {
+	Path         string       `json:"path"`
+	SHA256       string       `json:"sha256"`
+	Size         int64        `json:"size"`
+	ExternalData []DataFile   `json:"external_data,omitempty"`
+	Inputs       []TensorSpec `json:"inputs,omitempty"`
+	Outputs      []TensorSpec `json:"outputs,omitempty"`
+}
+
+// DataFile is an ONNX external-data file that belongs to a graph.
+type DataFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// TensorSpec is a graph input or output.
+type TensorSpec struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Dims  []Dim  `json:"dims"`
+}
+
+// Dim is a fixed size or a symbolic (dynamic) name; in JSON an integer or a string.
+type Dim struct {
+	Size int64  // fixed size, when Name is empty
+	Name string // symbolic dimension name
+}
+
+// Dynamic reports whether the dimension is symbolic.
+func (d Dim) Dynamic() bool { return d.Name != "" }
+
+func (d Dim) String() string {
+	if d.Dynamic() {
+		return d.Name
+	}
+	return strconv.FormatInt(d.Size, 10)
+}
+
+// MarshalJSON writes an integer or a string.
+func (d Dim) MarshalJSON() ([]byte, error) {
+	if d.Dynamic() {
+		return json.Marshal(d.Name)
+	}
+	return json.Marshal(d.Size)
+}
+
+// UnmarshalJSON reads an integer or a string.
+func (d *Dim) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*d = Dim{Size: n}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil || s == "" {
+		return fmt.Errorf("dimension %s: want an integer or a non-empty name", b)
+	}
+	*d = Dim{Name: s}
+	return nil
+}
+
+// TokenIDs are the special token ids the decoder loop needs.
+type TokenIDs struct {
+	PadID          int64 `json:"pad_id"`
+	EOSID          int64 `json:"eos_id"`
+	UnkID          int64 `json:"unk_id"`
+	DecoderStartID int64 `json:"decoder_start_id"`
+}
+
+// Preprocess is the image preprocessing of the vision tower.
+type Preprocess struct {
+	Height        int        `json:"height"`
+	Width         int        `json:"width"`
+	Resample      string     `json:"resample"`
+	RescaleFactor float64    `json:"rescale_factor"`
+	Mean          [3]float64 `json:"mean"`
+	Std           [3]float64 `json:"std"`
+}
+
+// PromptConfig holds the prompt options the model was trained with.
+type PromptConfig struct {
+	HistoryWindow   int `json:"history_window"`
+	MaxSourceTokens int `json:"max_source_tokens"`
+	MaxTargetTokens int `json:"max_target_tokens"`
+}
+
+// ActionConfig says how the model's training data normalized swipes.
+type ActionConfig struct {
+	ScrollMap string `json:"scroll_map"` // "fixed" or "legacy"
+}
+
+// Exporter records what produced the bundle.
+type Exporter struct {
+	Tool     string            `json:"tool"`
+	Source   string            `json:"source"`
+	Opset    int               `json:"opset"`
+	Versions map[string]string `json:"versions"`
+}
