@@ -1,0 +1,5 @@
+//go:build !race
+
+package preprocess
+
+const raceEnabled = false

@@ -1,0 +1,237 @@
+// Package preprocess turns screenshots into the vision model's input exactly
+// as Hugging Face's BlipImageProcessor does: convert to RGB like PIL's
+// convert("RGB"), resize ignoring the aspect ratio with PIL's antialiased
+// bicubic resampler (reproduced bit for bit), rescale by 1/255, normalize by
+// mean and std, and lay out channels first.
+//
+// It also decodes PNG and JPEG screenshots and wraps AITW's raw pixel arrays.
+package preprocess
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"math"
+	"sync"
+)
+
+// Config is the processor configuration of the bundle manifest's
+// "preprocess" section.
+type Config struct {
+	Height, Width int
+	// RescaleFactor multiplies the 8-bit values (1/255). transformers
+	// multiplies in float64; a float32 factor that is the float32 rounding of
+	// 1/n is taken as exactly 1/n so the result rounds the same way.
+	RescaleFactor float32
+	Mean, Std     [3]float32
+}
+
+// DefaultConfig is BLIP-2's processor: 224x224, 1/255, CLIP mean and std.
+func DefaultConfig() Config {
+	return Config{
+		Height: 224, Width: 224,
+		RescaleFactor: float32(1.0 / 255),
+		Mean:          [3]float32{0.48145466, 0.4578275, 0.40821073},
+		Std:           [3]float32{0.26862954, 0.26130258, 0.27577711},
+	}
+}
+
+// Len is the number of floats Pixels produces: 3*Height*Width.
+func (c Config) Len() int { return 3 * c.Height * c.Width }
+
+func (c Config) validate() error {
+	if c.Height <= 0 || c.Width <= 0 {
+		return fmt.Errorf("preprocess config: size %dx%d must be positive", c.Width, c.Height)
+	}
+	for i, s := range c.Std {
+		if s == 0 || math.IsNaN(float64(s)) {
+			return fmt.Errorf("preprocess config: std[%d] = %v", i, s)
+		}
+	}
+	return nil
+}
+
+// Pixels returns the CHW float32 tensor (without batch dimension) for img.
+// It panics if the Config is invalid or img is empty (programmer errors);
+// use PixelsInto to get those as errors.
+func (c Config) Pixels(img image.Image) []float32 {
+	dst := make([]float32, c.Len())
+	if err := c.PixelsInto(dst, img); err != nil {
+		panic(err)
+	}
+	return dst
+}
+
+// PixelsInto writes the CHW tensor for img into dst, which must hold exactly
+// c.Len() floats. After the first call for a given screen size it allocates
+// nothing. Safe for concurrent use.
+func (c Config) PixelsInto(dst []float32, img image.Image) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if len(dst) != c.Len() {
+		return fmt.Errorf("preprocess: destination holds %d floats, want 3*%d*%d = %d", len(dst), c.Height, c.Width, c.Len())
+	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	px, ch, err := s.resize(img, c.Width, c.Height)
+	if err != nil {
+		return err
+	}
+
+	// Every output is a function of (channel, byte): a 3x256 table computed
+	// with transformers' rounding — x*scale in float64 cast to float32, then
+	// (x - mean) / std in float32 — makes the loop below a lookup.
+	var lut [3][256]float32
+	scale := c.rescale64()
+	for i := 0; i < 256; i++ {
+		v := float32(float64(i) * scale)
+		for k := 0; k < 3; k++ {
+			lut[k][i] = (v - c.Mean[k]) / c.Std[k]
+		}
+	}
+	plane := c.Height * c.Width
+	r, g, b := dst[:plane], dst[plane:2*plane], dst[2*plane:3*plane]
+	if ch == 1 {
+		for i, v := range px[:plane] {
+			r[i], g[i], b[i] = lut[0][v], lut[1][v], lut[2][v]
+		}
+		return nil
+	}
+	px = px[:3*plane]
+	for i := range r {
+		p := px[3*i : 3*i+3 : 3*i+3]
+		r[i], g[i], b[i] = lut[0][p[0]], lut[1][p[1]], lut[2][p[2]]
+	}
+	return nil
+}
+
+// rescale64 is the float64 factor transformers would multiply by.
+func (c Config) rescale64() float64 {
+	f := float64(c.RescaleFactor)
+	if f > 0 {
+		n := math.Round(1 / f)
+		if n >= 1 && float32(1/n) == c.RescaleFactor {
+			return 1 / n
+		}
+	}
+	return f
+}
+
+// ResizeBicubic converts src to RGB as PIL's convert("RGB") does (alpha
+// dropped) and resizes it to width x height with PIL's antialiased bicubic
+// filter, bit-exactly. The result is opaque.
+func ResizeBicubic(src image.Image, width, height int) *image.NRGBA {
+	if width <= 0 || height <= 0 {
+		panic(fmt.Sprintf("preprocess.ResizeBicubic: size %dx%d must be positive", width, height))
+	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	out := image.NewNRGBA(image.Rect(0, 0, width, height))
+	px, ch, err := s.resize(src, width, height)
+	if err != nil {
+		return out // empty source: nothing to sample, return black
+	}
+	n := width * height
+	for i := 0; i < n; i++ {
+		d := out.Pix[4*i : 4*i+4 : 4*i+4]
+		if ch == 1 {
+			d[0], d[1], d[2] = px[i], px[i], px[i]
+		} else {
+			d[0], d[1], d[2] = px[3*i], px[3*i+1], px[3*i+2]
+		}
+		d[3] = 0xff
+	}
+	return out
+}
+
+// scratch holds the buffers of one resize; pooled so steady-state frames
+// allocate nothing.
+type scratch struct {
+	src  rowSource
+	row  []byte  // one converted source row
+	row2 []byte  // the next one, for the two-row horizontal pass
+	p3   []int64 // two rows' channels packed in pairs
+	tmp  []byte  // horizontal pass output
+	out  []byte  // vertical pass output
+	acc  []int32 // vertical accumulators, one output row
+	rb   []int64 // packed red/blue of one source row
+	g    []int32 // green of one source row
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+var errEmptyImage = errors.New("preprocess: empty image")
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// resize runs Pillow's two passes — horizontal over the source rows the
+// vertical window needs, rounding to bytes, then vertical — skipping a pass
+// whose size does not change, as Pillow does. It returns packed pixels with
+// ch channels (1 for gray sources, else 3), valid until s is reused.
+func (s *scratch) resize(img image.Image, outW, outH int) (px []byte, ch int, err error) {
+	src := &s.src
+	src.reset(img)
+	defer func() { src.img = nil }() // do not keep the frame alive in the pool
+	inW, inH := src.width, src.height
+	if inW <= 0 || inH <= 0 {
+		return nil, 0, errEmptyImage
+	}
+	ch = src.channels()
+	needH, needV := outW != inW, outH != inH
+
+	var vw, hw *window
+	first, last := 0, inH
+	if needV {
+		vw = cachedWindow(inH, outH)
+		first = vw.first[0]
+		last = vw.first[outH-1] + vw.count[outH-1]
+	}
+	if needH {
+		hw = cachedWindow(inW, outW)
+	}
+	stride := outW * ch
+	s.row = grow(s.row, inW*src.bytesPerPixel())
+	s.rb = grow(s.rb, inW)
+	s.g = grow(s.g, inW)
+	s.tmp = grow(s.tmp, (last-first)*stride)
+	y := first
+	if needH && ch == 3 {
+		s.row2 = grow(s.row2, inW*4)
+		s.p3 = grow(s.p3, 3*inW)
+		for ; y+1 < last; y += 2 {
+			a := src.row(y, s.row)
+			b := src.row(y+1, s.row2)
+			t := s.tmp[(y-first)*stride : (y-first+2)*stride]
+			horizontal4x2(a, b, hw, s.p3, t[:stride], t[stride:])
+		}
+	}
+	for ; y < last; y++ {
+		r := src.row(y, s.row)
+		t := s.tmp[(y-first)*stride : (y-first+1)*stride]
+		switch {
+		case needH && ch == 1:
+			horizontal1(r, hw, t)
+		case needH:
+			horizontal4(r, hw, s.rb, s.g, t)
+		case ch == 1:
+			copy(t, r)
+		default:
+			for x := 0; x < inW; x++ {
+				t[3*x], t[3*x+1], t[3*x+2] = r[4*x], r[4*x+1], r[4*x+2]
+			}
+		}
+	}
+	if !needV {
+		return s.tmp, ch, nil
+	}
+	s.out = grow(s.out, outH*stride)
+	s.acc = grow(s.acc, stride)
+	vertical(s.tmp, stride, first, vw, s.acc, s.out)
+	return s.out, ch, nil
+}

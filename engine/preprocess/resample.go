@@ -1,0 +1,278 @@
+package preprocess
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+)
+
+// precisionBits is the fixed-point precision of the 8-bit resampling
+// coefficients: 8 bits are left for the pixel value and 2 for overshoot and
+// sign, so a whole window sum fits an int32.
+const precisionBits = 32 - 8 - 2
+
+// window is the resampling of one axis (inSize -> outSize): for every output
+// index, the first source index, the number of source samples and their
+// fixed-point bicubic weights (ksize slots per output, the unused ones 0).
+type window struct {
+	inSize, outSize int
+	ksize           int
+	first           []int
+	count           []int
+	coef            []int32
+}
+
+// cubic is the bicubic convolution kernel with a = -0.5. Every product is
+// rounded explicitly (float64 conversions) so no fused multiply-add changes
+// the weights on any architecture: the weights must match the C reference to
+// the last bit before they are quantized.
+func cubic(x float64) float64 {
+	const a = -0.5
+	if x < 0 {
+		x = -x
+	}
+	if x < 1 {
+		t := float64((a+2)*x) - (a + 3)
+		t = float64(t * x)
+		t = float64(t * x)
+		return t + 1
+	}
+	if x < 2 {
+		t := float64((x-5)*x) + 8
+		t = float64(t*x) - 4
+		return float64(t * a)
+	}
+	return 0
+}
+
+// newWindow computes the antialiased bicubic window of one axis the way
+// Pillow's resampler does: support scaled by the downscale factor, bounds
+// rounded from the sample centre, weights normalized to sum 1, then
+// quantized to precisionBits with round-half-away-from-zero.
+func newWindow(inSize, outSize int) *window {
+	// Pillow takes the box edges as float32 and the scale in float64.
+	scale := float64(float32(inSize)) / float64(outSize)
+	filterScale := scale
+	if filterScale < 1 {
+		filterScale = 1
+	}
+	support := 2 * filterScale
+	ksize := int(math.Ceil(support))*2 + 1
+	ss := 1 / filterScale
+
+	w := &window{
+		inSize: inSize, outSize: outSize, ksize: ksize,
+		first: make([]int, outSize),
+		count: make([]int, outSize),
+		coef:  make([]int32, outSize*ksize),
+	}
+	weights := make([]float64, ksize)
+	for xx := 0; xx < outSize; xx++ {
+		center := float64((float64(xx) + 0.5) * scale)
+		lo := int(center - support + 0.5) // truncation toward zero, as C's (int)
+		if lo < 0 {
+			lo = 0
+		}
+		hi := int(center + support + 0.5)
+		if hi > inSize {
+			hi = inSize
+		}
+		n := hi - lo
+		if n > ksize {
+			n = ksize // cannot happen for sane sizes; keeps the slices in range
+		}
+		sum := 0.0
+		for x := 0; x < n; x++ {
+			v := cubic(float64(float64(x+lo)-center+0.5) * ss)
+			weights[x] = v
+			sum += v
+		}
+		k := w.coef[xx*ksize : xx*ksize+ksize]
+		for x := 0; x < n; x++ {
+			v := weights[x]
+			if sum != 0 {
+				v /= sum
+			}
+			f := float64(v * (1 << precisionBits))
+			if v < 0 {
+				k[x] = int32(f - 0.5)
+			} else {
+				k[x] = int32(f + 0.5)
+			}
+		}
+		w.first[xx] = lo
+		w.count[xx] = n
+	}
+	return w
+}
+
+// windowCache keeps the windows of recently used (in, out) sizes: a phone
+// produces one screen size, so after the first frame no window is rebuilt.
+var windowCache struct {
+	sync.Mutex
+	m map[[2]int]*window
+}
+
+const maxCachedWindows = 64
+
+func cachedWindow(inSize, outSize int) *window {
+	key := [2]int{inSize, outSize}
+	windowCache.Lock()
+	w := windowCache.m[key]
+	windowCache.Unlock()
+	if w != nil {
+		return w
+	}
+	w = newWindow(inSize, outSize)
+	windowCache.Lock()
+	if windowCache.m == nil || len(windowCache.m) >= maxCachedWindows {
+		windowCache.m = make(map[[2]int]*window)
+	}
+	windowCache.m[key] = w
+	windowCache.Unlock()
+	return w
+}
+
+// clip8 turns a fixed-point accumulator into a byte, saturating.
+func clip8(acc int32) byte {
+	v := acc >> precisionBits
+	if v < 0 {
+		return 0
+	}
+	if v > 255 {
+		return 255
+	}
+	return byte(v)
+}
+
+const half = int32(1) << (precisionBits - 1)
+
+// horizontal4 resamples one row of 4-byte pixels (R, G, B, ignored) into
+// packed RGB. R and B share one int64 lane pair (R in the low 32 bits, B in
+// the high ones): each window sum fits an int32 — the bound Pillow's int
+// accumulators rely on — so one 64-bit multiply-add serves both channels and
+// the halves separate exactly afterwards. rb and g are scratch of the source
+// width.
+func horizontal4(src []byte, w *window, rb []int64, g []int32, dst []byte) {
+	n := len(rb)
+	src = src[:4*n]
+	g = g[:n]
+	for x := range rb {
+		v := binary.LittleEndian.Uint32(src[4*x:])
+		rb[x] = int64(v&0xff) | int64(v>>16&0xff)<<32
+		g[x] = int32(v >> 8 & 0xff)
+	}
+	ks := w.ksize
+	const halfRB = int64(half) | int64(half)<<32
+	for xx := 0; xx < w.outSize; xx++ {
+		cnt := w.count[xx]
+		k := w.coef[xx*ks : xx*ks+cnt]
+		lo := w.first[xx]
+		rbs := rb[lo : lo+len(k)]
+		gs := g[lo : lo+len(k)]
+		accRB, accG := halfRB, half
+		// Unrolled by 4; integer sums are exact in any order.
+		for len(k) >= 4 {
+			c0, c1, c2, c3 := k[0], k[1], k[2], k[3]
+			r4, g4 := rbs[:4:4], gs[:4:4]
+			accRB += r4[0]*int64(c0) + r4[1]*int64(c1) + r4[2]*int64(c2) + r4[3]*int64(c3)
+			accG += g4[0]*c0 + g4[1]*c1 + g4[2]*c2 + g4[3]*c3
+			k, rbs, gs = k[4:], rbs[4:], gs[4:]
+		}
+		for i, c := range k {
+			accRB += rbs[i] * int64(c)
+			accG += gs[i] * c
+		}
+		r := int32(accRB)
+		b := int32((accRB - int64(r)) >> 32)
+		d := dst[xx*3 : xx*3+3 : xx*3+3]
+		d[0] = clip8(r)
+		d[1] = clip8(accG)
+		d[2] = clip8(b)
+	}
+}
+
+// horizontal4x2 is horizontal4 for two source rows at once: every channel
+// of row a shares an int64 with the same channel of row b (a low, b high),
+// so three multiply-adds per tap serve six channel sums. p is scratch of
+// 3*source width (interleaved R, G, B pairs).
+func horizontal4x2(a, b []byte, w *window, p []int64, dstA, dstB []byte) {
+	n := len(p) / 3
+	a, b = a[:4*n], b[:4*n]
+	for x := 0; x < n; x++ {
+		va := binary.LittleEndian.Uint32(a[4*x:])
+		vb := binary.LittleEndian.Uint32(b[4*x:])
+		q := p[3*x : 3*x+3 : 3*x+3]
+		q[0] = int64(va&0xff) | int64(vb&0xff)<<32
+		q[1] = int64(va>>8&0xff) | int64(vb>>8&0xff)<<32
+		q[2] = int64(va>>16&0xff) | int64(vb>>16&0xff)<<32
+	}
+	ks := w.ksize
+	const half2 = int64(half) | int64(half)<<32
+	for xx := 0; xx < w.outSize; xx++ {
+		cnt := w.count[xx]
+		k := w.coef[xx*ks : xx*ks+cnt]
+		lo := w.first[xx]
+		q := p[3*lo : 3*(lo+len(k))]
+		accR, accG, accB := half2, half2, half2
+		for i, c := range k {
+			t := q[3*i : 3*i+3 : 3*i+3]
+			c64 := int64(c)
+			accR += t[0] * c64
+			accG += t[1] * c64
+			accB += t[2] * c64
+		}
+		rA, gA, bA := int32(accR), int32(accG), int32(accB)
+		da := dstA[xx*3 : xx*3+3 : xx*3+3]
+		da[0], da[1], da[2] = clip8(rA), clip8(gA), clip8(bA)
+		db := dstB[xx*3 : xx*3+3 : xx*3+3]
+		db[0] = clip8(int32((accR - int64(rA)) >> 32))
+		db[1] = clip8(int32((accG - int64(gA)) >> 32))
+		db[2] = clip8(int32((accB - int64(bA)) >> 32))
+	}
+}
+
+// horizontal1 resamples one row of a single-channel image.
+func horizontal1(src []byte, w *window, dst []byte) {
+	ks := w.ksize
+	dst = dst[:w.outSize]
+	for xx := range dst {
+		n := w.count[xx]
+		k := w.coef[xx*ks : xx*ks+n]
+		s := src[w.first[xx]:]
+		s = s[:len(k)]
+		acc := half
+		for i, c := range k {
+			acc += int32(s[i]) * c
+		}
+		dst[xx] = clip8(acc)
+	}
+}
+
+// vertical resamples the rows of tmp (stride bytes each, row 0 being source
+// row rowOffset) into dst, one output row at a time, accumulating whole rows
+// so the inner loop streams through memory.
+func vertical(tmp []byte, stride, rowOffset int, w *window, acc []int32, dst []byte) {
+	ks := w.ksize
+	acc = acc[:stride]
+	for yy := 0; yy < w.outSize; yy++ {
+		for i := range acc {
+			acc[i] = half
+		}
+		n := w.count[yy]
+		k := w.coef[yy*ks : yy*ks+n]
+		base := w.first[yy] - rowOffset
+		for j, c := range k {
+			row := tmp[(base+j)*stride : (base+j+1)*stride]
+			row = row[:len(acc)]
+			for i, v := range row {
+				acc[i] += int32(v) * c
+			}
+		}
+		out := dst[yy*stride : (yy+1)*stride]
+		out = out[:len(acc)]
+		for i, a := range acc {
+			out[i] = clip8(a)
+		}
+	}
+}
