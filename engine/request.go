@@ -20,6 +20,12 @@ type Request struct {
 	// History holds the previous actions, oldest first. The prompt keeps the
 	// last HistoryWindow of them.
 	History []action.Action
+	// MaxNewTokens overrides the predictor's generated-token limit when > 0.
+	MaxNewTokens int
+	// MinNewTokens masks </s> until this many tokens are generated. Benchmarks
+	// of random-weight bundles use it to generate a fixed length; it changes
+	// the output, so predictions leave it 0.
+	MinNewTokens int
 }
 
 // Result is the predicted next step.

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/report"
+	"github.com/autoui/autoui/aitw/runner"
+	"github.com/autoui/autoui/aitw/score"
+)
+
+func init() {
+	register(command{name: "eval", summary: "AITW evaluation: 'eval run' predicts a dataset, 'eval score' scores predictions", run: runEval})
+}
+
+func runEval(ctx context.Context, args []string) error {
+	usage := "usage: autoui eval run|score [flags]  (autoui eval run -h, autoui eval score -h)"
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "run":
+		return runEvalRun(ctx, args[1:])
+	case "score":
+		return runEvalScore(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintln(os.Stderr, usage)
+		return flag.ErrHelp
+	}
+	return fmt.Errorf("unknown eval command %q; %s", args[0], usage)
+}
+
+// listFlag collects repeated or comma-separated paths.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// dataFlags are the gold-data flags both subcommands share.
+type dataFlags struct {
+	paths       listFlag
+	subset      string
+	splits      string
+	split       string
+	skipCorrupt bool
+}
+
+func (d *dataFlags) add(fs *flag.FlagSet, name, what string) {
+	fs.Var(&d.paths, name, what+": AITW TFRecord files (gzip), directories or globs, or Auto-UI feature pickles (.obj/.pkl); repeatable or comma-separated")
+	fs.StringVar(&d.subset, "subset", "", "AITW subset of all the data ("+strings.Join(aitw.Subsets, ", ")+"); default: from each file's path")
+	fs.StringVar(&d.splits, "splits", "", "split file: AITW's standard split JSON (train/validation/test) or Auto-UI's *_texts_splits.json (train/val/test)")
+	fs.StringVar(&d.split, "split", "", "split to use from --splits (train, val/validation, test); default: every episode in the data")
+	fs.BoolVar(&d.skipCorrupt, "skip-corrupt", false, "skip corrupt or truncated records (counted and reported) instead of failing")
+}
+
+// open checks the flags and returns the files, read options and split ids.
+func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[string]bool, error) {
+	var ro aitw.ReadOptions
+	if len(d.paths) == 0 {
+		return nil, ro, nil, fmt.Errorf("--%s is required", flagName)
+	}
+	if d.subset != "" && !aitw.ValidSubset(d.subset) {
+		return nil, ro, nil, fmt.Errorf("--subset %q: want one of %s", d.subset, strings.Join(aitw.Subsets, ", "))
+	}
+	files, err := aitw.ExpandPaths(d.paths)
+	if err != nil {
+		return nil, ro, nil, err
+	}
+	ro.Subset, ro.SkipCorrupt = d.subset, d.skipCorrupt
+	if d.subset == "" {
+		for _, f := range files {
+			if aitw.SubsetFromPath(f) == "" {
+				return nil, ro, nil, fmt.Errorf("cannot tell the AITW subset of %s from its path: pass --subset", f)
+			}
+		}
+	}
+	var ids map[string]bool
+	switch {
+	case d.splits != "":
+		if d.split == "" {
+			return nil, ro, nil, errors.New("--splits needs --split (e.g. --split test)")
+		}
+		sp, err := aitw.ReadSplits(d.splits)
+		if err != nil {
+			return nil, ro, nil, err
+		}
+		if ids, err = sp.IDs(d.split); err != nil {
+			return nil, ro, nil, fmt.Errorf("%s: %w", d.splits, err)
+		}
+	case d.split != "":
+		for _, f := range files {
+			if !aitw.IsPickle(f) {
+				return nil, ro, nil, fmt.Errorf("--split %s needs --splits FILE to select episodes from AITW records (Auto-UI pickles are already split)", d.split)
+			}
+		}
+	}
+	return files, ro, ids, nil
+}
+
+func (d *dataFlags) report(w io.Writer, st aitw.ReadStats) {
+	if st.Skipped > 0 || st.Incomplete > 0 {
+		fmt.Fprintf(w, "skipped %d corrupt records; %d episodes incomplete\n", st.Skipped, st.Incomplete)
+		for _, p := range st.Problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+	}
+}
+
+func runEvalRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("eval run", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	var df dataFlags
+	df.add(fs, "data", "gold data to predict")
+	history := fs.String("history", "gold", "previous actions given to the model: gold (the paper's protocol) or predicted (its own)")
+	limit := fs.Int("limit", 0, "stop after this many new predictions (0: all)")
+	shard := fs.String("shard", "", "predict only shard I of N (I/N, 0-based; episodes split by a hash of their id)")
+	out := fs.String("out", "", "output directory: predictions.jsonl is appended to, and re-running resumes; required")
+	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
+	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] --out DIR [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *out == "" {
+		return errors.New("--out is required")
+	}
+	hist, err := runner.ParseHistory(*history)
+	if err != nil {
+		return err
+	}
+	sh, err := aitw.ParseShard(*shard)
+	if err != nil {
+		return err
+	}
+	if *limit < 0 {
+		return fmt.Errorf("--limit %d: must be >= 0", *limit)
+	}
+	files, ro, ids, err := df.open("data")
+	if err != nil {
+		return err
+	}
+	p, closeModel, err := mf.open()
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+	opts := runner.Options{
+		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out,
+		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+	if !*noCache {
+		opts.CacheDir = *cache
+		if opts.CacheDir == "" {
+			opts.CacheDir = filepath.Join(*out, "feature_cache")
+		}
+		opts.CacheKey = modelFingerprint(mf.model)
+	}
+	sum, err := runner.Run(ctx, p, opts)
+	df.report(os.Stderr, sum.Read)
+	if sum.TornTail {
+		fmt.Fprintln(os.Stderr, "cut a torn last line from "+sum.Path+" (the previous run was killed mid-write)")
+	}
+	fmt.Fprintf(os.Stderr, "%d new predictions (%d already done) in %s; %d episodes; %d outputs did not parse; vision cache %d hits, %d misses\n",
+		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses)
+	if err != nil {
+		return err
+	}
+	if sum.Interrupted {
+		return errors.New("interrupted: every prediction written so far is kept; re-run the same command to resume")
+	}
+	if sum.LimitHit {
+		fmt.Fprintf(os.Stderr, "stopped at --limit %d; re-run to continue\n", *limit)
+	}
+	return nil
+}
+
+// modelFingerprint keys the feature cache: the vision graph's SHA-256 from
+// the bundle manifest, or the manifest's own hash.
+func modelFingerprint(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return dir
+	}
+	var m struct {
+		Files struct {
+			Vision struct {
+				SHA256 string `json:"sha256"`
+			} `json:"vision"`
+		} `json:"files"`
+		Preprocess json.RawMessage `json:"preprocess"`
+	}
+	if json.Unmarshal(b, &m) == nil && m.Files.Vision.SHA256 != "" {
+		return "vision:" + m.Files.Vision.SHA256 + ":" + string(m.Preprocess)
+	}
+	h := sha256.Sum256(b)
+	return "manifest:" + hex.EncodeToString(h[:])
+}
+
+func runEvalScore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("eval score", flag.ContinueOnError)
+	var df dataFlags
+	df.add(fs, "gold", "gold data")
+	pred := fs.String("pred", "", "predictions JSONL: {\"episode_id\", \"step_id\", \"action_type\", \"touch_point\", \"lift_point\", \"typed_text\"} per line; required")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	perStep := fs.String("per-step", "", "write {\"episode_id\", \"step_id\", \"match\", \"type_match\"} per gold step to this JSONL file")
+	htmlOut := fs.String("html", "", "write a self-contained HTML report (table, confusion matrix, annotated screens) to this file")
+	samples := fs.Int("html-samples", 12, "right and wrong steps shown in the HTML report (each)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui eval score --gold PATHS --pred FILE [--json] [--per-step FILE] [--html FILE] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *pred == "" {
+		return errors.New("--pred is required")
+	}
+	files, ro, ids, err := df.open("gold")
+	if err != nil {
+		return err
+	}
+	if ids != nil {
+		ro.Keep = func(id string) bool { return ids[id] }
+	}
+	eps, st, err := aitw.LoadEpisodes(files, ro)
+	if err != nil {
+		return err
+	}
+	df.report(os.Stderr, st)
+	if len(eps) == 0 {
+		return errors.New("no gold episodes selected")
+	}
+	ps, err := aitw.ReadPredictions(*pred)
+	if err != nil {
+		return err
+	}
+	if ps.TornTail {
+		fmt.Fprintln(os.Stderr, "ignored a torn last line in "+*pred)
+	}
+	if ps.Duplicates > 0 {
+		fmt.Fprintf(os.Stderr, "%d predictions repeat a step; the last one counts\n", ps.Duplicates)
+	}
+	rep, results := score.Score(eps, ps.ByStep)
+	if *perStep != "" {
+		if err := writeFileWith(*perStep, func(w io.Writer) error { return score.WritePerStep(w, results) }); err != nil {
+			return err
+		}
+	}
+	if *htmlOut != "" {
+		right, wrong := report.Sample(results, *samples, 1)
+		rs, ws, err := report.Screens(files, ro, right, wrong)
+		if err != nil {
+			return err
+		}
+		notes := []string{"gold: " + strings.Join(df.paths, ", "), "predictions: " + *pred}
+		if df.split != "" {
+			notes = append(notes, "split: "+df.split)
+		}
+		err = writeFileWith(*htmlOut, func(w io.Writer) error {
+			return report.WriteHTML(w, rep, rs, ws, report.Options{Title: "AITW evaluation", Notes: notes})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteTable(os.Stdout)
+}
+
+func writeFileWith(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+)
+
+// modelFlags are the flags every model-running command shares.
+type modelFlags struct {
+	model      string
+	threads    int
+	provider   string
+	ortLib     string
+	truncation string
+	history    int
+	maxTokens  int
+	optimize   string
+	noVerify   bool
+}
+
+func addModelFlags(fs *flag.FlagSet) *modelFlags {
+	m := &modelFlags{}
+	fs.StringVar(&m.model, "model", "", "model bundle directory (manifest.json + ONNX graphs); required")
+	fs.IntVar(&m.threads, "threads", 0, "intra-op threads (0: one per physical core)")
+	fs.StringVar(&m.provider, "provider", "cpu", "execution provider: cpu or cuda")
+	fs.StringVar(&m.ortLib, "ort-lib", "", "path to libonnxruntime.so 1.29 (default: $"+engine.LibraryEnv+", then third_party/onnxruntime)")
+	fs.StringVar(&m.truncation, "truncation", "keep-goal", "prompt over the token limit: keep-goal (drop oldest history first) or right (Auto-UI's)")
+	fs.IntVar(&m.history, "history-window", 0, "previous actions in the prompt (0: the bundle's, 8 for Auto-UI; -1: none)")
+	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 128 for Auto-UI)")
+	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
+	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
+	return m
+}
+
+// options turns the flags into predictor options.
+func (m *modelFlags) options() (engine.Options, error) {
+	prov, err := engine.ParseProvider(m.provider)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	trunc, err := engine.ParseTruncation(m.truncation)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	if m.threads < 0 {
+		return engine.Options{}, fmt.Errorf("--threads %d: must be >= 0", m.threads)
+	}
+	return engine.Options{
+		Session: engine.SessionOptions{
+			IntraOpThreads:    m.threads,
+			Provider:          prov,
+			GraphOptimization: engine.GraphOptimization(m.optimize),
+		},
+		Truncation:    trunc,
+		HistoryWindow: m.history,
+		MaxNewTokens:  m.maxTokens,
+		LibraryPath:   m.ortLib,
+	}, nil
+}
+
+// open loads and validates the bundle and starts a predictor. The returned
+// func releases it.
+func (m *modelFlags) open() (*engine.Predictor, func(), error) {
+	if m.model == "" {
+		return nil, nil, fmt.Errorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
+	}
+	opts, err := m.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	lo := models.LoadOptions{}
+	if m.noVerify {
+		lo.Verify = models.VerifySizes
+	}
+	b, err := models.Load(m.model, lo)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := engine.NewPredictor(b, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func() { p.Close() }, nil
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gorgonia.org/tensor"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/annotate"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
+)
+
+func init() {
+	register(command{name: "predict", summary: "predict the next action for one screenshot", run: runPredict})
+}
+
+// prevFlags collects repeated --prev values.
+type prevFlags []action.Action
+
+func (p *prevFlags) String() string { return fmt.Sprint(len(*p)) }
+
+func (p *prevFlags) Set(s string) error {
+	a, err := parseActionArg(s)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, a)
+	return nil
+}
+
+func runPredict(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	screen := fs.String("screen", "", "screenshot (PNG or JPEG)")
+	goal := fs.String("goal", "", "the task, in plain language; required")
+	historyFile := fs.String("history", "", "previous actions, oldest first: a JSON array or JSON lines of {\"action_type\", \"touch_point\", \"lift_point\", \"typed_text\"}")
+	var prev prevFlags
+	fs.Var(&prev, "prev", "a previous action, repeatable, oldest first: tap:Y,X | swipe:up|down|left|right | swipe:Y1,X1,Y2,X2 | type:TEXT | back | home | enter | complete | impossible | a JSON object")
+	features := fs.String("features", "", "precomputed image features (.npy float32, or a JSON array) instead of running the vision tower")
+	asJSON := fs.Bool("json", false, "print the prediction as JSON")
+	annotateOut := fs.String("annotate", "", "write the screenshot with the action drawn on it to this PNG")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui predict --model DIR --screen FILE --goal TEXT [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if strings.TrimSpace(*goal) == "" {
+		return fmt.Errorf("--goal is required")
+	}
+	if *screen == "" && *features == "" {
+		return fmt.Errorf("--screen (or --features) is required")
+	}
+	if *annotateOut != "" && *screen == "" {
+		return fmt.Errorf("--annotate needs --screen")
+	}
+	history := []action.Action(prev)
+	if *historyFile != "" {
+		h, err := readHistory(*historyFile)
+		if err != nil {
+			return err
+		}
+		history = append(h, history...)
+	}
+	req := engine.Request{Goal: *goal, History: history}
+	if *screen != "" {
+		img, err := preprocess.DecodeFile(*screen)
+		if err != nil {
+			return fmt.Errorf("screen: %w", err)
+		}
+		req.Screen = img
+	}
+	if *features != "" {
+		f, err := readFeatures(*features)
+		if err != nil {
+			return err
+		}
+		req.Features = f
+	}
+
+	p, closeFn, err := mf.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	res, err := p.Predict(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *annotateOut != "" && res.ParseErr == nil {
+		if err := writePNG(*annotateOut, annotate.Action(req.Screen, res.Action)); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		if err := printPredictionJSON(os.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printPrediction(os.Stdout, res)
+	}
+	if res.ParseErr != nil {
+		return fmt.Errorf("model output is not a valid action: %w", res.ParseErr)
+	}
+	return nil
+}
+
+type predictionJSON struct {
+	ActionType   string         `json:"action_type"`
+	TouchPoint   [2]float64     `json:"touch_point"`
+	LiftPoint    [2]float64     `json:"lift_point"`
+	TypedText    string         `json:"typed_text"`
+	Plan         []string       `json:"plan"`
+	Raw          string         `json:"raw"`
+	Tokens       int            `json:"tokens"`
+	Timings      engine.Timings `json:"timings_ms"`
+	SourceTokens int            `json:"source_tokens"`
+	Error        string         `json:"error,omitempty"`
+}
+
+func printPredictionJSON(w io.Writer, res *engine.Result) error {
+	out := predictionJSON{
+		Raw: res.Raw, Tokens: len(res.TokenIDs), Timings: res.Timings, Plan: []string{},
+		SourceTokens: res.SourceTokens,
+	}
+	if res.ParseErr != nil {
+		out.Error = res.ParseErr.Error()
+	} else {
+		a := res.Action
+		out.ActionType = a.Type.String()
+		out.TouchPoint = [2]float64{a.Touch.Y, a.Touch.X}
+		out.LiftPoint = [2]float64{a.Lift.Y, a.Lift.X}
+		out.TypedText = a.Text
+		for _, t := range res.Plan {
+			out.Plan = append(out.Plan, t.String())
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func printPrediction(w io.Writer, res *engine.Result) {
+	if res.ParseErr != nil {
+		fmt.Fprintf(w, "action:  (unparseable model output)\n")
+	} else {
+		fmt.Fprintf(w, "action:  %s\n", describe(res.Action))
+		names := make([]string, len(res.Plan))
+		for i, t := range res.Plan {
+			names[i] = t.String()
+		}
+		fmt.Fprintf(w, "plan:    [%s]\n", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(w, "raw:     %s\n", res.Raw)
+	t := res.Timings
+	ms := func(d interface{ Microseconds() int64 }) string {
+		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
+	}
+	fmt.Fprintf(w, "time:    %s ms total (preprocess %s, vision %s, tokenize %s, encoder %s, fusion %s, decode %s+%s over %d calls, %d tokens)\n",
+		ms(t.Total), ms(t.Preprocess), ms(t.Vision), ms(t.Tokenize), ms(t.Encoder), ms(t.Fusion), ms(t.FirstStep), ms(t.LaterSteps), t.DecoderCalls, len(res.TokenIDs))
+}
+
+// describe renders an action for people.
+func describe(a action.Action) string {
+	switch a.Type {
+	case action.DualPoint:
+		if action.IsTap(a) {
+			return fmt.Sprintf("tap at y=%.4f x=%.4f", a.Touch.Y, a.Touch.X)
+		}
+		return fmt.Sprintf("swipe from y=%.4f x=%.4f to y=%.4f x=%.4f", a.Touch.Y, a.Touch.X, a.Lift.Y, a.Lift.X)
+	case action.TypeText:
+		return fmt.Sprintf("type %q", a.Text)
+	}
+	return a.Type.String()
+}
+
+// parseActionArg reads a --prev value: a compact form or a JSON object.
+func parseActionArg(s string) (action.Action, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		var a action.Action
+		if err := json.Unmarshal([]byte(s), &a); err != nil {
+			return a, fmt.Errorf("--prev %s: %w", s, err)
+		}
+		return a, nil
+	}
+	kind, arg, _ := strings.Cut(s, ":")
+	nums := func(n int) ([]float64, error) {
+		parts := strings.Split(arg, ",")
+		if len(parts) != n {
+			return nil, fmt.Errorf("--prev %s: want %d comma-separated numbers", s, n)
+		}
+		out := make([]float64, n)
+		for i, p := range parts {
+			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || v < 0 || v > 1 {
+				return nil, fmt.Errorf("--prev %s: %q is not a normalized coordinate in [0, 1]", s, p)
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	switch strings.ToLower(kind) {
+	case "tap":
+		v, err := nums(2)
+		if err != nil {
+			return action.Action{}, err
+		}
+		p := action.Point{Y: v[0], X: v[1]}
+		return action.Action{Type: action.DualPoint, Touch: p, Lift: p}, nil
+	case "swipe":
+		dirs := map[string][2]action.Point{
+			"up": {{Y: 0.8, X: 0.5}, {Y: 0.2, X: 0.5}}, "down": {{Y: 0.2, X: 0.5}, {Y: 0.8, X: 0.5}},
+			"left": {{Y: 0.5, X: 0.8}, {Y: 0.5, X: 0.2}}, "right": {{Y: 0.5, X: 0.2}, {Y: 0.5, X: 0.8}},
+		}
+		if d, ok := dirs[strings.ToLower(arg)]; ok {
+			return action.Action{Type: action.DualPoint, Touch: d[0], Lift: d[1]}, nil
+		}
+		v, err := nums(4)
+		if err != nil {
+			return action.Action{}, err
+		}
+		return action.Action{Type: action.DualPoint, Touch: action.Point{Y: v[0], X: v[1]}, Lift: action.Point{Y: v[2], X: v[3]}}, nil
+	case "type":
+		return action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: arg}, nil
+	}
+	simple := map[string]action.Type{"back": action.PressBack, "home": action.PressHome, "enter": action.PressEnter,
+		"complete": action.StatusTaskComplete, "impossible": action.StatusTaskImpossible}
+	if t, ok := simple[strings.ToLower(s)]; ok {
+		return action.Action{Type: t, Touch: action.NoPoint, Lift: action.NoPoint}, nil
+	}
+	return action.Action{}, fmt.Errorf("--prev %q: want tap:Y,X, swipe:DIR, swipe:Y1,X1,Y2,X2, type:TEXT, back, home, enter, complete, impossible or a JSON object", s)
+}
+
+// readHistory reads a JSON array or JSON lines of actions.
+func readHistory(path string) ([]action.Action, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	trimmed := strings.TrimSpace(string(raw))
+	var out []action.Action
+	if strings.HasPrefix(trimmed, "[") {
+		if err := json.Unmarshal([]byte(trimmed), &out); err != nil {
+			return nil, fmt.Errorf("history %s: %w", path, err)
+		}
+		return out, nil
+	}
+	for i, line := range strings.Split(trimmed, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var a action.Action
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			return nil, fmt.Errorf("history %s line %d: %w", path, i+1, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// readFeatures reads a float32 vector from .npy or a JSON array.
+func readFeatures(path string) ([]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("features: %w", err)
+	}
+	defer f.Close()
+	if strings.EqualFold(filepath.Ext(path), ".npy") {
+		d := tensor.New(tensor.Of(tensor.Float32))
+		if err := d.ReadNpy(f); err != nil {
+			return nil, fmt.Errorf("features %s: %w", path, err)
+		}
+		v, ok := d.Data().([]float32)
+		if !ok {
+			return nil, fmt.Errorf("features %s: want float32 data, got %v", path, d.Dtype())
+		}
+		return v, nil
+	}
+	var v []float32
+	if err := json.NewDecoder(f).Decode(&v); err != nil {
+		return nil, fmt.Errorf("features %s: want a .npy file or a JSON array of numbers: %w", path, err)
+	}
+	return v, nil
+}
+
+// writePNG writes img atomically: a crash never leaves a half-written file.
+func writePNG(path string, img image.Image) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

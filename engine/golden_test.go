@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/models"
+)
+
+// Tolerances against the PyTorch reference (float32 on both sides; ORT fuses
+// and reorders reductions, so bitwise equality is not expected). Token ids and
+// text must match exactly.
+const (
+	tolPixels   = 1e-6 // PIL-exact resize: only float rounding of the normalization
+	tolFeatures = 1e-4
+	tolHidden   = 1e-4
+	tolLogits   = 1e-4
+)
+
+const testdata = "../models/testdata"
+
+type goldenAction struct {
+	ActionType string     `json:"action_type"`
+	Touch      [2]float64 `json:"touch_point"`
+	Lift       [2]float64 `json:"lift_point"`
+	Text       string     `json:"typed_text"`
+}
+
+func (g goldenAction) action(t *testing.T) action.Action {
+	typ, err := action.ParseType(g.ActionType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return action.Action{Type: typ, Touch: action.Point{Y: g.Touch[0], X: g.Touch[1]}, Lift: action.Point{Y: g.Lift[0], X: g.Lift[1]}, Text: g.Text}
+}
+
+type goldenCase struct {
+	ID           string            `json:"id"`
+	Screen       string            `json:"screen"`
+	Goal         string            `json:"goal"`
+	History      []goldenAction    `json:"history"`
+	SourceText   string            `json:"source_text"`
+	InputIDs     []int64           `json:"input_ids"`
+	Truncated    bool              `json:"truncated"`
+	MaxNewTokens int               `json:"max_new_tokens"`
+	GeneratedIDs []int64           `json:"generated_ids"`
+	Text         string            `json:"text"`
+	Tensors      map[string]string `json:"tensors"`
+}
+
+func (c goldenCase) history(t *testing.T) []action.Action {
+	out := make([]action.Action, len(c.History))
+	for i, h := range c.History {
+		out[i] = h.action(t)
+	}
+	return out
+}
+
+func loadGolden(t testing.TB) []goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testdata, "golden", "cases.json"))
+	if err != nil {
+		t.Fatalf("golden fixtures: %v (regenerate with `make fixtures`)", err)
+	}
+	var g struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cases) < 20 {
+		t.Fatalf("only %d golden cases", len(g.Cases))
+	}
+	return g.Cases
+}
+
+func loadNpy(t testing.TB, rel string) []float32 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testdata, "golden", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := tensor.New(tensor.Of(tensor.Float32))
+	if err := d.ReadNpy(f); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return d.Data().([]float32)
+}
+
+func maxAbsDiff(t testing.TB, what string, got, want []float32) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, golden has %d", what, len(got), len(want))
+	}
+	worst := 0.0
+	for i := range got {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		if math.IsNaN(d) {
+			return math.Inf(1)
+		}
+		worst = math.Max(worst, d)
+	}
+	return worst
+}
+
+var (
+	tinyOnce sync.Once
+	tinyPred *Predictor
+	tinyErr  error
+)
+
+// tiny returns a shared predictor on the committed tiny bundle, with Auto-UI's
+// right truncation so prompts match the PyTorch reference.
+func tiny(t testing.TB) *Predictor {
+	t.Helper()
+	tinyOnce.Do(func() {
+		b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+		if err != nil {
+			tinyErr = err
+			return
+		}
+		tinyPred, tinyErr = NewPredictor(b, Options{Truncation: TruncateRight})
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyPred
+}
+
+func screen(t testing.TB, rel string) image.Image {
+	t.Helper()
+	img, err := preprocess.DecodeFile(filepath.Join(testdata, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func TestGoldenParity(t *testing.T) {
+	p := tiny(t)
+	ctx := context.Background()
+	for _, c := range loadGolden(t) {
+		t.Run(c.ID, func(t *testing.T) {
+			img := screen(t, c.Screen)
+			// preprocessing
+			if rel, ok := c.Tensors["pixel_values"]; ok {
+				if d := maxAbsDiff(t, "pixels", p.prep.Pixels(img), loadNpy(t, rel)); d > tolPixels {
+					t.Errorf("pixel_values max abs diff %g > %g", d, tolPixels)
+				}
+			}
+			// vision
+			feat, err := p.ImageFeatures(ctx, img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(t, "image_features", feat, loadNpy(t, c.Tensors["image_features"])); d > tolFeatures {
+				t.Errorf("image_features max abs diff %g > %g", d, tolFeatures)
+			}
+			// prompt and tokens
+			hist := c.history(t)
+			if got := SourceText(c.Goal, hist, 8, action.ScrollFixed); got != c.SourceText {
+				t.Errorf("source text\n got %q\nwant %q", got, c.SourceText)
+			}
+			_, ids, err := buildPrompt(p.tok, 1, c.Goal, hist, 8, 512, action.ScrollFixed, TruncateRight)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalIDs(ids, c.InputIDs) {
+				t.Fatalf("input ids\n got %v\nwant %v", ids, c.InputIDs)
+			}
+			// encoder and fusion on the golden vision vector, so each stage is
+			// compared on its own inputs
+			goldFeat := loadNpy(t, c.Tensors["image_features"])
+			enc, err := p.encode(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(t, "encoder", enc, loadNpy(t, c.Tensors["encoder_hidden_states"])); d > tolHidden {
+				t.Errorf("encoder_hidden_states max abs diff %g > %g", d, tolHidden)
+			}
+			fused, err := p.fuse(enc, goldFeat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(t, "fused", fused, loadNpy(t, c.Tensors["fused_hidden_states"])); d > tolHidden {
+				t.Errorf("fused_hidden_states max abs diff %g > %g", d, tolHidden)
+			}
+			// first 3 decode steps' logits, teacher-forced on the golden ids
+			r, err := p.newDecodeRun(fused, len(ids), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.close()
+			wantLogits := loadNpy(t, c.Tensors["logits"])
+			V := p.cfg.VocabSize
+			tok := int64(0)
+			for s := 0; s < 3 && s < len(c.GeneratedIDs); s++ {
+				l, err := r.step([]int64{tok})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxAbsDiff(t, "logits", l, wantLogits[s*V:(s+1)*V]); d > tolLogits {
+					t.Errorf("step %d logits max abs diff %g > %g", s, d, tolLogits)
+				}
+				tok = c.GeneratedIDs[s]
+			}
+			// the whole pipeline from the screenshot
+			res, err := p.Predict(ctx, Request{Screen: img, Goal: c.Goal, History: hist, MaxNewTokens: c.MaxNewTokens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+				t.Fatalf("generated ids\n got %v\nwant %v", res.TokenIDs, c.GeneratedIDs)
+			}
+			if res.Raw != c.Text {
+				t.Errorf("text\n got %q\nwant %q", res.Raw, c.Text)
+			}
+		})
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

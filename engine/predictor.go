@@ -1,0 +1,312 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"sync"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/tokenizer"
+)
+
+// Options configure a Predictor. The zero value uses the bundle's settings.
+type Options struct {
+	Session SessionOptions
+	// Truncation is the prompt truncation policy (default KeepGoal).
+	Truncation Truncation
+	// HistoryWindow overrides the bundle's history window when > 0; negative
+	// means no history (the "Goal: ..." prompt).
+	HistoryWindow int
+	// MaxNewTokens overrides the bundle's max_target_tokens when > 0.
+	MaxNewTokens int
+	// LibraryPath is the ONNX Runtime shared library (see InitRuntime).
+	LibraryPath string
+}
+
+// Predictor runs a bundle. It is safe for concurrent use: sessions are
+// shared, every request has its own buffers.
+type Predictor struct {
+	bundle    *models.Bundle
+	cfg       models.ModelConfig
+	tok       *tokenizer.Tokenizer
+	prep      preprocess.Config
+	scrollMap action.ScrollMap
+	opts      Options
+	window    int
+	maxNew    int
+	so        *ort.SessionOptions
+
+	encoder, fusion, decoder *graph
+
+	// The vision tower loads on first use: evaluation from precomputed
+	// features (Auto-UI's pickles, a feature cache) never pays for it.
+	visionOnce sync.Once
+	vision     *graph
+	visionErr  error
+
+	decoderPastNames [][4]string // per layer: decoder key, decoder value, encoder key, encoder value
+	decoderPresNames [][4]string
+}
+
+// NewPredictor opens the bundle's graphs and tokenizer.
+func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
+	if err := InitRuntime(opts.LibraryPath); err != nil {
+		return nil, err
+	}
+	m := b.Manifest
+	tok, err := tokenizer.Load(b.Path(models.RoleTokenizer))
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", b.Path(models.RoleTokenizer), err)
+	}
+	p := &Predictor{
+		bundle: b,
+		cfg:    m.Model,
+		tok:    tok,
+		opts:   opts,
+		window: m.Prompt.HistoryWindow,
+		maxNew: m.Prompt.MaxTargetTokens,
+		prep: preprocess.Config{
+			Height: m.Preprocess.Height, Width: m.Preprocess.Width,
+			RescaleFactor: float32(m.Preprocess.RescaleFactor),
+			Mean:          [3]float32{float32(m.Preprocess.Mean[0]), float32(m.Preprocess.Mean[1]), float32(m.Preprocess.Mean[2])},
+			Std:           [3]float32{float32(m.Preprocess.Std[0]), float32(m.Preprocess.Std[1]), float32(m.Preprocess.Std[2])},
+		},
+	}
+	if m.Action.ScrollMap == "legacy" {
+		p.scrollMap = action.ScrollLegacy
+	}
+	switch {
+	case opts.HistoryWindow > 0:
+		p.window = opts.HistoryWindow
+	case opts.HistoryWindow < 0:
+		p.window = 0
+	}
+	if opts.MaxNewTokens > 0 {
+		p.maxNew = opts.MaxNewTokens
+	}
+	p.so, err = opts.Session.build()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range []struct {
+		role models.Role
+		dst  **graph
+	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoder, &p.decoder}} {
+		if *g.dst, err = openGraph(b, g.role, p.so); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	for i := 0; i < p.cfg.NumDecoderLayers; i++ {
+		p.decoderPastNames = append(p.decoderPastNames, [4]string{
+			fmt.Sprintf("past_key_values.%d.decoder.key", i), fmt.Sprintf("past_key_values.%d.decoder.value", i),
+			fmt.Sprintf("past_key_values.%d.encoder.key", i), fmt.Sprintf("past_key_values.%d.encoder.value", i),
+		})
+		p.decoderPresNames = append(p.decoderPresNames, [4]string{
+			fmt.Sprintf("present.%d.decoder.key", i), fmt.Sprintf("present.%d.decoder.value", i),
+			fmt.Sprintf("present.%d.encoder.key", i), fmt.Sprintf("present.%d.encoder.value", i),
+		})
+	}
+	return p, nil
+}
+
+// Close releases the sessions.
+func (p *Predictor) Close() error {
+	p.encoder.close()
+	p.fusion.close()
+	p.decoder.close()
+	p.vision.close()
+	if p.so != nil {
+		p.so.Destroy()
+		p.so = nil
+	}
+	return nil
+}
+
+// Bundle returns the bundle the predictor runs.
+func (p *Predictor) Bundle() *models.Bundle { return p.bundle }
+
+// Tokenizer returns the bundle's tokenizer.
+func (p *Predictor) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+func (p *Predictor) visionGraph() (*graph, error) {
+	p.visionOnce.Do(func() {
+		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, p.so)
+	})
+	return p.vision, p.visionErr
+}
+
+// ImageFeatures runs preprocessing and the vision tower on one screenshot.
+func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float32, error) {
+	f, _, _, err := p.imageFeatures(ctx, img)
+	return f, err
+}
+
+func (p *Predictor) imageFeatures(ctx context.Context, img image.Image) (feat []float32, prep, vis time.Duration, err error) {
+	if img == nil {
+		return nil, 0, 0, errors.New("no screen and no image features given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	g, err := p.visionGraph()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	t0 := time.Now()
+	pix := p.prep.Pixels(img)
+	prep = time.Since(t0)
+	t1 := time.Now()
+	in, err := ort.NewTensor(ort.NewShape(1, 3, int64(p.prep.Height), int64(p.prep.Width)), pix)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("vision input: %w", err)
+	}
+	defer in.Destroy()
+	feat = make([]float32, p.bundle.Manifest.Vision.OutputDim)
+	out, err := ort.NewTensor(ort.NewShape(1, int64(len(feat))), feat)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("vision output: %w", err)
+	}
+	defer out.Destroy()
+	if err := g.run(map[string]ort.Value{g.inputs[0]: in}, map[string]ort.Value{g.outputs[0]: out}); err != nil {
+		return nil, 0, 0, err
+	}
+	return feat, prep, time.Since(t1), nil
+}
+
+// Predict returns the next action for one screen.
+func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	res := &Result{}
+	var err error
+	if req.Features != nil {
+		if len(req.Features) != p.cfg.ImageDim {
+			return nil, fmt.Errorf("image features have %d values, the bundle's image_dim is %d", len(req.Features), p.cfg.ImageDim)
+		}
+		res.Features = req.Features
+	} else {
+		res.Features, res.Timings.Preprocess, res.Timings.Vision, err = p.imageFeatures(ctx, req.Screen)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	t := time.Now()
+	var ids []int64
+	res.SourceText, ids, err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, req.Goal, req.History,
+		p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
+	if err != nil {
+		return nil, err
+	}
+	res.SourceTokens = len(ids)
+	res.Timings.Tokenize = time.Since(t)
+
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	enc, err := p.encode(ids)
+	if err != nil {
+		return nil, err
+	}
+	res.Timings.Encoder = time.Since(t)
+
+	t = time.Now()
+	fused, err := p.fuse(enc, res.Features)
+	if err != nil {
+		return nil, err
+	}
+	res.Timings.Fusion = time.Since(t)
+
+	maxNew := p.maxNew
+	if req.MaxNewTokens > 0 {
+		maxNew = req.MaxNewTokens
+	}
+	res.TokenIDs, err = p.greedy(ctx, fused, len(ids), req.MinNewTokens, maxNew, &res.Timings)
+	if err != nil {
+		return nil, err
+	}
+
+	t = time.Now()
+	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
+	out, perr := action.ParseOutput(res.Raw)
+	if perr != nil {
+		res.ParseErr = perr
+	} else {
+		res.Action, res.Plan = out.Action, out.Plan
+	}
+	res.Timings.Parse = time.Since(t)
+	res.Timings.Total = time.Since(start)
+	return res, nil
+}
+
+// encode runs the T5 encoder on one prompt: [1, n, d].
+func (p *Predictor) encode(ids []int64) ([]float32, error) {
+	n := int64(len(ids))
+	mask := make([]int64, n)
+	for i := range mask {
+		mask[i] = 1
+	}
+	idT, err := ort.NewTensor(ort.NewShape(1, n), ids)
+	if err != nil {
+		return nil, fmt.Errorf("encoder input: %w", err)
+	}
+	defer idT.Destroy()
+	maskT, err := ort.NewTensor(ort.NewShape(1, n), mask)
+	if err != nil {
+		return nil, fmt.Errorf("encoder input: %w", err)
+	}
+	defer maskT.Destroy()
+	hidden := make([]float32, n*int64(p.cfg.DModel))
+	outT, err := ort.NewTensor(ort.NewShape(1, n, int64(p.cfg.DModel)), hidden)
+	if err != nil {
+		return nil, fmt.Errorf("encoder output: %w", err)
+	}
+	defer outT.Destroy()
+	err = p.encoder.run(
+		map[string]ort.Value{"input_ids": idT, "attention_mask": maskT},
+		map[string]ort.Value{"last_hidden_state": outT})
+	return hidden, err
+}
+
+// fuse runs the fusion graph: encoder states + image vector -> fused states.
+func (p *Predictor) fuse(enc []float32, feat []float32) ([]float32, error) {
+	d := int64(p.cfg.DModel)
+	n := int64(len(enc)) / d
+	mask := make([]int64, n)
+	for i := range mask {
+		mask[i] = 1
+	}
+	encT, err := ort.NewTensor(ort.NewShape(1, n, d), enc)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer encT.Destroy()
+	maskT, err := ort.NewTensor(ort.NewShape(1, n), mask)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer maskT.Destroy()
+	featT, err := ort.NewTensor(ort.NewShape(1, int64(len(feat))), feat)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer featT.Destroy()
+	fused := make([]float32, len(enc))
+	outT, err := ort.NewTensor(ort.NewShape(1, n, d), fused)
+	if err != nil {
+		return nil, fmt.Errorf("fusion output: %w", err)
+	}
+	defer outT.Destroy()
+	err = p.fusion.run(
+		map[string]ort.Value{"encoder_hidden_states": encT, "attention_mask": maskT, "image_features": featT},
+		map[string]ort.Value{"fused_hidden_states": outT})
+	return fused, err
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/models"
+)
+
+// Same tokens with 1 and 2 intra-op threads.
+func TestThreadCountsAgree(t *testing.T) {
+	cases := loadGolden(t)[:6]
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 2} {
+		p, err := NewPredictor(b, Options{Truncation: TruncateRight, Session: SessionOptions{IntraOpThreads: threads}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+				t.Errorf("threads=%d %s: ids differ from golden", threads, c.ID)
+			}
+		}
+		p.Close()
+	}
+}
+
+// One predictor shared by 8 goroutines gives every request its own, correct answer.
+func TestConcurrentPredict(t *testing.T) {
+	p := tiny(t)
+	cases := loadGolden(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < len(cases); i += 3 {
+				c := cases[i%len(cases)]
+				res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+					errs <- fmt.Errorf("goroutine %d %s: ids differ", g, c.ID)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestPrecomputedFeatures(t *testing.T) {
+	p := tiny(t)
+	c := loadGolden(t)[0]
+	res, err := p.Predict(context.Background(), Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+		t.Fatalf("ids from golden features differ")
+	}
+	if res.Timings.Vision != 0 {
+		t.Error("vision ran although features were given")
+	}
+	_, err = p.Predict(context.Background(), Request{Features: []float32{1, 2, 3}, Goal: "x"})
+	if err == nil || !strings.Contains(err.Error(), "image_dim") {
+		t.Fatalf("wrong feature length: %v", err)
+	}
+	if _, err := p.Predict(context.Background(), Request{Goal: "x"}); err == nil {
+		t.Fatal("no screen and no features accepted")
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	p := tiny(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Predict(ctx, Request{Features: make([]float32, p.cfg.ImageDim), Goal: "open settings"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestKeepGoalTruncation(t *testing.T) {
+	p := tiny(t)
+	long := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: strings.Repeat("a very long typed text ", 40)}
+	hist := []action.Action{long, long, long}
+	goal := "open the settings app"
+	text, ids, err := buildPrompt(p.tok, 1, goal, hist, 8, 512, action.ScrollFixed, KeepGoal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) > 512 || !strings.HasSuffix(text, "Goal: "+goal) {
+		t.Fatalf("keep-goal lost the goal: %d tokens, %q", len(ids), text[max(0, len(text)-60):])
+	}
+	_, rids, _ := buildPrompt(p.tok, 1, goal, hist, 8, 512, action.ScrollFixed, TruncateRight)
+	if len(rids) != 512 || rids[511] != 1 {
+		t.Fatalf("right truncation: %d tokens, last %d", len(rids), rids[len(rids)-1])
+	}
+	if SourceText("g", nil, 8, action.ScrollFixed) != "Previous Actions: Goal: g" || SourceText("g  x", hist, 0, action.ScrollFixed) != "Goal: g x" {
+		t.Fatal("prompt forms")
+	}
+}
+
+func TestBundleErrors(t *testing.T) {
+	src := filepath.Join(testdata, "tiny")
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, _ := os.ReadFile(filepath.Join(src, e.Name()))
+		os.WriteFile(filepath.Join(dir, e.Name()), raw, 0o644)
+	}
+	// point the encoder entry at the fusion graph (checksums updated): only
+	// the graph input/output check can tell
+	raw, err := os.ReadFile(filepath.Join(dir, models.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	files := m["files"].(map[string]any)
+	enc, fus := files["encoder"].(map[string]any), files["fusion"].(map[string]any)
+	for _, k := range []string{"path", "sha256", "size"} {
+		enc[k] = fus[k]
+	}
+	raw, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, models.ManifestFile), raw, 0o644)
+	b, err := models.Load(dir, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewPredictor(b, Options{})
+	if !errors.Is(err, models.ErrIOMismatch) || !strings.Contains(err.Error(), "fusion_model.onnx") {
+		t.Fatalf("swapped graphs: got %v", err)
+	}
+}

@@ -1,0 +1,285 @@
+// Package engine runs Auto-UI bundles with ONNX Runtime: the runtime
+// environment and sessions, the predictor pipeline (vision, encoder, fusion,
+// decoder loop) and decoding.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// RequiredORTVersion is the ONNX Runtime release whose C API (version 29)
+// onnxruntime_go v1.36.0 is built against.
+const RequiredORTVersion = "1.29"
+
+// LibraryEnv names the environment variable that points at libonnxruntime.so.
+const LibraryEnv = "ONNXRUNTIME_SHARED_LIBRARY_PATH"
+
+// installedLibrary is where `make setup` puts the pinned library, relative to
+// the project root.
+var installedLibrary = filepath.Join("third_party", "onnxruntime", "lib", "libonnxruntime.so.1.29.0")
+
+var (
+	runtimeMu   sync.Mutex
+	runtimePath string // the library the process environment was created with
+)
+
+// ErrRuntime wraps every failure to bring up ONNX Runtime.
+var ErrRuntime = errors.New("onnx runtime")
+
+// InitRuntime loads the ONNX Runtime shared library and creates the process
+// environment, once per process. libPath may be empty: then $ONNXRUNTIME_SHARED_LIBRARY_PATH,
+// then the project's own install (third_party/onnxruntime, searched upwards
+// from the working directory and the executable) are tried. Calling it again
+// with the same or an empty path is a no-op; with another path it is an error,
+// because ONNX Runtime cannot be loaded twice into one process.
+func InitRuntime(libPath string) error {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if runtimePath != "" {
+		if libPath != "" && libPath != runtimePath {
+			return fmt.Errorf("%w: already initialised with %s, cannot switch to %s in one process", ErrRuntime, runtimePath, libPath)
+		}
+		return nil
+	}
+	path, err := findLibrary(libPath)
+	if err != nil {
+		return err
+	}
+	// ORT 1.29 writes a telemetry store under ~/.cache unless told not to.
+	if os.Getenv("ORT_DISABLE_TELEMETRY") == "" {
+		os.Setenv("ORT_DISABLE_TELEMETRY", "1")
+	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		return fmt.Errorf("%w: load %s: %v\n%s", ErrRuntime, path, err, installHint())
+	}
+	if err := checkVersion(ort.GetVersion()); err != nil {
+		ort.DestroyEnvironment()
+		return fmt.Errorf("%w: %s: %v\n%s", ErrRuntime, path, err, installHint())
+	}
+	if err := ort.DisableTelemetry(); err != nil {
+		ort.DestroyEnvironment()
+		return fmt.Errorf("%w: disable telemetry: %v", ErrRuntime, err)
+	}
+	runtimePath = path
+	return nil
+}
+
+// RuntimeVersion returns the loaded ONNX Runtime version ("" before InitRuntime).
+func RuntimeVersion() string {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if runtimePath == "" {
+		return ""
+	}
+	return ort.GetVersion()
+}
+
+func installHint() string {
+	return "autoui needs ONNX Runtime " + RequiredORTVersion + ".x (C API 29, for onnxruntime_go v1.36.0): run `make setup-ort`, " +
+		"or set " + LibraryEnv + " / --ort-lib to a libonnxruntime.so " + RequiredORTVersion + ".x " +
+		"(npm onnxruntime-node@1.29.0 bin/napi-v6/linux/x64/libonnxruntime.so.1, or the onnxruntime==1.29.0 wheel's onnxruntime/capi/libonnxruntime.so.1.29.0)"
+}
+
+// checkVersion accepts 1.29.x only: other releases either lack API 29 or
+// have not been validated against our parity tests.
+func checkVersion(v string) error {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return fmt.Errorf("unrecognised ONNX Runtime version %q", v)
+	}
+	if _, err := strconv.Atoi(parts[1]); err != nil {
+		return fmt.Errorf("unrecognised ONNX Runtime version %q", v)
+	}
+	if parts[0]+"."+parts[1] != RequiredORTVersion {
+		return fmt.Errorf("found ONNX Runtime %s, need %s.x", v, RequiredORTVersion)
+	}
+	return nil
+}
+
+func findLibrary(explicit string) (string, error) {
+	if explicit != "" {
+		return existing(explicit, "--ort-lib")
+	}
+	if env := os.Getenv(LibraryEnv); env != "" {
+		return existing(env, "$"+LibraryEnv)
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			starts = append(starts, filepath.Dir(exe))
+		}
+	}
+	for _, start := range starts {
+		for dir := start; ; dir = filepath.Dir(dir) {
+			cand := filepath.Join(dir, installedLibrary)
+			if st, err := os.Stat(cand); err == nil && !st.IsDir() {
+				return cand, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: libonnxruntime not found (looked at --ort-lib, $%s, and %s above %s)\n%s",
+		ErrRuntime, LibraryEnv, installedLibrary, strings.Join(starts, ", "), installHint())
+}
+
+func existing(path, from string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s: %v\n%s", ErrRuntime, from, path, err, installHint())
+	}
+	if st.IsDir() {
+		return "", fmt.Errorf("%w: %s %s is a directory, want the libonnxruntime.so file\n%s", ErrRuntime, from, path, installHint())
+	}
+	return path, nil
+}
+
+// Provider is an ONNX Runtime execution provider.
+type Provider string
+
+// Supported execution providers.
+const (
+	ProviderCPU  Provider = "cpu"
+	ProviderCUDA Provider = "cuda"
+)
+
+// ParseProvider reads a --provider flag value.
+func ParseProvider(s string) (Provider, error) {
+	switch p := Provider(strings.ToLower(s)); p {
+	case "", ProviderCPU:
+		return ProviderCPU, nil
+	case ProviderCUDA:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown execution provider %q (want cpu or cuda)", s)
+}
+
+// GraphOptimization is ONNX Runtime's graph optimisation level.
+type GraphOptimization string
+
+// Graph optimisation levels, as ONNX Runtime names them.
+const (
+	OptimizeDisabled GraphOptimization = "disabled"
+	OptimizeBasic    GraphOptimization = "basic"
+	OptimizeExtended GraphOptimization = "extended"
+	OptimizeAll      GraphOptimization = "all"
+)
+
+// SessionOptions configure every session a predictor opens.
+type SessionOptions struct {
+	// IntraOpThreads is the thread count inside one operator; 0 means the
+	// number of physical cores (hyperthreads do not help bandwidth-bound
+	// decoding and hurt the compute-bound encoder).
+	IntraOpThreads int
+	// GraphOptimization defaults to OptimizeAll.
+	GraphOptimization GraphOptimization
+	// DisableMemArena turns off ORT's CPU arena allocator (lower peak RSS,
+	// more allocation per run).
+	DisableMemArena bool
+	// DisableSpinning stops ORT's worker threads from spin-waiting between
+	// operators (less CPU burned when idle, slightly higher latency).
+	DisableSpinning bool
+	// Provider is cpu (default) or cuda.
+	Provider Provider
+	// CUDADevice is the GPU ordinal for the cuda provider.
+	CUDADevice int
+}
+
+func (o SessionOptions) threads() int {
+	if o.IntraOpThreads > 0 {
+		return o.IntraOpThreads
+	}
+	return PhysicalCores()
+}
+
+func (o SessionOptions) build() (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("session options: %w", err)
+	}
+	fail := func(what string, err error) (*ort.SessionOptions, error) {
+		so.Destroy()
+		return nil, fmt.Errorf("session options: %s: %w", what, err)
+	}
+	if err := so.SetIntraOpNumThreads(o.threads()); err != nil {
+		return fail("intra-op threads", err)
+	}
+	if err := so.SetInterOpNumThreads(1); err != nil {
+		return fail("inter-op threads", err)
+	}
+	level := ort.GraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
+	switch o.GraphOptimization {
+	case "", OptimizeAll:
+	case OptimizeExtended:
+		level = ort.GraphOptimizationLevelEnableExtended
+	case OptimizeBasic:
+		level = ort.GraphOptimizationLevelEnableBasic
+	case OptimizeDisabled:
+		level = ort.GraphOptimizationLevelDisableAll
+	default:
+		return fail("graph optimisation", fmt.Errorf("unknown level %q (disabled, basic, extended, all)", o.GraphOptimization))
+	}
+	if err := so.SetGraphOptimizationLevel(level); err != nil {
+		return fail("graph optimisation", err)
+	}
+	if err := so.SetCpuMemArena(!o.DisableMemArena); err != nil {
+		return fail("memory arena", err)
+	}
+	if o.DisableSpinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return fail("spinning", err)
+		}
+	}
+	switch o.Provider {
+	case "", ProviderCPU:
+	case ProviderCUDA:
+		cuda, err := ort.NewCUDAProviderOptions()
+		if err != nil {
+			return fail("cuda provider", fmt.Errorf("this ONNX Runtime library has no CUDA support (%v); the CPU build from onnxruntime-node does not — see docs for the CUDA recipe", err))
+		}
+		defer cuda.Destroy()
+		if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(o.CUDADevice)}); err != nil {
+			return fail("cuda provider", err)
+		}
+		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
+			return fail("cuda provider", fmt.Errorf("%v (is a GPU present and are the CUDA 12 / cuDNN 9 libraries on the loader path?)", err))
+		}
+	default:
+		return fail("provider", fmt.Errorf("unknown execution provider %q", o.Provider))
+	}
+	return so, nil
+}
+
+// PhysicalCores counts distinct (package, core) pairs in sysfs, falling back
+// to the logical CPU count.
+func PhysicalCores() int {
+	cores := map[string]bool{}
+	cpus, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/topology")
+	for _, topo := range cpus {
+		pkg, err1 := os.ReadFile(filepath.Join(topo, "physical_package_id"))
+		core, err2 := os.ReadFile(filepath.Join(topo, "core_id"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		cores[strings.TrimSpace(string(pkg))+"/"+strings.TrimSpace(string(core))] = true
+	}
+	n := len(cores)
+	if n == 0 || n > runtime.NumCPU() {
+		n = runtime.NumCPU()
+	}
+	return n
+}

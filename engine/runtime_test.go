@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckVersion(t *testing.T) {
+	for v, ok := range map[string]bool{"1.29.0": true, "1.29.3": true, "1.28.1": false, "1.30.0": false, "2.29.0": false, "garbage": false, "": false} {
+		if err := checkVersion(v); (err == nil) != ok {
+			t.Errorf("checkVersion(%q) = %v", v, err)
+		}
+	}
+}
+
+func TestFindLibraryErrors(t *testing.T) {
+	if _, err := findLibrary("/nonexistent/libonnxruntime.so"); err == nil || !strings.Contains(err.Error(), "make setup-ort") {
+		t.Fatalf("missing explicit library: %v", err)
+	}
+	if _, err := findLibrary(t.TempDir()); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Fatalf("directory as library: %v", err)
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	if _, err := ParseProvider("tpu"); err == nil {
+		t.Error("unknown provider accepted")
+	}
+	if p, _ := ParseProvider("CUDA"); p != ProviderCUDA {
+		t.Error("cuda not parsed")
+	}
+	if _, err := ParseTruncation("left"); err == nil {
+		t.Error("unknown truncation accepted")
+	}
+	if PhysicalCores() < 1 {
+		t.Error("no cores")
+	}
+}
+
+// A wrong shared library must fail with a message that says what to install.
+// ORT loads once per process, so the failing load runs in a child process.
+func TestWrongLibraryInChild(t *testing.T) {
+	if lib := os.Getenv("AUTOUI_TEST_ORT_LIB"); lib != "" {
+		err := InitRuntime(lib)
+		if err == nil {
+			os.Exit(3)
+		}
+		os.Stderr.WriteString(err.Error())
+		os.Exit(0)
+	}
+	libc, _ := filepath.Glob("/lib/x86_64-linux-gnu/libc.so.6")
+	bad := filepath.Join(t.TempDir(), "libonnxruntime.so")
+	os.WriteFile(bad, []byte("not an ELF file"), 0o644)
+	for _, lib := range append(libc, bad) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWrongLibraryInChild$")
+		cmd.Env = append(os.Environ(), "AUTOUI_TEST_ORT_LIB="+lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: child failed (%v): %s", lib, err, out)
+		}
+		if !strings.Contains(string(out), "make setup-ort") || !strings.Contains(string(out), lib) {
+			t.Errorf("%s: error does not name the library and the fix: %s", lib, out)
+		}
+	}
+}

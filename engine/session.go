@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/models"
+)
+
+// graph is one ONNX graph of a bundle, opened as a session whose inputs and
+// outputs are bound by the manifest's names (never by position).
+type graph struct {
+	role    models.Role
+	path    string
+	inputs  []string
+	outputs []string
+	sess    *ort.DynamicAdvancedSession
+}
+
+// openGraph checks the graph's reported inputs and outputs against the
+// manifest, then opens a session for it.
+func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*graph, error) {
+	path := b.Path(role)
+	ins, outs, err := ort.GetInputOutputInfoWithOptions(path, so)
+	if err != nil {
+		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
+	}
+	if err := b.CheckIO(role, ioInfos(ins), ioInfos(outs)); err != nil {
+		return nil, err
+	}
+	spec := b.Manifest.Files[role]
+	g := &graph{role: role, path: path}
+	for _, t := range spec.Inputs {
+		g.inputs = append(g.inputs, t.Name)
+	}
+	for _, t := range spec.Outputs {
+		g.outputs = append(g.outputs, t.Name)
+	}
+	g.sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
+	if err != nil {
+		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
+	}
+	return g, nil
+}
+
+func (g *graph) close() {
+	if g != nil && g.sess != nil {
+		g.sess.Destroy()
+		g.sess = nil
+	}
+}
+
+// run executes the graph. in and out are keyed by name; an output left nil
+// is allocated by ORT and returned in out.
+func (g *graph) run(in map[string]ort.Value, out map[string]ort.Value) error {
+	ins := make([]ort.Value, len(g.inputs))
+	for i, n := range g.inputs {
+		v, ok := in[n]
+		if !ok {
+			return fmt.Errorf("run %s graph: input %q not provided (programmer error)", g.role, n)
+		}
+		ins[i] = v
+	}
+	outs := make([]ort.Value, len(g.outputs))
+	for i, n := range g.outputs {
+		outs[i] = out[n]
+	}
+	if err := g.sess.Run(ins, outs); err != nil {
+		return fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
+	}
+	for i, n := range g.outputs {
+		if out[n] == nil {
+			out[n] = outs[i]
+		}
+	}
+	return nil
+}
+
+func ioInfos(in []ort.InputOutputInfo) []models.IOInfo {
+	out := make([]models.IOInfo, len(in))
+	for i, x := range in {
+		out[i] = models.IOInfo{Name: x.Name, DType: dtypeName(x.DataType), Dims: []int64(x.Dimensions)}
+	}
+	return out
+}
+
+func dtypeName(t ort.TensorElementDataType) string {
+	switch t {
+	case ort.TensorElementDataTypeFloat:
+		return "float32"
+	case ort.TensorElementDataTypeFloat16:
+		return "float16"
+	case ort.TensorElementDataTypeDouble:
+		return "float64"
+	case ort.TensorElementDataTypeInt64:
+		return "int64"
+	case ort.TensorElementDataTypeInt32:
+		return "int32"
+	case ort.TensorElementDataTypeInt8:
+		return "int8"
+	case ort.TensorElementDataTypeUint8:
+		return "uint8"
+	case ort.TensorElementDataTypeBool:
+		return "bool"
+	}
+	return t.String()
+}
+
+// destroyAll releases ORT values, ignoring nils.
+func destroyAll(vs ...ort.Value) {
+	for _, v := range vs {
+		if v != nil {
+			v.Destroy()
+		}
+	}
+}
