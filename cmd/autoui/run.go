@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/device"
+)
+
+func init() {
+	register(command{name: "run", summary: "act on an Android device over ADB until the goal is done", run: runCmd})
+}
+
+// runFlags are the device and episode flags of `autoui run`.
+type runFlags struct {
+	serial         string
+	goal           string
+	maxSteps       int
+	dryRun         bool
+	confirm        bool
+	out            string
+	adbHost        string
+	adbPort        int
+	size           string
+	swipeMs        int
+	settleTimeout  time.Duration
+	settleInterval time.Duration
+	repeatLimit    int
+	noAnnotate     bool
+}
+
+func addRunFlags(fs *flag.FlagSet) *runFlags {
+	r := &runFlags{}
+	fs.StringVar(&r.serial, "serial", "", "device serial as 'adb devices' lists it (default: the only device attached)")
+	fs.StringVar(&r.goal, "goal", "", "the task in natural language, e.g. \"Open the settings app\"; required")
+	fs.IntVar(&r.maxSteps, "max-steps", 30, "step budget: stop after this many predictions")
+	fs.BoolVar(&r.dryRun, "dry-run", false, "predict and print the device commands without sending them")
+	fs.BoolVar(&r.confirm, "confirm", false, "ask on the terminal before each action: y sends it, n skips it, q stops")
+	fs.StringVar(&r.out, "out", "", "write the trajectory here: steps.jsonl, screenshots, annotated PNGs, summary.json, android_world.jsonl")
+	fs.StringVar(&r.adbHost, "adb-host", "", "adb server host (default localhost)")
+	fs.IntVar(&r.adbPort, "adb-port", 0, "adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)")
+	fs.StringVar(&r.size, "size", "", "screen size WxH for mapping coordinates (default: 'wm size', override honoured, turned by the orientation)")
+	fs.IntVar(&r.swipeMs, "swipe-ms", 300, "duration of 'input swipe' in milliseconds")
+	fs.DurationVar(&r.settleTimeout, "settle-timeout", 5*time.Second, "after an action, wait at most this long for two identical consecutive screenshots (0: do not wait)")
+	fs.DurationVar(&r.settleInterval, "settle-interval", 0, "pause between the settle screenshots")
+	fs.IntVar(&r.repeatLimit, "repeat-limit", 3, "stop when the model predicts the same action this many times in a row")
+	fs.BoolVar(&r.noAnnotate, "no-annotate", false, "do not write annotated PNGs to --out")
+	return r
+}
+
+// parseRunSize reads "WxH".
+func parseRunSize(s string) (int, int, error) {
+	ws, hs, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if !ok || err1 != nil || err2 != nil || w <= 0 || h <= 0 {
+		return 0, 0, fmt.Errorf("--size %q: want WIDTHxHEIGHT in pixels, e.g. 1080x2400", s)
+	}
+	return w, h, nil
+}
+
+func (r *runFlags) deviceOptions() (device.Options, error) {
+	o := device.Options{Host: r.adbHost, Port: r.adbPort, Serial: r.serial, SwipeDuration: time.Duration(r.swipeMs) * time.Millisecond}
+	if r.swipeMs <= 0 {
+		return o, fmt.Errorf("--swipe-ms %d: must be > 0", r.swipeMs)
+	}
+	if r.size != "" {
+		w, h, err := parseRunSize(r.size)
+		if err != nil {
+			return o, err
+		}
+		o.Width, o.Height = w, h
+	}
+	return o, nil
+}
+
+func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer) device.AgentOptions {
+	settle := r.settleTimeout
+	if settle <= 0 {
+		settle = -1 // the agent's "do not wait"
+	}
+	o := device.AgentOptions{
+		Goal: r.goal, MaxSteps: r.maxSteps, DryRun: r.dryRun, OutDir: r.out,
+		SettleTimeout: settle, SettleInterval: r.settleInterval, RepeatLimit: r.repeatLimit,
+		NoAnnotate: r.noAnnotate, Log: log,
+	}
+	if r.confirm {
+		o.Confirm = terminalConfirm(bufio.NewReader(stdin), prompt)
+	}
+	return o
+}
+
+func (r *runFlags) validate() error {
+	if strings.TrimSpace(r.goal) == "" {
+		return errors.New("--goal is required (what the agent should do, e.g. --goal \"Open the settings app\")")
+	}
+	if r.maxSteps <= 0 {
+		return fmt.Errorf("--max-steps %d: must be > 0", r.maxSteps)
+	}
+	if r.repeatLimit < 2 {
+		return fmt.Errorf("--repeat-limit %d: must be >= 2", r.repeatLimit)
+	}
+	return nil
+}
+
+func runCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	rf := addRunFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui run --model DIR --goal TEXT [--serial S] [--max-steps 30] [--dry-run] [--confirm] [--out DIR] [flags]\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := rf.validate(); err != nil {
+		return err
+	}
+	devOpts, err := rf.deviceOptions()
+	if err != nil {
+		return err
+	}
+	// Reach the device before loading the model: a missing phone is the
+	// more common mistake and the faster one to report.
+	dev, err := device.Connect(ctx, devOpts)
+	if err != nil {
+		return err
+	}
+	pred, closePred, err := mf.open()
+	if err != nil {
+		return err
+	}
+	defer closePred()
+	return runEpisode(ctx, dev, pred, rf, os.Stdin, os.Stderr, os.Stdout)
+}
+
+// runEpisode plays the episode and prints the summary. Split from runCmd so
+// tests drive it with a fake predictor.
+func runEpisode(ctx context.Context, dev *device.Device, pred device.Predictor, rf *runFlags, stdin io.Reader, prompt, out io.Writer) error {
+	mode := ""
+	if rf.dryRun {
+		mode = " (dry run: nothing is sent)"
+	}
+	fmt.Fprintf(out, "device %s %s%s\ngoal: %s\n", dev.Serial(), dev.Model(), mode, rf.goal)
+	sum, err := device.NewAgent(dev, pred, rf.agentOptions(stdin, prompt, out)).Run(ctx)
+	if rf.out != "" {
+		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json, android_world.jsonl)\n", rf.out)
+	}
+	if err != nil {
+		return err
+	}
+	switch sum.StopReason {
+	case device.StopUnparsable, device.StopRepeated:
+		return errors.New(sum.Error)
+	}
+	return nil
+}
+
+// terminalConfirm asks before each action: y sends it, n skips it, q ends
+// the episode. End of input counts as q.
+func terminalConfirm(in *bufio.Reader, prompt io.Writer) func(context.Context, *device.Step) (device.Decision, error) {
+	return func(ctx context.Context, s *device.Step) (device.Decision, error) {
+		for {
+			fmt.Fprintf(prompt, "step %d: %s\n  commands: %s\nsend it? [y]es / [n]o, skip / [q]uit: ", s.Step, s.Action, strings.Join(s.Commands, "; "))
+			type answer struct {
+				line string
+				err  error
+			}
+			ch := make(chan answer, 1)
+			go func() {
+				l, err := in.ReadString('\n')
+				ch <- answer{l, err}
+			}()
+			var a answer
+			select {
+			case <-ctx.Done():
+				return device.Quit, ctx.Err()
+			case a = <-ch:
+			}
+			switch strings.ToLower(strings.TrimSpace(a.line)) {
+			case "y", "yes":
+				return device.Proceed, nil
+			case "n", "no", "s", "skip":
+				return device.Skip, nil
+			case "q", "quit":
+				return device.Quit, nil
+			}
+			if a.err != nil {
+				fmt.Fprintln(prompt)
+				return device.Quit, nil
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/engine"
+)
+
+type cannedPredictor struct{ answers []action.Action }
+
+func (c *cannedPredictor) Predict(_ context.Context, req engine.Request) (*engine.Result, error) {
+	a := c.answers[min(len(req.History), len(c.answers)-1)]
+	return &engine.Result{Action: a, Raw: a.String()}, nil
+}
+
+func parseRunFlags(t *testing.T, args ...string) *runFlags {
+	t.Helper()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	rf := addRunFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return rf
+}
+
+func TestRunEpisodeDryRunAndReal(t *testing.T) {
+	srv := adbtest.StartServer(t)
+	fake := adbtest.New(t, adbtest.Options{})
+	srv.Connect(t, fake)
+	port := srv.Port
+	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}
+	typ := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "a b; rm -rf /"}
+	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
+	pred := &cannedPredictor{answers: []action.Action{tap, typ, done}}
+
+	for _, dry := range []bool{true, false} {
+		out := filepath.Join(t.TempDir(), "traj")
+		args := []string{"--goal", "search", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(port), "--out", out, "--size", "1000x2000", "--no-annotate"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		rf := parseRunFlags(t, args...)
+		if err := rf.validate(); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := rf.deviceOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, err := device.Connect(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout strings.Builder
+		if err := runEpisode(context.Background(), dev, pred, rf, strings.NewReader(""), io.Discard, &stdout); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"input tap 500 1000", `input text 'a%sb;%srm%s-rf%s/'`, "task_complete", out} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("dry=%v: output lacks %q:\n%s", dry, want, stdout.String())
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+			t.Error(err)
+		}
+		inputs := fake.Inputs()
+		if dry && len(inputs) != 0 {
+			t.Fatalf("dry run sent %q", inputs)
+		}
+		if !dry && (len(inputs) != 2 || strings.Join(inputs[1], "|") != "input|text|a%sb;%srm%s-rf%s/") {
+			t.Fatalf("inputs = %q", inputs)
+		}
+	}
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	if err := parseRunFlags(t).validate(); err == nil || !strings.Contains(err.Error(), "--goal") {
+		t.Errorf("missing goal: %v", err)
+	}
+	if _, err := parseRunFlags(t, "--goal", "x", "--size", "wide").deviceOptions(); err == nil {
+		t.Error("bad --size accepted")
+	}
+	o, err := parseRunFlags(t, "--goal", "x", "--size", "720x1600", "--swipe-ms", "500").deviceOptions()
+	if err != nil || o.Width != 720 || o.Height != 1600 || o.SwipeDuration.Milliseconds() != 500 {
+		t.Errorf("options = %+v, %v", o, err)
+	}
+}
+
+func TestTerminalConfirm(t *testing.T) {
+	in := bufio.NewReader(strings.NewReader("maybe\ny\nn\nq\n"))
+	ask := terminalConfirm(in, io.Discard)
+	st := &device.Step{Commands: []string{"input tap 1 2"}}
+	for _, want := range []device.Decision{device.Proceed, device.Skip, device.Quit, device.Quit} {
+		got, err := ask(context.Background(), st)
+		if err != nil || got != want {
+			t.Fatalf("got %v, %v; want %v", got, err, want)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package adbtest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// run executes one simple command the way the device's shell would and
+// returns its exit status; output goes to w (stdout and stderr merged, as the
+// legacy shell service does).
+func (d *Device) run(argv []string, w io.Writer) int {
+	if len(argv) == 0 {
+		return 0
+	}
+	switch argv[0] {
+	case "wm":
+		return d.runWM(argv[1:], w)
+	case "dumpsys":
+		return d.runDumpsys(argv[1:], w)
+	case "screencap":
+		return d.runScreencap(argv[1:], w)
+	case "input":
+		d.mu.Lock()
+		d.inputs = append(d.inputs, append([]string(nil), argv...))
+		d.mu.Unlock()
+		return d.runInput(argv[1:], w)
+	case "rm":
+		return d.runRm(argv[1:], w)
+	case "echo":
+		fmt.Fprintln(w, strings.Join(argv[1:], " "))
+		return 0
+	case "true":
+		return 0
+	case "getprop":
+		props := map[string]string{
+			"ro.product.model":         d.opts.Model,
+			"ro.product.name":          d.opts.Product,
+			"ro.build.version.sdk":     "30",
+			"ro.build.version.release": "11",
+		}
+		if len(argv) > 1 {
+			fmt.Fprintln(w, props[argv[1]])
+			return 0
+		}
+		for k, v := range props {
+			fmt.Fprintf(w, "[%s]: [%s]\n", k, v)
+		}
+		return 0
+	default:
+		// mksh's wording on Android for a command it cannot find.
+		fmt.Fprintf(w, "/system/bin/sh: %s: inaccessible or not found\n", argv[0])
+		return 127
+	}
+}
+
+// physicalSize is the panel size in its natural orientation.
+func (d *Device) physicalSize() (int, int) {
+	w, h := d.phone.Size()
+	if d.opts.Orientation%2 == 1 {
+		w, h = h, w
+	}
+	return w, h
+}
+
+func (d *Device) runWM(args []string, w io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(w, "Window manager (window) commands:\n  size [reset|WxH|WdpxHdp]\n  density [reset|DENSITY]")
+		return 0
+	}
+	switch args[0] {
+	case "size":
+		if len(args) > 1 {
+			fmt.Fprintln(w, "Error: the fake device does not resize")
+			return 1
+		}
+		pw, ph := d.physicalSize()
+		fmt.Fprintf(w, "Physical size: %dx%d\n", pw, ph)
+		if d.opts.OverrideWidth > 0 && d.opts.OverrideHeight > 0 {
+			fmt.Fprintf(w, "Override size: %dx%d\n", d.opts.OverrideWidth, d.opts.OverrideHeight)
+		}
+		return 0
+	case "density":
+		fmt.Fprintf(w, "Physical density: %d\n", d.opts.Density)
+		return 0
+	default:
+		fmt.Fprintf(w, "Error: unknown command '%s'\n", args[0])
+		return 255
+	}
+}
+
+func (d *Device) runDumpsys(args []string, w io.Writer) int {
+	if len(args) == 0 || args[0] != "input" {
+		name := "<none>"
+		if len(args) > 0 {
+			name = args[0]
+		}
+		fmt.Fprintf(w, "Can't find service: %s\n", name)
+		return 0
+	}
+	pw, ph := d.physicalSize()
+	lw, lh := pw, ph
+	if d.opts.Orientation%2 == 1 {
+		lw, lh = ph, pw
+	}
+	// The parts of a real `dumpsys input` that carry the rotation: the
+	// display viewport and the touch mapper's SurfaceOrientation.
+	fmt.Fprintf(w, `INPUT MANAGER (dumpsys input)
+
+Input Manager State:
+  Interactive: true
+  Show Touches: false
+
+Input Reader State:
+  Device 2: fake_touchscreen
+    Sources: 0x00001002
+    Touch Input Mapper (mode - DIRECT):
+      Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=%[1]d, logicalFrame=[0, 0, %[2]d, %[3]d], physicalFrame=[0, 0, %[2]d, %[3]d], deviceSize=[%[4]d, %[5]d], isActive=[1]
+      SurfaceWidth: %[2]dpx
+      SurfaceHeight: %[3]dpx
+      SurfaceOrientation: %[1]d
+  Configuration:
+    Viewports:
+      DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=%[1]d, logicalFrame=Rect(0, 0 - %[2]d, %[3]d), physicalFrame=Rect(0, 0 - %[2]d, %[3]d), deviceSize=[%[4]d, %[5]d]}
+`, d.opts.Orientation, lw, lh, pw, ph)
+	return 0
+}
+
+func (d *Device) runScreencap(args []string, w io.Writer) int {
+	asPNG := false
+	file := ""
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-p":
+			asPNG = true
+		case a == "-d" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-"):
+			fmt.Fprintf(w, "screencap: invalid option -- '%s'\nusage: screencap [-hp] [-d display-id] [FILENAME]\n", strings.TrimLeft(a, "-"))
+			return 1
+		default:
+			file = a
+		}
+	}
+	if file != "" && strings.HasSuffix(file, ".png") {
+		asPNG = true
+	}
+	if !asPNG {
+		fmt.Fprintln(w, "screencap: the fake device only writes PNG (use -p)")
+		return 1
+	}
+	img, err := d.phone.Screencap()
+	if err != nil {
+		fmt.Fprintf(w, "Error: %v\n", err)
+		return 1
+	}
+	if file != "" {
+		d.mu.Lock()
+		d.files[file] = deviceFile{data: append([]byte(nil), img...), mode: 0o100644, mtime: 1700000000}
+		d.mu.Unlock()
+		return 0
+	}
+	if d.opts.ScreencapStdout != nil {
+		img = d.opts.ScreencapStdout(append([]byte(nil), img...))
+	}
+	_, _ = w.Write(img)
+	return 0
+}
+
+func (d *Device) runRm(args []string, w io.Writer) int {
+	force := false
+	status := 0
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			force = force || strings.Contains(a, "f")
+			continue
+		}
+		d.mu.Lock()
+		_, ok := d.files[a]
+		delete(d.files, a)
+		d.mu.Unlock()
+		if !ok && !force {
+			fmt.Fprintf(w, "rm: %s: No such file or directory\n", a)
+			status = 1
+		}
+	}
+	return status
+}
+
+var inputSources = map[string]bool{
+	"keyboard": true, "mouse": true, "joystick": true, "touchnavigation": true, "touchpad": true,
+	"trackball": true, "stylus": true, "dpad": true, "gesture": true, "touchscreen": true, "gamepad": true,
+}
+
+var keyNames = map[string]int{
+	"KEYCODE_HOME": 3, "KEYCODE_BACK": 4, "KEYCODE_ENTER": 66, "KEYCODE_DEL": 67,
+	"KEYCODE_TAB": 61, "KEYCODE_SPACE": 62, "KEYCODE_APP_SWITCH": 187,
+}
+
+func (d *Device) runInput(args []string, w io.Writer) int {
+	if len(args) > 0 && inputSources[args[0]] {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(w, "Usage: input [<source>] [-d DISPLAY_ID] <command> [<arg>...]")
+		return 1
+	}
+	cmd, rest := args[0], args[1:]
+	bad := func() int {
+		fmt.Fprintf(w, "Error: Invalid arguments for command: %s\n", cmd)
+		return 1
+	}
+	nums := func(ss []string) ([]int, bool) {
+		out := make([]int, len(ss))
+		for i, s := range ss {
+			f, err := strconv.ParseFloat(s, 32)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, false
+			}
+			out[i] = int(f)
+		}
+		return out, true
+	}
+	switch cmd {
+	case "text":
+		if len(rest) != 1 {
+			return bad()
+		}
+		d.phone.Text(AndroidInputText(rest[0]))
+	case "tap":
+		v, ok := nums(rest)
+		if !ok || len(v) != 2 {
+			return bad()
+		}
+		d.phone.Tap(v[0], v[1])
+	case "swipe":
+		v, ok := nums(rest)
+		if !ok || (len(v) != 4 && len(v) != 5) {
+			return bad()
+		}
+		ms := 300 // Android's default swipe duration
+		if len(v) == 5 && v[4] >= 0 {
+			ms = v[4]
+		}
+		d.phone.Swipe(v[0], v[1], v[2], v[3], ms)
+	case "keyevent":
+		var codes []int
+		for _, a := range rest {
+			if a == "--longpress" || a == "--doubletap" {
+				continue
+			}
+			if c, ok := keyNames[a]; ok {
+				codes = append(codes, c)
+				continue
+			}
+			c, err := strconv.Atoi(a)
+			if err != nil || c < 0 {
+				fmt.Fprintf(w, "Error: Unknown keycode: %s\n", a)
+				return 1
+			}
+			codes = append(codes, c)
+		}
+		if len(codes) == 0 {
+			return bad()
+		}
+		for _, c := range codes {
+			d.phone.KeyEvent(c)
+		}
+	default:
+		fmt.Fprintf(w, "Error: Unknown command: %s\n", cmd)
+		return 1
+	}
+	return 0
+}
+
+// AndroidInputText is what Android's `input text ARG` types for the argument
+// it receives: every "%s" becomes a space, scanning left to right exactly as
+// InputShellCommand.sendText does (so "%%s" types "% ").
+func AndroidInputText(arg string) string {
+	b := []byte(arg)
+	escape := false
+	for i := 0; i < len(b); i++ {
+		if escape {
+			escape = false
+			if b[i] == 's' {
+				b[i] = ' '
+				b = append(b[:i-1], b[i:]...)
+				i--
+			}
+		}
+		if b[i] == '%' {
+			escape = true
+		}
+	}
+	return string(bytes.Clone(b))
+}

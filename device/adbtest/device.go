@@ -1,0 +1,307 @@
+// Package adbtest is a fake Android device that speaks the ADB transport
+// protocol over TCP on 127.0.0.1, so that a real `adb` server reaches it with
+// `adb connect 127.0.0.1:PORT` and every byte between client, server and
+// device goes through the real protocol.
+//
+// The device answers CNXN without AUTH, advertises no shell_v2 (so the server
+// uses the legacy `shell:` service: raw output, no exit status), and serves
+// `shell:` command lines through a POSIX-sh-like parser that records what a
+// real shell would have run, plus the `sync:` file service. Screen content and
+// input go through a Phone, so a simulator can stand in for the screen.
+package adbtest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Phone is the screen and input behind the fake device. Package sim
+// implements it structurally.
+type Phone interface {
+	Size() (width, height int)
+	Screencap() ([]byte, error) // PNG bytes of the current screen
+	Tap(x, y int)
+	Swipe(x1, y1, x2, y2, durationMs int)
+	Text(s string) // the exact text `input text` would type (%s already turned into spaces, shell quoting removed)
+	KeyEvent(code int)
+}
+
+// Options configure a fake device. The zero value is a portrait phone at
+// protocol version 0x01000001 holding a 1080x2400 recording Phone.
+type Options struct {
+	// Phone serves the screen and input; nil means a RecordingPhone holding a
+	// 1080x2400 gray PNG.
+	Phone Phone
+	// Orientation is the display rotation in quarter turns (0-3), reported by
+	// `dumpsys input`. With 1 or 3 the physical size `wm size` prints is the
+	// Phone's size swapped, as on a phone held sideways.
+	Orientation int
+	// OverrideSize, when set, adds an "Override size:" line to `wm size`, like
+	// `wm size WxH` does on a real device.
+	OverrideWidth, OverrideHeight int
+	// Density is what `wm density` prints; 0 means 420.
+	Density int
+	// ProtocolVersion is the version the device offers in CNXN; 0 means
+	// 0x01000001 (no checksums). 0x01000000 makes both sides checksum.
+	ProtocolVersion uint32
+	// MaxPayload is the device's CNXN max payload; 0 means 256 KiB.
+	MaxPayload uint32
+	// PTY emulates pre-Android-7 adbd, which ran `shell:` commands on a
+	// pseudo-terminal that turns every "\n" of the output into "\r\n".
+	PTY bool
+	// ScreencapStdout, when set, rewrites what `screencap -p` writes to stdout
+	// (e.g. prepend linker warnings, or return nothing); files written by
+	// `screencap -p FILE` are not affected.
+	ScreencapStdout func(png []byte) []byte
+	// DropWhen is called with every shell command line before it runs; when it
+	// returns true the device drops the connection mid-command and refuses
+	// reconnects, like a phone unplugged during an episode.
+	DropWhen func(line string) bool
+	// Product, Model and DeviceName fill the CNXN banner (adb devices -l).
+	Product, Model, DeviceName string
+}
+
+// ShellCommand is one command line the device received through `shell:`.
+type ShellCommand struct {
+	Line string
+	// Commands are the simple commands a POSIX shell would have executed for
+	// Line, in order, each as the argv it would see after word splitting and
+	// quote removal (commands inside $(...) and backticks included, before
+	// the command that uses their output). A safely quoted line has exactly one.
+	Commands [][]string
+	// Hazards names shell syntax found outside quotes that a real shell would
+	// act on: separators (";", "&&", "|", newline), substitutions ("$(", "`"),
+	// parameter expansion ("$NAME"), redirections (">"), globs, comments, brace
+	// and tilde expansion. Empty for a safely quoted line.
+	Hazards []string
+	// SyntaxErr is the shell's complaint when the line does not parse; nothing
+	// ran then.
+	SyntaxErr string
+	// Exit is the status of the last command (127 for an unknown one).
+	Exit int
+}
+
+// Device is a running fake device.
+type Device struct {
+	opts   Options
+	phone  Phone
+	ln     net.Listener
+	closed chan struct{}
+
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	dropped  bool
+	shell    []ShellCommand
+	inputs   [][]string
+	files    map[string]deviceFile
+	sessions int
+
+	// execMu serializes command execution so Phones need not be thread-safe.
+	execMu sync.Mutex
+	wg     sync.WaitGroup
+}
+
+type deviceFile struct {
+	data  []byte
+	mode  uint32
+	mtime uint32
+}
+
+// Start listens on a free loopback port and serves until Close.
+func Start(opts Options) (*Device, error) {
+	if opts.Phone == nil {
+		p, err := NewRecordingPhone(GrayPNG(1080, 2400))
+		if err != nil {
+			return nil, err
+		}
+		opts.Phone = p
+	}
+	if opts.ProtocolVersion == 0 {
+		opts.ProtocolVersion = versionSkipChecksum
+	}
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = 256 * 1024
+	}
+	if opts.Density == 0 {
+		opts.Density = 420
+	}
+	if opts.Product == "" {
+		opts.Product = "autoui_fake"
+	}
+	if opts.Model == "" {
+		opts.Model = "Fake_Phone"
+	}
+	if opts.DeviceName == "" {
+		opts.DeviceName = "fake"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fake device listen: %w", err)
+	}
+	d := &Device{
+		opts: opts, phone: opts.Phone, ln: ln, closed: make(chan struct{}),
+		conns: map[net.Conn]struct{}{}, files: map[string]deviceFile{},
+	}
+	d.wg.Add(1)
+	go d.acceptLoop()
+	return d, nil
+}
+
+// New starts a device for a test and closes it when the test ends.
+func New(tb testing.TB, opts Options) *Device {
+	tb.Helper()
+	d, err := Start(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(d.Close)
+	return d
+}
+
+// Addr is the device's TCP address, which is also the serial adb gives it.
+func (d *Device) Addr() string { return d.ln.Addr().String() }
+
+// Serial is the name the adb server lists the device under after connect.
+func (d *Device) Serial() string { return d.Addr() }
+
+// Phone is the screen and input behind the device.
+func (d *Device) Phone() Phone { return d.phone }
+
+// Close stops the device and waits for its goroutines.
+func (d *Device) Close() {
+	d.mu.Lock()
+	select {
+	case <-d.closed:
+		d.mu.Unlock()
+		return
+	default:
+	}
+	close(d.closed)
+	for c := range d.conns {
+		_ = c.Close()
+	}
+	d.mu.Unlock()
+	_ = d.ln.Close()
+	d.wg.Wait()
+}
+
+// Drop cuts the connection to the adb server now and refuses reconnects.
+func (d *Device) Drop() {
+	d.mu.Lock()
+	d.dropped = true
+	for c := range d.conns {
+		_ = c.Close()
+	}
+	d.mu.Unlock()
+	_ = d.ln.Close()
+}
+
+// Dropped reports whether the device has dropped its connection.
+func (d *Device) Dropped() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dropped
+}
+
+// Shell returns every command line received so far, in order.
+func (d *Device) Shell() []ShellCommand {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]ShellCommand(nil), d.shell...)
+}
+
+// Inputs returns the argv of every `input` invocation the shell ran, exactly
+// as the device's `input` command received it.
+func (d *Device) Inputs() [][]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([][]string, len(d.inputs))
+	for i, a := range d.inputs {
+		out[i] = append([]string(nil), a...)
+	}
+	return out
+}
+
+// File returns a file stored on the device (by screencap FILE or a push).
+func (d *Device) File(path string) ([]byte, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.files[path]
+	return f.data, ok
+}
+
+// Sessions counts the transport connections the device has accepted.
+func (d *Device) Sessions() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions
+}
+
+func (d *Device) acceptLoop() {
+	defer d.wg.Done()
+	for {
+		c, err := d.ln.Accept()
+		if err != nil {
+			return
+		}
+		d.mu.Lock()
+		if d.dropped {
+			d.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		d.conns[c] = struct{}{}
+		d.sessions++
+		d.mu.Unlock()
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			s := newSession(d, c)
+			s.serve()
+			d.mu.Lock()
+			delete(d.conns, c)
+			d.mu.Unlock()
+		}()
+	}
+}
+
+func (d *Device) banner() string {
+	// No shell_v2: the server then opens the legacy raw `shell:` service.
+	return fmt.Sprintf("device::ro.product.name=%s;ro.product.model=%s;ro.product.device=%s;features=cmd",
+		d.opts.Product, d.opts.Model, d.opts.DeviceName)
+}
+
+// serveShell runs one `shell:` line and returns its merged stdout/stderr,
+// or ok=false when the device dropped instead of answering.
+func (d *Device) serveShell(line string) (out []byte, ok bool) {
+	if d.opts.DropWhen != nil && d.opts.DropWhen(line) {
+		d.Drop()
+		return nil, false
+	}
+	d.execMu.Lock()
+	defer d.execMu.Unlock()
+	rec := ShellCommand{Line: line}
+	cmds, hazards, err := ParseShell(line)
+	rec.Commands, rec.Hazards = cmds, hazards
+	var buf bytes.Buffer
+	if err != nil {
+		rec.SyntaxErr = err.Error()
+		rec.Exit = 1
+		fmt.Fprintf(&buf, "/system/bin/sh: %v\n", err)
+	} else {
+		for _, argv := range cmds {
+			rec.Exit = d.run(argv, &buf)
+		}
+	}
+	d.mu.Lock()
+	d.shell = append(d.shell, rec)
+	d.mu.Unlock()
+	out = buf.Bytes()
+	if d.opts.PTY {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	}
+	return out, true
+}

@@ -1,0 +1,243 @@
+package adbtest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+)
+
+// session is one transport connection from the adb server.
+type session struct {
+	dev  *Device
+	conn net.Conn
+	done chan struct{}
+
+	wmu sync.Mutex // serializes frames on the wire
+
+	mu         sync.Mutex
+	version    uint32 // negotiated; 0 before CNXN
+	maxPayload uint32
+	nextID     uint32
+	streams    map[uint32]*stream
+}
+
+func newSession(d *Device, c net.Conn) *session {
+	return &session{dev: d, conn: c, done: make(chan struct{}), nextID: 1, streams: map[uint32]*stream{}, maxPayload: maxPayloadV1}
+}
+
+func (s *session) checksummed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version != 0 && s.version < versionSkipChecksum
+}
+
+func (s *session) send(m message) error {
+	frame := m.encode(s.checksummed() || m.command == cmdCNXN)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, err := s.conn.Write(frame)
+	return err
+}
+
+func (s *session) serve() {
+	defer func() {
+		close(s.done)
+		_ = s.conn.Close()
+		s.mu.Lock()
+		for _, st := range s.streams {
+			st.closeInbound()
+		}
+		s.mu.Unlock()
+	}()
+	r := bufio.NewReader(s.conn)
+	for {
+		// Before CNXN the server still checksums (it starts at the minimum
+		// version), but we accept whatever it sends for the handshake.
+		limit := s.dev.opts.MaxPayload
+		if limit < 1024*1024 {
+			limit = 1024 * 1024 // the server may send up to its own maximum
+		}
+		m, err := readMessage(r, limit, s.checksummed())
+		if err != nil {
+			return
+		}
+		if err := s.handle(m); err != nil {
+			return
+		}
+	}
+}
+
+func (s *session) handle(m message) error {
+	switch m.command {
+	case cmdCNXN:
+		s.mu.Lock()
+		s.version = min(m.arg0, s.dev.opts.ProtocolVersion)
+		s.maxPayload = min(m.arg1, s.dev.opts.MaxPayload)
+		if s.version < versionMin {
+			s.version = versionMin
+		}
+		s.mu.Unlock()
+		return s.send(message{command: cmdCNXN, arg0: s.dev.opts.ProtocolVersion, arg1: s.dev.opts.MaxPayload, payload: []byte(s.dev.banner())})
+	case cmdOPEN:
+		service := strings.TrimRight(string(m.payload), "\x00")
+		if !strings.HasPrefix(service, "shell:") && service != "sync:" {
+			// Like adbd: an unknown service is refused with CLSE instead of OKAY.
+			return s.send(message{command: cmdCLSE, arg0: 0, arg1: m.arg0})
+		}
+		s.mu.Lock()
+		id := s.nextID
+		s.nextID++
+		st := &stream{sess: s, local: id, remote: m.arg0, okay: make(chan struct{}, 1), closed: make(chan struct{})}
+		st.cond = sync.NewCond(&st.mu)
+		s.streams[id] = st
+		s.mu.Unlock()
+		if err := s.send(message{command: cmdOKAY, arg0: id, arg1: m.arg0}); err != nil {
+			return err
+		}
+		go st.serve(service)
+		return nil
+	case cmdOKAY:
+		if st := s.stream(m.arg1); st != nil {
+			select {
+			case st.okay <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	case cmdWRTE:
+		st := s.stream(m.arg1)
+		if st == nil {
+			// Unknown stream: tell the server it is gone.
+			return s.send(message{command: cmdCLSE, arg0: 0, arg1: m.arg0})
+		}
+		st.push(m.payload)
+		return s.send(message{command: cmdOKAY, arg0: st.local, arg1: st.remote})
+	case cmdCLSE:
+		s.mu.Lock()
+		st := s.streams[m.arg1]
+		delete(s.streams, m.arg1)
+		s.mu.Unlock()
+		if st != nil {
+			st.remoteClosed()
+		}
+		return nil
+	case cmdAUTH, cmdSYNC, cmdSTLS:
+		return fmt.Errorf("unexpected %s", commandName(m.command))
+	default:
+		return fmt.Errorf("unknown command %s", commandName(m.command))
+	}
+}
+
+func (s *session) stream(id uint32) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[id]
+}
+
+// stream is one service connection (a shell command or a sync session).
+type stream struct {
+	sess          *session
+	local, remote uint32
+	okay          chan struct{}
+	closed        chan struct{}
+	closeOnce     sync.Once
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inbound  bytes.Buffer
+	inClosed bool
+}
+
+var errStreamClosed = errors.New("stream closed")
+
+func (st *stream) push(p []byte) {
+	st.mu.Lock()
+	st.inbound.Write(p)
+	st.mu.Unlock()
+	st.cond.Broadcast()
+}
+
+func (st *stream) closeInbound() {
+	st.mu.Lock()
+	st.inClosed = true
+	st.mu.Unlock()
+	st.cond.Broadcast()
+	st.closeOnce.Do(func() { close(st.closed) })
+}
+
+func (st *stream) remoteClosed() { st.closeInbound() }
+
+// Read reads what the server wrote to the stream.
+func (st *stream) Read(p []byte) (int, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for st.inbound.Len() == 0 && !st.inClosed {
+		st.cond.Wait()
+	}
+	if st.inbound.Len() == 0 {
+		return 0, errStreamClosed
+	}
+	return st.inbound.Read(p)
+}
+
+// Write sends p in WRTE messages of at most the negotiated payload, waiting
+// for the server's OKAY after each, as the legacy flow control requires.
+func (st *stream) Write(p []byte) (int, error) {
+	st.sess.mu.Lock()
+	max := int(st.sess.maxPayload)
+	st.sess.mu.Unlock()
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), max)
+		if err := st.sess.send(message{command: cmdWRTE, arg0: st.local, arg1: st.remote, payload: p[:n]}); err != nil {
+			return written, err
+		}
+		select {
+		case <-st.okay:
+		case <-st.closed:
+			return written, errStreamClosed
+		case <-st.sess.done:
+			return written, errStreamClosed
+		}
+		written += n
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// finish closes the stream from the device side.
+func (st *stream) finish() {
+	st.sess.mu.Lock()
+	_, open := st.sess.streams[st.local]
+	delete(st.sess.streams, st.local)
+	st.sess.mu.Unlock()
+	if open {
+		_ = st.sess.send(message{command: cmdCLSE, arg0: st.local, arg1: st.remote})
+	}
+	st.closeInbound()
+}
+
+func (st *stream) serve(service string) {
+	defer st.finish()
+	switch {
+	case strings.HasPrefix(service, "shell:"):
+		line := strings.TrimPrefix(service, "shell:")
+		if line == "" {
+			_, _ = st.Write([]byte("interactive shells are not supported by the fake device\n"))
+			return
+		}
+		out, ok := st.sess.dev.serveShell(line)
+		if !ok {
+			return
+		}
+		if len(out) > 0 {
+			_, _ = st.Write(out)
+		}
+	case service == "sync:":
+		st.sess.dev.serveSync(st)
+	}
+}

@@ -1,0 +1,372 @@
+package device
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/color"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/device/adbtest"
+)
+
+// rig is a real adb server with fake devices connected.
+type rig struct {
+	srv *adbtest.Server
+}
+
+func newRig(t *testing.T) *rig { return &rig{srv: adbtest.StartServer(t)} }
+
+func (r *rig) add(t *testing.T, opts adbtest.Options) *adbtest.Device {
+	t.Helper()
+	d := adbtest.New(t, opts)
+	r.srv.Connect(t, d)
+	return d
+}
+
+func (r *rig) connect(t *testing.T, opts Options) *Device {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoStartServer = r.srv.Host, r.srv.Port, true
+	d, err := Connect(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// fakeDevice is the usual setup: one fake device, connected.
+func fakeDevice(t *testing.T, opts adbtest.Options) (*adbtest.Device, *Device) {
+	t.Helper()
+	r := newRig(t)
+	fake := r.add(t, opts)
+	return fake, r.connect(t, Options{})
+}
+
+func phoneOf(fake *adbtest.Device) *adbtest.RecordingPhone {
+	return fake.Phone().(*adbtest.RecordingPhone)
+}
+
+func TestConnectPicksDevice(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	_, err := Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true})
+	if err == nil || !strings.Contains(err.Error(), "no Android device attached") {
+		t.Fatalf("no devices: err = %v", err)
+	}
+	a := r.add(t, adbtest.Options{Model: "Pixel_A"})
+	d := r.connect(t, Options{})
+	if d.Serial() != a.Serial() || d.Model() != "Pixel_A" {
+		t.Fatalf("picked %s (%s), want %s (Pixel_A)", d.Serial(), d.Model(), a.Serial())
+	}
+	b := r.add(t, adbtest.Options{})
+	_, err = Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true})
+	if err == nil || !strings.Contains(err.Error(), "--serial") || !strings.Contains(err.Error(), a.Serial()) || !strings.Contains(err.Error(), b.Serial()) {
+		t.Fatalf("two devices: err = %v", err)
+	}
+	if d := r.connect(t, Options{Serial: b.Serial()}); d.Serial() != b.Serial() {
+		t.Fatalf("--serial picked %s", d.Serial())
+	}
+	_, err = Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Serial: "nope"})
+	if err == nil || !strings.Contains(err.Error(), `"nope" not found`) || !strings.Contains(err.Error(), a.Serial()) {
+		t.Fatalf("unknown serial: err = %v", err)
+	}
+}
+
+func TestConnectWithoutServerOrAdb(t *testing.T) {
+	port, err := adbtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(context.Background(), Options{Host: "127.0.0.1", Port: port,
+		LookPath: func(string) (string, error) { return "", exec.ErrNotFound }})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install adb") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("err = %v, want the install hint", err)
+	}
+	_, err = Connect(context.Background(), Options{Host: "127.0.0.1", Port: port, NoStartServer: true})
+	if err == nil || !strings.Contains(err.Error(), "no adb server answers") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConnectStartsServer(t *testing.T) {
+	if _, err := exec.LookPath("adb"); err != nil {
+		t.Fatal(adbtest.InstallHint)
+	}
+	port, err := adbtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir()) // the started server keeps its key there
+	srv := &adbtest.Server{Host: "127.0.0.1", Port: port}
+	t.Cleanup(func() {
+		_, _ = srv.Query("host:kill")
+		// Wait (bounded) until the daemon is gone, before its HOME is removed.
+		for i := 0; i < 200; i++ {
+			if _, err := srv.Query("host:version"); err != nil {
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		t.Errorf("adb server on port %d still answers after host:kill", port)
+	})
+	_, err = Connect(context.Background(), Options{Host: "127.0.0.1", Port: port})
+	if err == nil || !strings.Contains(err.Error(), "no Android device attached") {
+		t.Fatalf("err = %v, want the started server to report no devices", err)
+	}
+	if _, err := srv.Query("host:version"); err != nil {
+		t.Fatalf("no server on port %d after Connect: %v", port, err)
+	}
+}
+
+func TestScreenSize(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		opts adbtest.Options
+		dev  Options
+		w, h int
+	}{
+		{"physical", adbtest.Options{}, Options{}, 1080, 2400},
+		{"override", adbtest.Options{OverrideWidth: 720, OverrideHeight: 1600}, Options{}, 720, 1600},
+		{"landscape", adbtest.Options{Orientation: 1, Phone: mustPhone(t, 240, 108)}, Options{}, 240, 108},
+		{"manual", adbtest.Options{}, Options{Width: 500, Height: 900}, 500, 900},
+	}
+	r := newRig(t)
+	for _, c := range cases {
+		fake := r.add(t, c.opts)
+		c.dev.Serial = fake.Serial()
+		d := r.connect(t, c.dev)
+		w, h, err := d.ScreenSize(ctx)
+		if err != nil || w != c.w || h != c.h {
+			t.Errorf("%s: ScreenSize = %d x %d, %v; want %d x %d", c.name, w, h, err, c.w, c.h)
+		}
+	}
+}
+
+func mustPhone(t *testing.T, w, h int) *adbtest.RecordingPhone {
+	t.Helper()
+	p, err := adbtest.NewRecordingPhone(adbtest.SolidPNG(w, h, color.RGBA{40, 90, 200, 255}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseOrientation(t *testing.T) {
+	cases := map[string]int{
+		"      SurfaceOrientation: 3\n":                                      3,
+		"DisplayViewport{type=INTERNAL, valid=true, orientation=1, logical}": 1,
+		"  mCurrentRotation=ROTATION_270\n":                                  3,
+		"  mCurrentRotation=2\n":                                             2,
+	}
+	for in, want := range cases {
+		if got, ok := ParseOrientation(in); !ok || got != want {
+			t.Errorf("ParseOrientation(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	if _, ok := ParseOrientation("nothing here"); ok {
+		t.Error("ParseOrientation found an orientation in nothing")
+	}
+}
+
+func TestScreenshot(t *testing.T) {
+	ctx := context.Background()
+	warn := func(png []byte) []byte {
+		return append([]byte("WARNING: linker: libfoo.so: unused DT entry\n"), png...)
+	}
+	garbage := func([]byte) []byte { return []byte("screencap: permission denied\n") }
+	cases := []struct {
+		name string
+		opts adbtest.Options
+		via  string
+	}{
+		{"stdout", adbtest.Options{}, "stdout"},
+		{"checksummed protocol", adbtest.Options{ProtocolVersion: 0x01000000, MaxPayload: 4096}, "stdout"},
+		{"pty crlf", adbtest.Options{PTY: true}, "stdout"},
+		{"linker warning", adbtest.Options{ScreencapStdout: warn}, "stdout"},
+		{"pull fallback", adbtest.Options{ScreencapStdout: garbage}, "pull"},
+	}
+	r := newRig(t)
+	for _, c := range cases {
+		c.opts.Phone = mustPhone(t, 108, 240)
+		fake := r.add(t, c.opts)
+		d := r.connect(t, Options{Serial: fake.Serial()})
+		want, _ := fake.Phone().Screencap()
+		for i := 0; i < 2; i++ { // the second capture uses the remembered mode
+			shot, err := d.Screenshot(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !bytes.Equal(shot.PNG, want) || shot.Via != c.via || shot.Image.Bounds().Dx() != 108 {
+				t.Errorf("%s: got %d bytes via %s, want %d via %s", c.name, len(shot.PNG), shot.Via, len(want), c.via)
+			}
+		}
+		if _, ok := fake.File(screencapPath); ok {
+			t.Errorf("%s: %s left on the device", c.name, screencapPath)
+		}
+		if c.opts.PTY {
+			w, h, err := d.ScreenSize(ctx)
+			if err != nil || w != 108 || h != 240 {
+				t.Errorf("pty: ScreenSize = %d x %d, %v", w, h, err)
+			}
+		}
+	}
+}
+
+func TestDispatchEveryAction(t *testing.T) {
+	ctx := context.Background()
+	fake, d := fakeDevice(t, adbtest.Options{})
+	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.25}, Lift: action.Point{Y: 0.5, X: 0.25}}
+	swipe := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.8, X: 0.5}, Lift: action.Point{Y: 0.2, X: 0.5}}
+	edge := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1.2, X: -0.1}, Lift: action.Point{Y: 1.2, X: -0.1}}
+	acts := []action.Action{
+		tap, swipe, edge,
+		{Type: action.TypeText, Text: "hello world", Touch: action.NoPoint, Lift: action.NoPoint},
+		{Type: action.PressBack, Touch: action.NoPoint, Lift: action.NoPoint},
+		{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint},
+		{Type: action.PressEnter, Touch: action.NoPoint, Lift: action.NoPoint},
+		{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint},
+		{Type: action.StatusTaskImpossible, Touch: action.NoPoint, Lift: action.NoPoint},
+	}
+	w, h, err := d.ScreenSize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		p := d.PlanAction(a, w, h)
+		if err := d.Run(ctx, p.Commands); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	want := []adbtest.Event{
+		{Kind: adbtest.EventTap, X1: 270, Y1: 1200},
+		{Kind: adbtest.EventSwipe, X1: 540, Y1: 1920, X2: 540, Y2: 480, DurationMs: 300},
+		{Kind: adbtest.EventTap, X1: 0, Y1: 2399},
+		{Kind: adbtest.EventText, Text: "hello world"},
+		{Kind: adbtest.EventKey, KeyCode: 4},
+		{Kind: adbtest.EventKey, KeyCode: 3},
+		{Kind: adbtest.EventKey, KeyCode: 66},
+	}
+	got := phoneOf(fake).Events()
+	if len(got) != len(want) {
+		t.Fatalf("events = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	wantArgv := []string{"input tap 270 1200", "input swipe 540 1920 540 480 300", "input tap 0 2399", "input text hello%sworld", "input keyevent 4", "input keyevent 3", "input keyevent 66"}
+	for i, argv := range fake.Inputs() {
+		if s := strings.Join(argv, " "); s != wantArgv[i] {
+			t.Errorf("input argv %d = %q, want %q", i, s, wantArgv[i])
+		}
+	}
+}
+
+func TestSwipeDurationOption(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{})
+	d := r.connect(t, Options{SwipeDuration: 750_000_000})
+	p := d.PlanAction(action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.2}, Lift: action.Point{Y: 0.5, X: 0.8}}, 1000, 2000)
+	if err := d.Run(context.Background(), p.Commands); err != nil {
+		t.Fatal(err)
+	}
+	if ev := phoneOf(fake).Events(); len(ev) != 1 || ev[0] != (adbtest.Event{Kind: adbtest.EventSwipe, X1: 200, Y1: 1000, X2: 800, Y2: 1000, DurationMs: 750}) {
+		t.Fatalf("events = %+v", ev)
+	}
+}
+
+// hostileTexts are model outputs that would run commands or be mistyped
+// without correct quoting.
+var hostileTexts = []string{
+	"hello world", "it's", `say "hi"`, "a;reboot", "a && reboot", "a || reboot", "a|sh", "a & reboot",
+	"$(reboot)", "`reboot`", "${HOME}", "$HOME", "$0 $1 $? $$ $! $@ $*", "a > /sdcard/x", "a >> x", "< /etc/passwd", "2>&1",
+	"(sub)", "{a,b}", "line1\nline2", "\nreboot", "100%", "%s", "50%s off", "%%s", "%%%s", "a%", "%", "s", "%ss",
+	"-n", "--help", "-", "-e foo", "   ", " lead", "trail ", "tab\there", `back\slash`, `\`, `\n`, "\\'",
+	"ünïcødé 日本語 🎉", "*", "?", "[a]", "~", "~root", "#comment", "a #b", "!", "!!", "a'b\"c`d$e\\f",
+	"'", "''", `"`, "';reboot;'", `";reboot;"`, "x\x00y", "=", "a=b c", "\r\n", "@#$%^&*()_+-=[]{}|;:,.<>/?",
+	strings.Repeat("long %s text 'with' $(quotes) ", 40),
+}
+
+func TestTextEscapingThroughRealServer(t *testing.T) {
+	ctx := context.Background()
+	fake, d := fakeDevice(t, adbtest.Options{})
+	phone := phoneOf(fake)
+	for _, s := range hostileTexts {
+		before, shellBefore := len(phone.Events()), len(fake.Shell())
+		cmds := TextCommands(s)
+		if err := d.Run(ctx, cmds); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		typed := ""
+		for _, e := range phone.Events()[before:] {
+			if e.Kind != adbtest.EventText {
+				t.Errorf("%q: unexpected event %+v", s, e)
+			}
+			typed += e.Text
+		}
+		if want := strings.ReplaceAll(s, "\x00", ""); typed != want {
+			t.Errorf("typed %q, want %q (commands %q)", typed, want, cmds)
+		}
+		for _, sc := range fake.Shell()[shellBefore:] {
+			if len(sc.Hazards) != 0 || sc.SyntaxErr != "" || len(sc.Commands) != 1 || len(sc.Commands[0]) != 3 || sc.Commands[0][0] != "input" || sc.Commands[0][1] != "text" {
+				t.Errorf("%q: line %q would run %q (hazards %q, syntax error %q)", s, sc.Line, sc.Commands, sc.Hazards, sc.SyntaxErr)
+			}
+		}
+	}
+}
+
+// FuzzTextCommands checks the escaping against the fake shell's parser and
+// Android's %s rule, without a server.
+func FuzzTextCommands(f *testing.F) {
+	for _, s := range hostileTexts {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		typed := ""
+		for _, line := range TextCommands(s) {
+			cmds, hazards, err := adbtest.ParseShell(line)
+			if err != nil || len(hazards) != 0 || len(cmds) != 1 || len(cmds[0]) != 3 {
+				t.Fatalf("%q: line %q parses to %q, %q, %v", s, line, cmds, hazards, err)
+			}
+			if len(line) > 4*maxTextChunk+20 {
+				t.Fatalf("line of %d bytes", len(line))
+			}
+			typed += adbtest.AndroidInputText(cmds[0][2])
+		}
+		if want := strings.ReplaceAll(s, "\x00", ""); typed != want {
+			t.Fatalf("typed %q, want %q", typed, want)
+		}
+	})
+}
+
+func TestUnknownCommandIsAnError(t *testing.T) {
+	_, d := fakeDevice(t, adbtest.Options{})
+	err := d.Run(context.Background(), []string{"frobnicate"})
+	if err == nil || !strings.Contains(err.Error(), "inaccessible or not found") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDisconnectIsAClearError(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{})
+	d := r.connect(t, Options{})
+	fake.Drop()
+	if err := r.srv.WaitGone(fake.Serial()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Screenshot(context.Background())
+	if err == nil || !strings.Contains(err.Error(), fake.Serial()) {
+		t.Fatalf("err = %v, want an error naming the device", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Fatal("not a cancellation")
+	}
+}

@@ -1,0 +1,123 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/autoui/autoui/action"
+)
+
+// maxTextChunk bounds the raw text of one `input text` command. Quoting can
+// grow it 4x; the result stays far below the 4 KiB service-name limit of the
+// oldest adbd.
+const maxTextChunk = 200
+
+// ShellQuote quotes s for the device's POSIX shell (mksh): inside single
+// quotes nothing is special, and a single quote itself is written '\”.
+// NUL bytes cannot travel in a shell command line and are dropped.
+func ShellQuote(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TextCommands returns the `input text` command lines that type text
+// literally, whatever it holds.
+//
+// Two layers decode the argument on the device. The shell: every chunk is
+// single-quoted (ShellQuote), so `;&|$<>()`, backticks, quotes, newlines and
+// globs reach `input` as plain characters and nothing else runs. Then
+// Android's `input text` itself, which turns each "%s" into a space (and
+// nothing else): spaces are sent as "%s" (older Androids mistype raw spaces),
+// and a literal "%" followed by "s" — which no escaping can express — is split
+// across two commands so that the "%" ends one argument and the "s" starts the
+// next. Long text is split into several commands as well; empty text gives
+// none. Characters outside the virtual keyboard map (most non-ASCII) are
+// passed through, but stock Android cannot type them with `input text`.
+func TextCommands(text string) []string {
+	text = strings.ReplaceAll(text, "\x00", "")
+	var cmds []string
+	for _, chunk := range splitText(text) {
+		arg := strings.ReplaceAll(chunk, " ", "%s")
+		cmds = append(cmds, "input text "+ShellQuote(arg))
+	}
+	return cmds
+}
+
+// splitText cuts text between every "%" and a following "s", and into
+// pieces of at most maxTextChunk bytes on rune boundaries.
+func splitText(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); {
+		_, size := utf8.DecodeRuneInString(text[i:])
+		if i > start && (i-start+size > maxTextChunk || text[i] == 's' && text[i-1] == '%') {
+			out = append(out, text[start:i])
+			start = i
+		}
+		i += size
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// Commands returns the shell command lines that perform g; nil for
+// GestureStop and GestureNone.
+func Commands(g action.Gesture, swipeMs int) []string {
+	switch g.Kind {
+	case action.GestureTap:
+		return []string{fmt.Sprintf("input tap %d %d", g.X1, g.Y1)}
+	case action.GestureSwipe:
+		return []string{fmt.Sprintf("input swipe %d %d %d %d %d", g.X1, g.Y1, g.X2, g.Y2, swipeMs)}
+	case action.GestureText:
+		return TextCommands(g.Text)
+	case action.GestureKey:
+		return []string{fmt.Sprintf("input keyevent %d", g.KeyCode)}
+	}
+	return nil
+}
+
+// Plan is what a gesture turns into on this device.
+type Plan struct {
+	Gesture  action.Gesture
+	Commands []string
+	Width    int
+	Height   int
+}
+
+// PlanAction maps a into pixels for a width x height screen and returns the
+// commands that perform it.
+func (d *Device) PlanAction(a action.Action, width, height int) Plan {
+	g := a.Gesture(width, height)
+	return Plan{Gesture: g, Commands: Commands(g, d.SwipeMs()), Width: width, Height: height}
+}
+
+// SwipeMs is the `input swipe` duration in milliseconds.
+func (d *Device) SwipeMs() int { return int(d.opts.SwipeDuration.Milliseconds()) }
+
+// Run sends command lines to the device in order. `input` prints nothing when
+// it works; an exception or error message in its output is returned as an
+// error.
+func (d *Device) Run(ctx context.Context, cmds []string) error {
+	for _, c := range cmds {
+		out, err := d.shellText(ctx, c)
+		if err != nil {
+			return err
+		}
+		if o := strings.TrimSpace(out); o != "" && (strings.Contains(o, "Exception") || strings.Contains(o, "Error") || strings.Contains(o, "not found")) {
+			return fmt.Errorf("device %s: %q failed: %s", d.serial, c, firstLines(o, 3))
+		}
+	}
+	return nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,5 @@
+package device
+
+import "os"
+
+func defaultGetenv(k string) string { return os.Getenv(k) }
