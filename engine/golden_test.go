@@ -150,12 +150,18 @@ func screen(t testing.TB, rel string) image.Image {
 func TestGoldenParity(t *testing.T) {
 	p := tiny(t)
 	ctx := context.Background()
+	worst := map[string]float64{}
+	track := func(stage string, d float64) float64 {
+		worst[stage] = math.Max(worst[stage], d)
+		return d
+	}
+	defer func() { t.Logf("worst max-abs diffs vs PyTorch over all cases: %v", worst) }()
 	for _, c := range loadGolden(t) {
 		t.Run(c.ID, func(t *testing.T) {
 			img := screen(t, c.Screen)
 			// preprocessing
 			if rel, ok := c.Tensors["pixel_values"]; ok {
-				if d := maxAbsDiff(t, "pixels", p.prep.Pixels(img), loadNpy(t, rel)); d > tolPixels {
+				if d := track("pixels", maxAbsDiff(t, "pixels", p.prep.Pixels(img), loadNpy(t, rel))); d > tolPixels {
 					t.Errorf("pixel_values max abs diff %g > %g", d, tolPixels)
 				}
 			}
@@ -164,7 +170,7 @@ func TestGoldenParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := maxAbsDiff(t, "image_features", feat, loadNpy(t, c.Tensors["image_features"])); d > tolFeatures {
+			if d := track("vision", maxAbsDiff(t, "image_features", feat, loadNpy(t, c.Tensors["image_features"]))); d > tolFeatures {
 				t.Errorf("image_features max abs diff %g > %g", d, tolFeatures)
 			}
 			// prompt and tokens
@@ -186,14 +192,14 @@ func TestGoldenParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := maxAbsDiff(t, "encoder", enc, loadNpy(t, c.Tensors["encoder_hidden_states"])); d > tolHidden {
+			if d := track("encoder", maxAbsDiff(t, "encoder", enc, loadNpy(t, c.Tensors["encoder_hidden_states"]))); d > tolHidden {
 				t.Errorf("encoder_hidden_states max abs diff %g > %g", d, tolHidden)
 			}
 			fused, err := p.fuse(enc, goldFeat)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := maxAbsDiff(t, "fused", fused, loadNpy(t, c.Tensors["fused_hidden_states"])); d > tolHidden {
+			if d := track("fusion", maxAbsDiff(t, "fused", fused, loadNpy(t, c.Tensors["fused_hidden_states"]))); d > tolHidden {
 				t.Errorf("fused_hidden_states max abs diff %g > %g", d, tolHidden)
 			}
 			// first 3 decode steps' logits, teacher-forced on the golden ids
@@ -210,7 +216,7 @@ func TestGoldenParity(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := maxAbsDiff(t, "logits", l, wantLogits[s*V:(s+1)*V]); d > tolLogits {
+				if d := track("logits", maxAbsDiff(t, "logits", l, wantLogits[s*V:(s+1)*V])); d > tolLogits {
 					t.Errorf("step %d logits max abs diff %g > %g", s, d, tolLogits)
 				}
 				tok = c.GeneratedIDs[s]

@@ -1,0 +1,1 @@
+"""Python toolchain of autoui: the Auto-UI reference model, ONNX export, fixtures."""

@@ -1,0 +1,670 @@
+"""Export an Auto-UI model to an autoui bundle (ONNX graphs + tokenizer + manifest).
+
+  python -m scripts.export --out DIR --checkpoint CKPT_DIR --vision BLIP2_DIR
+  python -m scripts.export --out DIR --random --size tiny|base|large --vision-size tiny|vitg --seed N
+
+Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_model_merged.onnx
+(HF optimum layout: an If on use_cache_branch over a no-past and a with-past graph sharing
+initializers), tokenizer.json and manifest.json (docs/bundle-format.md). Every graph is
+checked against PyTorch with ONNX Runtime before the manifest is written; a failed check
+aborts. The same command gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+from . import autoui_model as am
+from . import vision as vis
+from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
+FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
+         "decoder": "decoder_model_merged.onnx"}
+EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
+
+# ORT vs PyTorch, fp32 on CPU: |ort - torch| <= atol + rtol * max|torch| per output.
+# Measured worst cases are reported by check_*; these bounds leave ~10-100x headroom.
+TOLERANCES = {
+    "vision": {"atol": 1e-4, "rtol": 1e-4},
+    "encoder": {"atol": 1e-4, "rtol": 1e-4},
+    "fusion": {"atol": 1e-5, "rtol": 1e-5},
+    "decoder": {"atol": 1e-4, "rtol": 1e-4},
+}
+
+
+class ExportCheckError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- onnx helpers
+
+def _torch_export(module, args, path, input_names, output_names, dynamic_axes, opset):
+    # A fresh wrapper is in training mode and torch.onnx restores that mode afterwards,
+    # recursively, which would leave the model's dropout on.
+    module.eval()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, path, input_names=input_names, output_names=output_names,
+                          dynamic_axes=dynamic_axes, opset_version=opset, do_constant_folding=True,
+                          export_params=True, verbose=False)
+    return onnx.load(path)
+
+
+def _strip(model: onnx.ModelProto, graph_name: str) -> onnx.ModelProto:
+    """Remove doc strings (they can carry source paths) and make the metadata fixed."""
+    def graph_walk(g):
+        g.doc_string = ""
+        for n in g.node:
+            n.doc_string = ""
+            for a in n.attribute:
+                a.doc_string = ""
+                if a.type == onnx.AttributeProto.GRAPH:
+                    graph_walk(a.g)
+                for sg in a.graphs:
+                    graph_walk(sg)
+        for coll in (g.input, g.output, g.value_info):
+            for v in coll:
+                v.doc_string = ""
+        for t in g.initializer:
+            t.doc_string = ""
+    graph_walk(model.graph)
+    model.doc_string = ""
+    model.graph.name = graph_name
+    model.producer_name = "autoui-scripts.export"
+    model.producer_version = "1"
+    del model.metadata_props[:]
+    return model
+
+
+def _ensure_inputs(model: onnx.ModelProto, specs: list[tuple[str, int, list]]) -> None:
+    """Re-add interface inputs the exporter dropped because the math does not use them."""
+    have = {i.name for i in model.graph.input}
+    for pos, (name, elem, dims) in enumerate(specs):
+        if name not in have:
+            vi = helper.make_tensor_value_info(name, elem, dims)
+            model.graph.input.insert(pos, vi)
+
+
+def _set_output_dims(model: onnx.ModelProto, dims: dict) -> None:
+    """Declare output shapes exactly (the exporter invents names for dims it could not infer)."""
+    for out in model.graph.output:
+        if out.name in dims:
+            shape = out.type.tensor_type.shape
+            del shape.dim[:]
+            for d in dims[out.name]:
+                dim = shape.dim.add()
+                if isinstance(d, str):
+                    dim.dim_param = d
+                else:
+                    dim.dim_value = d
+
+
+def _initializer_bytes(model: onnx.ModelProto) -> int:
+    total = 0
+    def walk(g):
+        nonlocal total
+        for t in g.initializer:
+            total += len(t.raw_data) if t.raw_data else onnx.numpy_helper.to_array(t).nbytes
+        for n in g.node:
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g)
+    walk(model.graph)
+    return total
+
+
+def _save(model: onnx.ModelProto, path: str) -> list[str]:
+    """Save, with one external-data file when the weights do not fit a protobuf."""
+    data_name = os.path.basename(path) + ".data"
+    data_path = os.path.join(os.path.dirname(path), data_name)
+    for p in (path, data_path):
+        if os.path.exists(p):
+            os.remove(p)
+    if _initializer_bytes(model) > EXTERNAL_DATA_BYTES:
+        onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=data_name, size_threshold=1024, convert_attribute=False)
+        onnx.checker.check_model(path)
+        return [data_name]
+    onnx.save_model(model, path)
+    onnx.checker.check_model(path)
+    return []
+
+
+def _dims(vi: onnx.ValueInfoProto) -> list:
+    out = []
+    for d in vi.type.tensor_type.shape.dim:
+        out.append(d.dim_param if d.dim_param else int(d.dim_value))
+    return out
+
+
+_DTYPES = {TensorProto.FLOAT: "float32", TensorProto.INT64: "int64", TensorProto.BOOL: "bool",
+           TensorProto.INT32: "int32", TensorProto.FLOAT16: "float16"}
+
+
+def _io(model: onnx.ModelProto) -> tuple[list, list]:
+    inits = {t.name for t in model.graph.initializer}
+    ins = [{"name": v.name, "dtype": _DTYPES[v.type.tensor_type.elem_type], "dims": _dims(v)}
+           for v in model.graph.input if v.name not in inits]
+    outs = [{"name": v.name, "dtype": _DTYPES[v.type.tensor_type.elem_type], "dims": _dims(v)}
+            for v in model.graph.output]
+    return ins, outs
+
+
+# ---------------------------------------------------------------- decoder merge
+
+def _tensor_key(t: onnx.TensorProto) -> str:
+    h = hashlib.sha256()
+    h.update(str((t.data_type, tuple(t.dims))).encode())
+    if t.raw_data:
+        h.update(t.raw_data)
+    else:
+        h.update(np.ascontiguousarray(onnx.numpy_helper.to_array(t)).tobytes())
+    return h.hexdigest()
+
+
+def _rename_in_graph(g: onnx.GraphProto, mapping: dict) -> None:
+    for n in g.node:
+        for i, name in enumerate(n.input):
+            if name in mapping:
+                n.input[i] = mapping[name]
+        for i, name in enumerate(n.output):
+            if name in mapping:
+                n.output[i] = mapping[name]
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _rename_in_graph(a.g, mapping)
+    for coll in (g.output, g.value_info):
+        for v in coll:
+            if v.name in mapping:
+                v.name = mapping[v.name]
+    for t in g.initializer:
+        if t.name in mapping:
+            t.name = mapping[t.name]
+
+
+def merge_decoders(no_past: onnx.ModelProto, with_past: onnx.ModelProto, n_layers: int, n_heads: int,
+                   d_kv: int, vocab: int, d_model: int) -> onnx.ModelProto:
+    """One graph: If(use_cache_branch, then=with-past, else=no-past); identical weights are
+    stored once in the outer graph and read by both branches from the outer scope."""
+    outer_inputs = ["input_ids", "encoder_attention_mask", "encoder_hidden_states"]
+    for i in range(n_layers):
+        outer_inputs += [f"past_key_values.{i}.{kind}.{kv}" for kind in ("decoder", "encoder") for kv in ("key", "value")]
+    outer_names = set(outer_inputs) | {"use_cache_branch"}
+
+    # Weights: the first graph's name wins for content seen in both; the rest stay local.
+    seen = {}
+    counts = {}
+    keys = {}  # (branch, initializer name) -> content key; hashing is the slow part at base/large
+    for prefix, g in (("no_past", no_past.graph), ("with_past", with_past.graph)):
+        for t in g.initializer:
+            k = keys[(prefix, t.name)] = _tensor_key(t)
+            counts[k] = counts.get(k, 0) + 1
+    shared_inits = []
+    used_names = set(outer_names)
+    branches = []
+    for prefix, model in (("no_past", no_past), ("with_past", with_past)):
+        g = onnx.GraphProto()
+        g.CopyFrom(model.graph)
+        mapping = {}
+        local_inits = []
+        for t in g.initializer:
+            k = keys[(prefix, t.name)]
+            if counts[k] > 1:
+                if k not in seen:
+                    name = t.name
+                    while name in used_names:
+                        name = name + "_"
+                    used_names.add(name)
+                    seen[k] = name
+                    tt = onnx.TensorProto()
+                    tt.CopyFrom(t)
+                    tt.name = name
+                    shared_inits.append(tt)
+                mapping[t.name] = seen[k]
+            else:
+                local_inits.append(t.name)
+        # Every value produced inside the branch gets the branch prefix (no shadowing).
+        for n in g.node:
+            for name in n.output:
+                if name and name not in outer_names:
+                    mapping[name] = f"{prefix}/{name}"
+        for name in local_inits:
+            mapping[name] = f"{prefix}/{name}"
+        # Drop shared weights from the branch before renaming.
+        keep = [t for t in g.initializer if counts[keys[(prefix, t.name)]] == 1]
+        del g.initializer[:]
+        g.initializer.extend(keep)
+        _rename_in_graph(g, mapping)
+        del g.input[:]
+        del g.value_info[:]
+        # A branch output that is an outer input needs a node producing a branch-local name.
+        new_outputs = []
+        for v in g.output:
+            name = v.name
+            if name in outer_names:
+                local = f"{prefix}/{name}_passthrough"
+                g.node.append(helper.make_node("Identity", [name], [local], name=f"{prefix}/Identity_{name}"))
+                name = local
+            new_outputs.append(helper.make_tensor_value_info(name, v.type.tensor_type.elem_type, None))
+        del g.output[:]
+        g.output.extend(new_outputs)
+        g.name = prefix
+        branches.append(g)
+    no_past_g, with_past_g = branches
+
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "decoder_sequence_length"]),
+              helper.make_tensor_value_info("encoder_attention_mask", TensorProto.INT64,
+                                            ["batch_size", "encoder_sequence_length"]),
+              helper.make_tensor_value_info("encoder_hidden_states", f,
+                                            ["batch_size", "encoder_sequence_length", d_model])]
+    outputs = [helper.make_tensor_value_info("logits", f, ["batch_size", "decoder_sequence_length", vocab])]
+    for i in range(n_layers):
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.decoder.{kv}", f,
+                                                        ["batch_size", n_heads, "past_decoder_sequence_length", d_kv]))
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.encoder.{kv}", f,
+                                                        ["batch_size", n_heads, "encoder_sequence_length_out", d_kv]))
+        for kv in ("key", "value"):
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.decoder.{kv}", f,
+                                                         ["batch_size", n_heads, "present_decoder_sequence_length", d_kv]))
+        for kv in ("key", "value"):
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.encoder.{kv}", f,
+                                                         ["batch_size", n_heads, "present_encoder_sequence_length", d_kv]))
+    inputs.append(helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1]))
+    if_node = helper.make_node("If", ["use_cache_branch"], [o.name for o in outputs], name="optimum::if",
+                               then_branch=with_past_g, else_branch=no_past_g)
+    graph = helper.make_graph([if_node], "decoder_model_merged", inputs, outputs, initializer=shared_inits)
+    merged = helper.make_model(graph, opset_imports=list(no_past.opset_import), ir_version=no_past.ir_version)
+    return merged
+
+
+# ---------------------------------------------------------------- export
+
+def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opset: int) -> dict:
+    cfg = model.config
+    L, H, dkv, d = cfg.num_decoder_layers, cfg.num_heads, cfg.d_kv, cfg.d_model
+    graphs = {}
+    t0 = time.time()
+    px = torch.randn(1, 3, vis.IMAGE_SIZE, vis.IMAGE_SIZE)
+    graphs["vision"] = _torch_export(tower, (px,), os.path.join(tmp, "vision.onnx"), ["pixel_values"],
+                                     ["image_features"],
+                                     {"pixel_values": {0: "batch_size"}, "image_features": {0: "batch_size"}}, opset)
+    _set_output_dims(graphs["vision"], {"image_features": ["batch_size", tower.config.hidden_size]})
+    log(f"  vision graph traced in {time.time() - t0:.1f}s")
+    ids = torch.randint(3, cfg.vocab_size, (1, 9))
+    mask = torch.ones_like(ids)
+    graphs["encoder"] = _torch_export(
+        EncoderGraph(model), (ids, mask), os.path.join(tmp, "encoder.onnx"), ["input_ids", "attention_mask"],
+        ["last_hidden_state"],
+        {"input_ids": {0: "batch_size", 1: "encoder_sequence_length"},
+         "attention_mask": {0: "batch_size", 1: "encoder_sequence_length"},
+         "last_hidden_state": {0: "batch_size", 1: "encoder_sequence_length"}}, opset)
+    hs = torch.randn(1, 9, d)
+    img = torch.randn(1, model.image_dim)
+    graphs["fusion"] = _torch_export(
+        FusionGraph(model), (hs, mask, img), os.path.join(tmp, "fusion.onnx"),
+        ["encoder_hidden_states", "attention_mask", "image_features"], ["fused_hidden_states"],
+        {"encoder_hidden_states": {0: "batch_size", 1: "encoder_sequence_length"},
+         "attention_mask": {0: "batch_size", 1: "encoder_sequence_length"},
+         "image_features": {0: "batch_size"},
+         "fused_hidden_states": {0: "batch_size", 1: "encoder_sequence_length"}}, opset)
+    _set_output_dims(graphs["encoder"], {"last_hidden_state": ["batch_size", "encoder_sequence_length", d]})
+    _set_output_dims(graphs["fusion"], {"fused_hidden_states": ["batch_size", "encoder_sequence_length", d]})
+    _ensure_inputs(graphs["fusion"], [
+        ("encoder_hidden_states", TensorProto.FLOAT, ["batch_size", "encoder_sequence_length", d]),
+        ("attention_mask", TensorProto.INT64, ["batch_size", "encoder_sequence_length"]),
+        ("image_features", TensorProto.FLOAT, ["batch_size", model.image_dim])])
+
+    present_names = []
+    for i in range(L):
+        present_names += [f"present.{i}.decoder.key", f"present.{i}.decoder.value",
+                          f"present.{i}.encoder.key", f"present.{i}.encoder.value"]
+    dec_ids = torch.zeros(1, 2, dtype=torch.long)
+    dyn = {"input_ids": {0: "batch_size", 1: "decoder_sequence_length"},
+           "encoder_attention_mask": {0: "batch_size", 1: "encoder_sequence_length"},
+           "logits": {0: "batch_size", 1: "decoder_sequence_length"}}
+    nopast_dyn = dict(dyn, encoder_hidden_states={0: "batch_size", 1: "encoder_sequence_length"})
+    for name in present_names:
+        nopast_dyn[name] = {0: "batch_size", 2: "present_decoder_sequence_length" if ".decoder." in name
+                            else "present_encoder_sequence_length"}
+    t0 = time.time()
+    no_past = _torch_export(DecoderGraph(model, with_past=False), (dec_ids, mask, hs),
+                            os.path.join(tmp, "decoder_no_past.onnx"),
+                            ["input_ids", "encoder_attention_mask", "encoder_hidden_states"], ["logits"] + present_names,
+                            nopast_dyn, opset)
+    past = []
+    past_names = []
+    for i in range(L):
+        past += [torch.randn(1, H, 3, dkv), torch.randn(1, H, 3, dkv), torch.randn(1, H, 9, dkv),
+                 torch.randn(1, H, 9, dkv)]
+        past_names += [f"past_key_values.{i}.decoder.key", f"past_key_values.{i}.decoder.value",
+                       f"past_key_values.{i}.encoder.key", f"past_key_values.{i}.encoder.value"]
+    past_dyn = dict(dyn)
+    for name in past_names:
+        past_dyn[name] = {0: "batch_size", 2: "past_decoder_sequence_length" if ".decoder." in name
+                          else "encoder_sequence_length_out"}
+    for name in present_names:
+        past_dyn[name] = {0: "batch_size", 2: "present_decoder_sequence_length" if ".decoder." in name
+                          else "encoder_sequence_length_out"}
+    with_past = _torch_export(DecoderGraph(model, with_past=True), (dec_ids, mask, *past),
+                              os.path.join(tmp, "decoder_with_past.onnx"),
+                              ["input_ids", "encoder_attention_mask"] + past_names, ["logits"] + present_names,
+                              past_dyn, opset)
+    graphs["decoder"] = merge_decoders(no_past, with_past, L, H, dkv, cfg.vocab_size, d)
+    log(f"  decoder graphs traced and merged in {time.time() - t0:.1f}s")
+    return graphs
+
+
+# ---------------------------------------------------------------- checks
+
+def _session(path: str):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: dict, report: dict) -> None:
+    want = np.asarray(want, dtype=np.float32)
+    if got.shape != want.shape:
+        raise ExportCheckError(f"{what}: shape {got.shape}, want {want.shape}")
+    diff = float(np.max(np.abs(got - want))) if got.size else 0.0
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    bound = tol["atol"] + tol["rtol"] * scale
+    key = what.split(" ")[0]
+    report[key] = max(report.get(key, 0.0), diff)
+    if not np.isfinite(got).all() or diff > bound:
+        raise ExportCheckError(f"{what}: ORT vs PyTorch worst |diff| {diff:.3g} > {bound:.3g} "
+                               f"(atol {tol['atol']}, rtol {tol['rtol']}, max|ref| {scale:.3g})")
+
+
+def _past_feed(past: list, n_layers: int) -> dict:
+    feed = {}
+    for i in range(n_layers):
+        for j, (kind, kv) in enumerate((("decoder", "key"), ("decoder", "value"), ("encoder", "key"),
+                                        ("encoder", "value"))):
+            feed[f"past_key_values.{i}.{kind}.{kv}"] = np.ascontiguousarray(past[4 * i + j], dtype=np.float32)
+    return feed
+
+
+@torch.no_grad()
+def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, seed: int = 1234) -> dict:
+    """ORT vs PyTorch on random inputs at two sizes per graph; raises ExportCheckError."""
+    g = torch.Generator().manual_seed(seed)
+    model.eval()
+    tower.eval()
+    cfg = model.config
+    L, H, dkv = cfg.num_decoder_layers, cfg.num_heads, cfg.d_kv
+    report: dict = {}
+
+    sess = _session(os.path.join(out_dir, FILES["vision"]))
+    for b in (1, 2):
+        px = torch.randn(b, 3, vis.IMAGE_SIZE, vis.IMAGE_SIZE, generator=g)
+        got = sess.run(["image_features"], {"pixel_values": px.numpy()})[0]
+        _compare(f"vision batch={b}", got, tower(px).numpy(), TOLERANCES["vision"], report)
+    del sess
+
+    enc = _session(os.path.join(out_dir, FILES["encoder"]))
+    fus = _session(os.path.join(out_dir, FILES["fusion"]))
+    dec = _session(os.path.join(out_dir, FILES["decoder"]))
+    for n in (7, 23):
+        ids = torch.randint(3, cfg.vocab_size, (2, n), generator=g)
+        mask = torch.ones(2, n, dtype=torch.long)
+        mask[1, n - 3:] = 0
+        ids[1, n - 3:] = am.PAD_ID
+        feed = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        got = enc.run(["last_hidden_state"], feed)[0]
+        ref = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        _compare(f"encoder n={n}", got, ref.numpy(), TOLERANCES["encoder"], report)
+
+        img = torch.randn(2, model.image_dim, generator=g)
+        got = fus.run(["fused_hidden_states"], {"encoder_hidden_states": ref.numpy(), "attention_mask": mask.numpy(),
+                                                "image_features": img.numpy()})[0]
+        fused = model.fuse(ref, img)
+        _compare(f"fusion n={n}", got, fused.numpy(), TOLERANCES["fusion"], report)
+
+        # Decoder: reference is the HF decoder run on the whole sequence without a cache.
+        def reference(dec_ids):
+            out = model.decoder(input_ids=dec_ids, encoder_hidden_states=fused, encoder_attention_mask=mask,
+                                use_cache=True, return_dict=True)
+            h = out.last_hidden_state
+            if cfg.tie_word_embeddings:
+                h = h * cfg.d_model ** -0.5
+            return model.lm_head(h), out.past_key_values
+
+        empty = [np.zeros((2, H, 0, dkv), np.float32)] * (4 * L)
+        present_names = [o.name for o in dec.get_outputs()][1:]
+        seq = torch.cat([torch.zeros(2, 1, dtype=torch.long), torch.randint(3, cfg.vocab_size, (2, 7), generator=g)], 1)
+        for k_first in (1, 3):
+            base = {"input_ids": seq[:, :k_first].numpy(), "encoder_attention_mask": mask.numpy(),
+                    "encoder_hidden_states": fused.numpy(), "use_cache_branch": np.array([False])}
+            base.update(_past_feed(empty, L))
+            outs = dec.run(None, base)
+            logits, pkv = reference(seq[:, :k_first])
+            _compare(f"decoder no-cache n={n} new={k_first} logits", outs[0], logits.numpy(), TOLERANCES["decoder"], report)
+            for i in range(L):
+                for j in range(4):
+                    _compare(f"decoder no-cache present {present_names[4 * i + j]}", outs[1 + 4 * i + j],
+                             pkv[i][j].numpy(), TOLERANCES["decoder"], report)
+            past = outs[1:]
+            for new in (1, 4):
+                feed = {"input_ids": seq[:, k_first:k_first + new].numpy(), "encoder_attention_mask": mask.numpy(),
+                        "encoder_hidden_states": fused.numpy(), "use_cache_branch": np.array([True])}
+                feed.update(_past_feed(past, L))
+                outs2 = dec.run(None, feed)
+                logits, pkv = reference(seq[:, :k_first + new])
+                _compare(f"decoder cache n={n} past={k_first} new={new} logits", outs2[0],
+                         logits[:, k_first:].numpy(), TOLERANCES["decoder"], report)
+                for i in range(L):
+                    for j in range(4):
+                        _compare(f"decoder cache present {present_names[4 * i + j]}", outs2[1 + 4 * i + j],
+                                 pkv[i][j].numpy(), TOLERANCES["decoder"], report)
+    return report
+
+
+# ---------------------------------------------------------------- manifest
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _file_entry(out_dir: str, name: str) -> dict:
+    p = os.path.join(out_dir, name)
+    return {"path": name, "sha256": sha256_file(p), "size": os.path.getsize(p)}
+
+
+def size_label(cfg) -> str:
+    for name, s in am.T5_SIZES.items():
+        if all(getattr(cfg, k) == v for k, v in s.items()):
+            if name != "tiny" and cfg.vocab_size != am.FLAN_VOCAB_SIZE:
+                continue
+            return name
+    return "custom"
+
+
+def versions() -> dict:
+    import onnxruntime
+    import transformers
+    return {"python": platform.python_version(), "torch": torch.__version__.split("+")[0],
+            "transformers": transformers.__version__, "onnx": onnx.__version__,
+            "onnxruntime": onnxruntime.__version__}
+
+
+def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.VisionTower, graphs_ext: dict,
+                   source: str, opset: int, scroll_map: str) -> dict:
+    cfg, vcfg = model.config, tower.config
+    files = {}
+    for role, fname in FILES.items():
+        entry = _file_entry(out_dir, fname)
+        entry["external_data"] = [_file_entry(out_dir, e) for e in graphs_ext[role]]
+        m = onnx.load(os.path.join(out_dir, fname), load_external_data=False)
+        entry["inputs"], entry["outputs"] = _io(m)
+        files[role] = entry
+    files["tokenizer"] = _file_entry(out_dir, "tokenizer.json")
+    manifest = {
+        "format": "autoui-bundle", "format_version": 1, "name": name,
+        "model": {"size": size_label(cfg), "d_model": cfg.d_model, "d_kv": cfg.d_kv, "d_ff": cfg.d_ff,
+                  "num_layers": cfg.num_layers, "num_decoder_layers": cfg.num_decoder_layers,
+                  "num_heads": cfg.num_heads, "vocab_size": cfg.vocab_size,
+                  "feed_forward_proj": cfg.feed_forward_proj, "image_dim": model.image_dim,
+                  "relative_attention_num_buckets": cfg.relative_attention_num_buckets,
+                  "relative_attention_max_distance": cfg.relative_attention_max_distance,
+                  "layer_norm_epsilon": cfg.layer_norm_epsilon},
+        "vision": {"image_size": vcfg.image_size, "patch_size": vcfg.patch_size, "hidden_size": vcfg.hidden_size,
+                   "num_layers": vcfg.num_hidden_layers, "num_heads": vcfg.num_attention_heads,
+                   "output_dim": vcfg.hidden_size},
+        "files": files,
+        "tokens": {"pad_id": am.PAD_ID, "eos_id": am.EOS_ID, "unk_id": am.UNK_ID,
+                   "decoder_start_id": cfg.decoder_start_token_id},
+        "preprocess": vis.preprocess_config(),
+        "prompt": {"history_window": am.HISTORY_WINDOW, "max_source_tokens": am.MAX_SOURCE_TOKENS,
+                   "max_target_tokens": am.MAX_TARGET_TOKENS},
+        "action": {"scroll_map": scroll_map},
+        "precision": "fp32",
+        "exporter": {"tool": "scripts.export", "source": source, "opset": opset, "versions": versions()},
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    return manifest
+
+
+def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path: str, out_dir: str, *,
+                  name: str, source: str, opset: int = 17, scroll_map: str = "fixed", check: bool = True) -> dict:
+    if not 14 <= opset <= 20:
+        # ORT 1.29 reads up to 26, but torch 2.5's TorchScript exporter writes at most 20.
+        raise ValueError(f"opset {opset}: want 14..20 (torch 2.5 exporter range; ORT 1.29 reads up to 26)")
+    if scroll_map not in am.SCROLL_MAPS:
+        raise ValueError(f"scroll map {scroll_map!r}: want fixed or legacy")
+    if model.image_dim != tower.config.hidden_size:
+        raise ValueError(f"model image_dim {model.image_dim} != vision output {tower.config.hidden_size}")
+    model.eval()
+    tower.eval()
+    torch.manual_seed(0)  # the dummy inputs of tracing; they do not end up in the graphs
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = time.time()
+    ext = {}
+    with tempfile.TemporaryDirectory(prefix="autoui-export-") as tmp:
+        graphs = _export_graphs(model, tower, tmp, opset)
+        for role, m in graphs.items():
+            ext[role] = _save(_strip(m, role), os.path.join(out_dir, FILES[role]))
+    shutil.copyfile(tokenizer_path, os.path.join(out_dir, "tokenizer.json"))
+    log(f"exported graphs in {time.time() - t0:.1f}s")
+    if check:
+        t1 = time.time()
+        report = check_bundle(out_dir, model, tower)
+        log(f"ORT vs PyTorch checks passed in {time.time() - t1:.1f}s; worst |diff|: "
+            + ", ".join(f"{k} {v:.2g}" for k, v in report.items()))
+    return write_manifest(out_dir, name, model, tower, ext, source, opset, scroll_map)
+
+
+def write_blip2_vision_dir(tower: vis.VisionTower, out_dir: str) -> None:
+    """Save a vision tower as a minimal local BLIP-2 directory (vision weights only)."""
+    from safetensors.torch import save_file
+    os.makedirs(out_dir, exist_ok=True)
+    vc = tower.config.to_dict()
+    keep = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "image_size",
+            "patch_size", "hidden_act", "layer_norm_eps", "attention_dropout", "initializer_range", "qkv_bias")
+    cfg = {"model_type": "blip-2", "architectures": ["Blip2ForConditionalGeneration"],
+           "vision_config": {k: vc[k] for k in keep}}
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+    state = {f"vision_model.{k}": v.contiguous() for k, v in tower.model.state_dict().items()}
+    save_file(state, os.path.join(out_dir, "model.safetensors"))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Export an Auto-UI model to an autoui ONNX bundle.")
+    p.add_argument("--out", required=True, help="bundle directory to write")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--checkpoint", help="Auto-UI checkpoint directory (config.json + weights)")
+    src.add_argument("--random", action="store_true", help="random weights (for tests and benchmarks)")
+    p.add_argument("--vision", help="local BLIP-2 directory (e.g. Salesforce/blip2-opt-2.7b); "
+                                    "'random' for a random tower of --vision-size")
+    p.add_argument("--size", choices=sorted(am.T5_SIZES), default="tiny", help="T5 size with --random")
+    p.add_argument("--vision-size", choices=sorted(vis.VISION_SIZES), default=None,
+                   help="random vision tower size (default: tiny for a tiny model, vitg otherwise)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scroll-map", choices=sorted(am.SCROLL_MAPS), default=None,
+                   help="swipe normalization the model was trained with (default: legacy for --checkpoint, "
+                        "whose public releases predate the fix; fixed for --random)")
+    p.add_argument("--tokenizer", help="tokenizer.json (default: the checkpoint's, else the test tokenizer)")
+    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("--name", help="bundle name (default: the size or the checkpoint directory name)")
+    p.add_argument("--no-check", action="store_true", help="skip the ORT vs PyTorch checks")
+    args = p.parse_args(argv)
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+    if args.random:
+        vsize = args.vision_size or ("tiny" if args.size == "tiny" else "vitg")
+        tok = args.tokenizer or DEFAULT_TOKENIZER
+        vocab = am.round_vocab(_tokenizer_size(tok)) if args.size == "tiny" else am.FLAN_VOCAB_SIZE
+        tower = vis.random_vision(vsize, args.seed)
+        model = am.random_model(args.size, vocab, tower.config.hidden_size, args.seed)
+        source = f"random:{args.size}:seed={args.seed}" + ("" if vsize == "tiny" and args.size == "tiny"
+                                                          else f";vision=random:{vsize}")
+        name = args.name or args.size
+        scroll = args.scroll_map or "fixed"
+    else:
+        if not args.vision:
+            p.error("--checkpoint needs --vision (a local BLIP-2 directory, or 'random')")
+        model = am.load_checkpoint(args.checkpoint)
+        ck_name = os.path.basename(os.path.normpath(args.checkpoint))
+        if args.vision == "random":
+            vsize = args.vision_size or ("tiny" if model.image_dim == 64 else "vitg")
+            tower = vis.random_vision(vsize, args.seed)
+            vsource = f"random:{vsize}:seed={args.seed}"
+        else:
+            tower = vis.load_vision(args.vision)
+            vsource = "blip2:" + os.path.basename(os.path.normpath(args.vision))
+        tok = args.tokenizer or os.path.join(args.checkpoint, "tokenizer.json")
+        if not os.path.exists(tok):
+            p.error(f"no tokenizer: {tok} does not exist (pass --tokenizer)")
+        source = f"checkpoint:{ck_name};vision={vsource}"
+        name = args.name or ck_name
+        scroll = args.scroll_map or "legacy"
+    t0 = time.time()
+    manifest = export_bundle(model, tower, tok, args.out, name=name, source=source, opset=args.opset,
+                             scroll_map=scroll, check=not args.no_check)
+    total = sum(f["size"] + sum(e["size"] for e in f.get("external_data", [])) for f in manifest["files"].values())
+    log(f"bundle {args.out}: {total / 1e6:.1f} MB in {time.time() - t0:.1f}s")
+    return 0
+
+
+def _tokenizer_size(path: str) -> int:
+    return len(am.load_tokenizer(path))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Export-friendly forms of the Auto-UI graphs, computed with the model's own modules.
+
+The T5 stacks are re-expressed here (instead of tracing HF's T5Stack) so that the ONNX
+graphs have exactly the dynamic behaviour the bundle promises: relative positions offset
+by the past length, a causal mask for several new tokens at once, cross-attention K/V
+computed once and passed through. export.py checks every graph against the HF model.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .autoui_model import AutoUIModel
+
+NEG = torch.finfo(torch.float32).min
+
+
+def _heads(x: torch.Tensor, n_heads: int, d_kv: int) -> torch.Tensor:
+    return x.reshape(x.shape[0], -1, n_heads, d_kv).transpose(1, 2)
+
+
+def _attend(attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    # T5 does not scale scores by 1/sqrt(d_kv).
+    scores = torch.matmul(q, k.transpose(3, 2)) + bias
+    weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
+    out = torch.matmul(weights, v).transpose(1, 2)
+    out = out.reshape(out.shape[0], -1, attn.inner_dim)
+    return attn.o(out)
+
+
+def _position_bias(attn, q_pos: torch.Tensor, k_pos: torch.Tensor, bidirectional: bool) -> torch.Tensor:
+    rel = k_pos[None, :] - q_pos[:, None]
+    bucket = attn._relative_position_bucket(rel, bidirectional=bidirectional,
+                                            num_buckets=attn.relative_attention_num_buckets,
+                                            max_distance=attn.relative_attention_max_distance)
+    return attn.relative_attention_bias(bucket).permute([2, 0, 1]).unsqueeze(0)  # (1, H, q, k)
+
+
+def _padding_bias(mask: torch.Tensor) -> torch.Tensor:
+    return (1.0 - mask[:, None, None, :].to(torch.float32)) * NEG
+
+
+class EncoderGraph(nn.Module):
+    """input_ids, attention_mask -> last_hidden_state (after the final norm, before fusion)."""
+
+    def __init__(self, model: AutoUIModel):
+        super().__init__()
+        self.stack = model.encoder
+        self.h, self.dkv = model.config.num_heads, model.config.d_kv
+
+    def forward(self, input_ids, attention_mask):
+        h = self.stack.embed_tokens(input_ids)
+        pos = torch.arange(input_ids.shape[1], dtype=torch.long)
+        first = self.stack.block[0].layer[0].SelfAttention
+        bias = _position_bias(first, pos, pos, bidirectional=True) + _padding_bias(attention_mask)
+        for block in self.stack.block:
+            sa = block.layer[0]
+            x = sa.layer_norm(h)
+            a = sa.SelfAttention
+            h = h + _attend(a, _heads(a.q(x), self.h, self.dkv), _heads(a.k(x), self.h, self.dkv),
+                            _heads(a.v(x), self.h, self.dkv), bias)
+            h = block.layer[-1](h)
+        return self.stack.final_layer_norm(h)
+
+
+class FusionGraph(nn.Module):
+    """encoder_hidden_states, attention_mask, image_features -> fused_hidden_states.
+
+    With one image token the 1-head attention's softmax is identically 1, so its output is
+    out_proj(W_v e + b_v) for every text token; the graph computes that directly.
+    attention_mask is part of the interface but, as in Auto-UI, does not enter the math."""
+
+    def __init__(self, model: AutoUIModel):
+        super().__init__()
+        self.image_dense, self.gate_dense = model.image_dense, model.gate_dense
+        mha = model.mha_layer
+        d = model.config.d_model
+        self.out_proj = mha.out_proj
+        # Copies of the value slice of the packed in-projection (q and k do not matter).
+        self.w_v = nn.Parameter(mha.in_proj_weight[2 * d:].detach().clone(), requires_grad=False)
+        self.b_v = nn.Parameter(mha.in_proj_bias[2 * d:].detach().clone(), requires_grad=False)
+
+    def forward(self, encoder_hidden_states, attention_mask, image_features):
+        e = self.image_dense(image_features)
+        a = self.out_proj(torch.nn.functional.linear(e, self.w_v, self.b_v)).unsqueeze(1)
+        a = a.expand(-1, encoder_hidden_states.shape[1], -1)
+        g = torch.sigmoid(self.gate_dense(torch.cat([encoder_hidden_states, a], dim=-1)))
+        return (1 - g) * encoder_hidden_states + g * a
+
+
+class DecoderGraph(nn.Module):
+    """One decoder call. with_past=False: (input_ids, encoder_attention_mask,
+    encoder_hidden_states); with_past=True: (input_ids, encoder_attention_mask, *past) with
+    past = per layer decoder.key, decoder.value, encoder.key, encoder.value.
+    Returns logits and per layer present decoder.key/value, encoder.key/value."""
+
+    def __init__(self, model: AutoUIModel, with_past: bool):
+        super().__init__()
+        self.stack = model.decoder
+        self.lm_head = model.lm_head
+        self.with_past = with_past
+        self.h, self.dkv = model.config.num_heads, model.config.d_kv
+        self.scale = model.config.d_model ** -0.5 if model.config.tie_word_embeddings else None
+
+    def forward(self, input_ids, encoder_attention_mask, *rest):
+        n_layers = len(self.stack.block)
+        if self.with_past:
+            past = rest
+            assert len(past) == 4 * n_layers
+            encoder_hidden_states = None
+            past_len = past[0].shape[2]
+        else:
+            (encoder_hidden_states,) = rest
+            past = None
+            past_len = 0
+        n = input_ids.shape[1]
+        q_pos = torch.arange(n, dtype=torch.long) + past_len
+        k_pos = torch.arange(n + past_len, dtype=torch.long) if self.with_past else torch.arange(n, dtype=torch.long)
+        first = self.stack.block[0].layer[0].SelfAttention
+        causal = torch.where(k_pos[None, :] <= q_pos[:, None], torch.tensor(0.0), torch.tensor(NEG))
+        self_bias = _position_bias(first, q_pos, k_pos, bidirectional=False) + causal[None, None]
+        cross_bias = _padding_bias(encoder_attention_mask)
+
+        h = self.stack.embed_tokens(input_ids)
+        presents = []
+        for i, block in enumerate(self.stack.block):
+            sa, ca = block.layer[0], block.layer[1]
+            x = sa.layer_norm(h)
+            a = sa.SelfAttention
+            k, v = _heads(a.k(x), self.h, self.dkv), _heads(a.v(x), self.h, self.dkv)
+            if past is not None:
+                k = torch.cat([past[4 * i], k], dim=2)
+                v = torch.cat([past[4 * i + 1], v], dim=2)
+            h = h + _attend(a, _heads(a.q(x), self.h, self.dkv), k, v, self_bias)
+            x = ca.layer_norm(h)
+            c = ca.EncDecAttention
+            if past is not None:
+                ck, cv = past[4 * i + 2], past[4 * i + 3]
+            else:
+                ck = _heads(c.k(encoder_hidden_states), self.h, self.dkv)
+                cv = _heads(c.v(encoder_hidden_states), self.h, self.dkv)
+            h = h + _attend(c, _heads(c.q(x), self.h, self.dkv), ck, cv, cross_bias)
+            h = block.layer[-1](h)
+            presents += [k, v, ck, cv]
+        h = self.stack.final_layer_norm(h)
+        if self.scale is not None:
+            h = h * self.scale
+        return (self.lm_head(h), *presents)

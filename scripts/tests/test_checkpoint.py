@@ -1,0 +1,83 @@
+"""Checkpoint round trips the way Auto-UI's training saves them (HF save_pretrained)."""
+
+import json
+
+import pytest
+import torch
+
+from scripts import autoui_model as am
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    return am.random_model("tiny", 2112, 64, seed=3)
+
+
+def _same(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), k
+
+
+def test_safetensors_round_trip(tiny_model, tmp_path):
+    am.save_checkpoint(tiny_model, str(tmp_path))
+    with open(tmp_path / "config.json") as f:
+        assert json.load(f)["architectures"] == ["T5ForMultimodalGeneration"]
+    loaded = am.load_checkpoint(str(tmp_path))
+    assert loaded.image_dim == 64
+    _same(tiny_model, loaded)
+
+
+def test_pytorch_bin_with_tied_keys(tiny_model, tmp_path):
+    # Older transformers wrote pytorch_model.bin with every key, the tied embeddings included.
+    am.save_checkpoint(tiny_model, str(tmp_path), safe=False)
+    sd = torch.load(tmp_path / "pytorch_model.bin", weights_only=True)
+    sd["encoder.embed_tokens.weight"] = sd["shared.weight"]
+    sd["decoder.embed_tokens.weight"] = sd["shared.weight"]
+    torch.save(sd, tmp_path / "pytorch_model.bin")
+    _same(tiny_model, am.load_checkpoint(str(tmp_path)))
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda sd: sd.update({"extra_head.weight": torch.zeros(3)}), "unexpected keys ['extra_head.weight']"),
+    (lambda sd: sd.pop("gate_dense.bias"), "missing keys ['gate_dense.bias']"),
+    (lambda sd: sd.pop("mha_layer.in_proj_weight"), "mha_layer.in_proj_weight"),
+    (lambda sd: sd.pop("lm_head.weight"), "lm_head.weight"),
+])
+def test_bad_keys_fail(tiny_model, tmp_path, edit, needle):
+    am.save_checkpoint(tiny_model, str(tmp_path), safe=False)
+    sd = torch.load(tmp_path / "pytorch_model.bin", weights_only=True)
+    edit(sd)
+    torch.save(sd, tmp_path / "pytorch_model.bin")
+    with pytest.raises(am.CheckpointError) as e:
+        am.load_checkpoint(str(tmp_path))
+    assert needle in str(e.value)
+
+
+def test_state_dict_names_match_auto_ui(tiny_model):
+    keys = set(tiny_model.state_dict())
+    for k in ("image_dense.weight", "image_dense.bias", "mha_layer.in_proj_weight", "mha_layer.in_proj_bias",
+              "mha_layer.out_proj.weight", "mha_layer.out_proj.bias", "gate_dense.weight", "gate_dense.bias",
+              "shared.weight", "lm_head.weight"):
+        assert k in keys
+    assert tuple(tiny_model.state_dict()["mha_layer.in_proj_weight"].shape) == (3 * 128, 128)
+
+
+def test_fusion_is_one_token_attention(tiny_model):
+    h = torch.randn(2, 5, 128)
+    v = torch.randn(2, 64)
+    with torch.no_grad():
+        fused = tiny_model.fuse(h, v)
+        e = tiny_model.image_dense(v)
+        w, b = tiny_model.mha_layer.in_proj_weight[256:], tiny_model.mha_layer.in_proj_bias[256:]
+        a = tiny_model.mha_layer.out_proj(e @ w.T + b)[:, None, :]
+        g = torch.sigmoid(tiny_model.gate_dense(torch.cat([h, a.expand_as(h)], -1)))
+        want = (1 - g) * h + g * a
+    assert torch.allclose(fused, want, atol=1e-6)
+
+
+def test_generate_stops_and_strips(tiny_model, tokenizer):
+    ids, _ = am.encode_source(tokenizer, am.source_text("Open Chrome", []))
+    out = tiny_model.generate_action(torch.tensor([ids]), torch.randn(1, 64), max_new_tokens=5)
+    assert out.shape == (1, 6) and int(out[0, 0]) == 0

@@ -1,0 +1,97 @@
+"""The committed fixtures: manifest and files agree, the tokenizer layouts exist, goldens
+reproduce from the committed checkpoint, and exporting it again gives the same graphs."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from scripts import autoui_model as am
+from scripts import export, fixtures
+from scripts import vision as vis
+from scripts.tests.conftest import TESTDATA
+
+BUNDLE = os.path.join(TESTDATA, "tiny")
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    with open(os.path.join(BUNDLE, "manifest.json")) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def golden():
+    with open(os.path.join(TESTDATA, "golden", "cases.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_tokenizer_layouts_present():
+    d = os.path.join(TESTDATA, "tokenizer")
+    for name in ("tokenizer.json", "tokenizer_legacy.json", "spiece.model"):
+        assert os.path.getsize(os.path.join(d, name)) > 1000, name
+
+
+def test_manifest_shas(manifest):
+    assert manifest["format"] == "autoui-bundle" and manifest["format_version"] == 1
+    assert set(manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "tokenizer"}
+    for role, spec in manifest["files"].items():
+        for f in [spec] + spec.get("external_data", []):
+            p = os.path.join(BUNDLE, f["path"])
+            assert os.path.getsize(p) == f["size"], role
+            assert export.sha256_file(p) == f["sha256"], role
+    assert manifest["model"]["vocab_size"] % 64 == 0
+    assert manifest["model"]["image_dim"] == manifest["vision"]["output_dim"]
+
+
+def test_screens_present():
+    from PIL import Image
+    for name, _, w, h in fixtures.scr.SCREENS:
+        with Image.open(os.path.join(TESTDATA, "screens", name)) as im:
+            assert im.size == (w, h)
+
+
+def test_golden_shape(golden):
+    cases = golden["cases"]
+    assert len(cases) >= 20
+    assert any(c["truncated"] for c in cases)
+    assert any(len(c["generated_ids"]) == c["max_new_tokens"] and c["generated_ids"][-1] != 1 for c in cases)
+    assert sum("pixel_values" in c["tensors"] for c in cases) >= 3
+    for c in cases:
+        assert c["input_ids"][-1] == am.EOS_ID and len(c["input_ids"]) <= 512
+        for rel in c["tensors"].values():
+            arr = np.load(os.path.join(TESTDATA, "golden", rel))
+            assert arr.dtype == np.dtype("<f4")
+    # The trained model answers in the Auto-UI format.
+    stopped = [c for c in cases if c["generated_ids"] and c["generated_ids"][-1] == am.EOS_ID]
+    assert len(stopped) >= len(cases) - 2
+    for c in stopped:
+        am.parse_action_output(c["text"])
+
+
+@pytest.fixture(scope="module")
+def committed_model():
+    return am.load_checkpoint(fixtures.CHECKPOINT), vis.load_vision(fixtures.BLIP2)
+
+
+@pytest.mark.parametrize("index", [0, 11])
+def test_goldens_reproduce(golden, committed_model, tokenizer, index):
+    model, tower = committed_model
+    want = golden["cases"][index]
+    got, tensors = fixtures.golden_case(index, fixtures.CASES[index], model, tower, tokenizer, write=False)
+    for k in ("source_text", "input_ids", "truncated", "generated_ids", "text", "text_no_cleanup", "history"):
+        assert got[k] == want[k], k
+    for name, rel in want["tensors"].items():
+        ref = np.load(os.path.join(TESTDATA, "golden", rel))
+        assert np.abs(tensors[name] - ref).max() <= 1e-5, name
+
+
+def test_reexport_is_byte_identical(manifest, tmp_path):
+    out = str(tmp_path / "tiny")
+    export.main(["--out", out, "--checkpoint", fixtures.CHECKPOINT, "--vision", fixtures.BLIP2,
+                 "--tokenizer", fixtures.TOKENIZER, "--name", "tiny", "--scroll-map", "fixed", "--no-check"])
+    with open(os.path.join(out, "manifest.json")) as f:
+        again = json.load(f)
+    for role in ("vision", "encoder", "fusion", "decoder", "tokenizer"):
+        assert again["files"][role]["sha256"] == manifest["files"][role]["sha256"], role
