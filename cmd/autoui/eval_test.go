@@ -61,3 +61,57 @@ func TestEvalFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// eval run then eval score, end to end on the fixture records with the real
+// tiny bundle; a second run resumes (predicts nothing new) and reuses the
+// vision feature cache.
+func TestEvalRunThenScoreWithTinyBundle(t *testing.T) {
+	out := t.TempDir()
+	data := "../../aitw/testdata/records/general"
+	run := func() string {
+		s, err := captureStdout(t, func() error {
+			return runEval(context.Background(), []string{"run", "--model", tinyBundle, "--data", data, "--out", out})
+		})
+		if err != nil {
+			t.Fatalf("eval run: %v\n%s", err, s)
+		}
+		return s
+	}
+	run()
+	first, err := os.ReadFile(filepath.Join(out, "predictions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(first), "\n")
+	if lines == 0 {
+		t.Fatal("no predictions written")
+	}
+	cached, _ := filepath.Glob(filepath.Join(out, "feature_cache", "*", "*"))
+	run()
+	second, _ := os.ReadFile(filepath.Join(out, "predictions.jsonl"))
+	if string(second) != string(first) {
+		t.Fatalf("re-run changed predictions.jsonl (%d -> %d lines): it should resume", lines, strings.Count(string(second), "\n"))
+	}
+	report, err := captureStdout(t, func() error {
+		return runEval(context.Background(), []string{"score", "--gold", data, "--pred", filepath.Join(out, "predictions.jsonl"), "--json"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Subsets map[string]struct {
+			Steps   int `json:"steps"`
+			Missing int `json:"missing"`
+		} `json:"subsets"`
+	}
+	if err := json.Unmarshal([]byte(report), &got); err != nil {
+		t.Fatalf("%v: %s", err, report)
+	}
+	g := got.Subsets["general"]
+	if g.Steps != lines || g.Missing != 0 {
+		t.Fatalf("score saw %d steps, %d missing; run wrote %d", g.Steps, g.Missing, lines)
+	}
+	if len(cached) == 0 {
+		t.Log("note: no feature cache files found under feature_cache/*/*")
+	}
+}
