@@ -28,6 +28,8 @@ type Options struct {
 	MaxNewTokens int
 	// LibraryPath is the ONNX Runtime shared library (see InitRuntime).
 	LibraryPath string
+	// Decoding is speculative (default) or greedy; both give the same tokens.
+	Decoding Decoding
 }
 
 // Predictor runs a bundle. It is safe for concurrent use: sessions are
@@ -50,6 +52,8 @@ type Predictor struct {
 	visionOnce sync.Once
 	vision     *graph
 	visionErr  error
+
+	drafts *drafter
 
 	decoderPastNames [][4]string // per layer: decoder key, decoder value, encoder key, encoder value
 	decoderPresNames [][4]string
@@ -90,6 +94,9 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	}
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
+	}
+	if p.drafts, err = newDrafter(tok, m.Tokens.EOSID); err != nil {
+		return nil, err
 	}
 	p.so, err = opts.Session.build()
 	if err != nil {
@@ -229,7 +236,11 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 	if req.MaxNewTokens > 0 {
 		maxNew = req.MaxNewTokens
 	}
-	res.TokenIDs, err = p.greedy(ctx, fused, len(ids), req.MinNewTokens, maxNew, &res.Timings)
+	decode := p.speculative
+	if p.opts.Decoding == DecodeGreedy {
+		decode = p.greedy
+	}
+	res.TokenIDs, err = decode(ctx, fused, len(ids), req.MinNewTokens, maxNew, &res.Timings)
 	if err != nil {
 		return nil, err
 	}

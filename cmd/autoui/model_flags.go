@@ -19,6 +19,7 @@ type modelFlags struct {
 	maxTokens  int
 	optimize   string
 	noVerify   bool
+	decoding   string
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -31,6 +32,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.IntVar(&m.history, "history-window", 0, "previous actions in the prompt (0: the bundle's, 8 for Auto-UI; -1: none)")
 	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 128 for Auto-UI)")
 	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
+	fs.StringVar(&m.decoding, "decoding", "speculative", "speculative (drafts the output format's fixed tokens, verified in one call) or greedy (one call per token); same tokens")
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -42,6 +44,10 @@ func (m *modelFlags) options() (engine.Options, error) {
 		return engine.Options{}, err
 	}
 	trunc, err := engine.ParseTruncation(m.truncation)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	dec, err := engine.ParseDecoding(m.decoding)
 	if err != nil {
 		return engine.Options{}, err
 	}
@@ -58,6 +64,7 @@ func (m *modelFlags) options() (engine.Options, error) {
 		HistoryWindow: m.history,
 		MaxNewTokens:  m.maxTokens,
 		LibraryPath:   m.ortLib,
+		Decoding:      dec,
 	}, nil
 }
 

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/action"
+)
+
+// Decoding selects the decoding strategy. Both produce the same tokens.
+type Decoding int
+
+const (
+	// DecodeSpeculative drafts the tokens the Auto-UI output format fixes and
+	// verifies them in one decoder call (the default).
+	DecodeSpeculative Decoding = iota
+	// DecodeGreedy runs one decoder call per token: the reference.
+	DecodeGreedy
+)
+
+// ParseDecoding reads "speculative" or "greedy".
+func ParseDecoding(s string) (Decoding, error) {
+	switch s {
+	case "", "speculative":
+		return DecodeSpeculative, nil
+	case "greedy":
+		return DecodeGreedy, nil
+	}
+	return 0, fmt.Errorf("unknown decoding %q (want speculative or greedy)", s)
+}
+
+func (d Decoding) String() string {
+	if d == DecodeGreedy {
+		return "greedy"
+	}
+	return "speculative"
+}
+
+// maxDraft bounds the tokens verified per call: decode steps are bound by
+// reading the weights, so a call on 12 tokens costs little more than one.
+const maxDraft = 12
+
+// maxNgram is the longest context suffix the drafter matches.
+const maxNgram = 8
+
+// drafter proposes continuations by matching the end of the sequence so far
+// against token sequences that are likely to recur: the sequence itself (a
+// tap's lift point repeats its touch point, a plan's first type is usually
+// the decision's type) and tokenized Auto-UI outputs (the format's fixed
+// text). A wrong draft costs only a little extra compute: verification keeps
+// exactly what greedy decoding would have produced.
+type drafter struct {
+	refs [][]int64
+}
+
+// newDrafter tokenizes one canonical output per action type, so every fixed
+// piece of the format (keys, punctuation, [-1.0, -1.0], type names) is in a
+// reference in the tokenization the model was trained on.
+func newDrafter(tok interface {
+	EncodeNoEOS(string) ([]int64, error)
+}, eos int64) (*drafter, error) {
+	d := &drafter{}
+	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}
+	swipe := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.8, X: 0.5}, Lift: action.Point{Y: 0.2, X: 0.5}}
+	var outs []string
+	for _, t := range action.Types {
+		a := action.Action{Type: t, Touch: action.NoPoint, Lift: action.NoPoint}
+		if t == action.DualPoint {
+			a = tap
+		}
+		outs = append(outs, action.Target([]action.Type{t, t, action.StatusTaskComplete}, a))
+	}
+	outs = append(outs, action.Target([]action.Type{action.DualPoint}, swipe))
+	for _, s := range outs {
+		ids, err := tok.EncodeNoEOS(strings.Join(strings.Fields(s), " "))
+		if err != nil {
+			return nil, fmt.Errorf("tokenize draft template: %w", err)
+		}
+		d.refs = append(d.refs, append(ids, eos))
+	}
+	return d, nil
+}
+
+// draft returns up to max tokens that may follow seq.
+func (d *drafter) draft(seq []int64, max int) []int64 {
+	for n := min(maxNgram, len(seq)); n >= 1; n-- {
+		suffix := seq[len(seq)-n:]
+		// most recent earlier occurrence in the sequence itself
+		for start := len(seq) - n - 1; start >= 0; start-- {
+			if equalTokens(seq[start:start+n], suffix) {
+				if cont := seq[start+n : min(len(seq), start+n+max)]; len(cont) > 0 {
+					return cont
+				}
+			}
+		}
+		for _, ref := range d.refs {
+			for start := 0; start+n < len(ref); start++ {
+				if equalTokens(ref[start:start+n], suffix) {
+					return ref[start+n : min(len(ref), start+n+max)]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func equalTokens(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// speculative decodes with drafts verified in batches. It returns exactly the
+// tokens greedy would: a draft token is kept only if it equals the argmax at
+// its position, and the first disagreeing position yields greedy's token.
+func (p *Predictor) speculative(ctx context.Context, fused []float32, encLen, minNew, maxNew int, tm *Timings) ([]int64, error) {
+	r, err := p.newDecodeRun(fused, encLen, maxNew+maxDraft+1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	eos := p.bundle.Manifest.Tokens.EOSID
+	V := p.cfg.VocabSize
+	// seq is the decoder input so far: start token + generated tokens.
+	seq := make([]int64, 1, maxNew+maxDraft+2)
+	seq[0] = p.bundle.Manifest.Tokens.DecoderStartID
+	var out []int64
+	fed := 0 // tokens of seq already in the cache
+	for len(out) < maxNew {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		drafts := p.drafts.draft(seq, min(maxDraft, maxNew-len(out)-1))
+		in := append(seq[fed:len(seq):len(seq)], drafts...)
+		t := time.Now()
+		logits, err := r.step(in)
+		if err != nil {
+			return nil, err
+		}
+		if tm.DecoderCalls == 0 {
+			tm.FirstStep = time.Since(t)
+		} else {
+			tm.LaterSteps += time.Since(t)
+		}
+		tm.DecoderCalls++
+		// rows from len(in)-len(drafts)-1 on predict the token after each
+		// fed position; earlier rows (none in practice) are already decided
+		base := len(in) - len(drafts) - 1
+		accepted := 0
+		done := false
+		for j := 0; j <= len(drafts); j++ {
+			row := logits[(base+j)*V : (base+j+1)*V]
+			if len(out) < minNew {
+				row[eos] = float32(math.Inf(-1))
+			}
+			tok := argmax(row)
+			out = append(out, tok)
+			seq = append(seq, tok)
+			if tok == eos || len(out) >= maxNew {
+				done = true
+				break
+			}
+			if j == len(drafts) || tok != drafts[j] {
+				break
+			}
+			accepted++
+		}
+		if done {
+			break
+		}
+		// The cache holds every fed token; keep those that agree with greedy:
+		// the previous inputs plus the accepted drafts.
+		fed = fed + len(in) - len(drafts) + accepted
+		r.truncate(int64(fed))
+	}
+	return out, nil
+}
+
+// truncate drops cached self-attention positions past n (rejected drafts).
+// The cache is [heads, T, d_kv] per layer; keeping the first n positions of
+// each head moves each head's rows down, in order, without overlap trouble.
+func (r *decodeRun) truncate(n int64) {
+	if n >= r.pastLen {
+		return
+	}
+	T := r.pastLen
+	h, dkv := int64(r.p.cfg.NumHeads), int64(r.p.cfg.DKV)
+	for _, buf := range r.selfKV[r.cur] {
+		for head := int64(1); head < h; head++ {
+			copy(buf[head*n*dkv:(head+1)*n*dkv], buf[head*T*dkv:head*T*dkv+n*dkv])
+		}
+	}
+	r.pastLen = n
+}
