@@ -185,7 +185,7 @@ func (p *Predictor) greedy(ctx context.Context, fused []float32, encLen, minNew,
 		if len(out) < minNew {
 			last[eos] = float32(math.Inf(-1))
 		}
-		tok = argmax(last)
+		tok = p.nextToken(last, out)
 		out = append(out, tok)
 		if tok == eos {
 			break

@@ -30,6 +30,9 @@ type Options struct {
 	LibraryPath string
 	// Decoding is speculative (default) or greedy; both give the same tokens.
 	Decoding Decoding
+	// Constrained masks tokens that would leave the Auto-UI output grammar,
+	// so every output parses. Opt-in: it can change what the model says.
+	Constrained bool
 }
 
 // Predictor runs a bundle. It is safe for concurrent use: sessions are

@@ -159,7 +159,7 @@ func (p *Predictor) speculative(ctx context.Context, fused []float32, encLen, mi
 			if len(out) < minNew {
 				row[eos] = float32(math.Inf(-1))
 			}
-			tok := argmax(row)
+			tok := p.nextToken(row, out)
 			out = append(out, tok)
 			seq = append(seq, tok)
 			if tok == eos || len(out) >= maxNew {

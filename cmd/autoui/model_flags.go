@@ -20,6 +20,7 @@ type modelFlags struct {
 	optimize   string
 	noVerify   bool
 	decoding   string
+	constrain  bool
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -33,6 +34,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 128 for Auto-UI)")
 	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
 	fs.StringVar(&m.decoding, "decoding", "speculative", "speculative (drafts the output format's fixed tokens, verified in one call) or greedy (one call per token); same tokens")
+	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -65,6 +67,7 @@ func (m *modelFlags) options() (engine.Options, error) {
 		MaxNewTokens:  m.maxTokens,
 		LibraryPath:   m.ortLib,
 		Decoding:      dec,
+		Constrained:   m.constrain,
 	}, nil
 }
 
