@@ -19,7 +19,7 @@ DEMO_GOAL ?= Open the settings app
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
 
-.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean
+.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean bench bench-models bench-node
 
 setup: setup-go setup-ort setup-python setup-adb
 
@@ -67,6 +67,27 @@ test-python: setup-python
 
 fixtures: setup-python
 	$(PY) -m scripts.fixtures
+
+# Benchmarks: random-weight bundles at real sizes (cached in bench-models/, not in git),
+# then ours vs PyTorch, ONNX Runtime Python and transformers.js on the same bundle.
+BENCH_MODELS_DIR := bench-models
+BENCH_MODEL ?= $(BENCH_MODELS_DIR)/base-vitg
+BENCH_THREADS ?= 2
+BENCH_RUNS ?= 3
+BENCH_WARMUP ?= 1
+BENCH_TOKENS ?= 80
+
+bench-models: setup-python
+	$(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR)
+
+bench-node: bench/node/node_modules/.package-lock.json
+bench/node/node_modules/.package-lock.json: bench/node/package.json bench/node/package-lock.json
+	cd bench/node && npm ci --ignore-scripts --no-audit --no-fund
+
+bench: setup-ort setup-python build bench-node
+	@test -f $(BENCH_MODEL)/manifest.json || $(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR) $(notdir $(BENCH_MODEL))
+	$(PY) -m scripts.peers.compare --model $(BENCH_MODEL) --threads $(BENCH_THREADS) --runs $(BENCH_RUNS) \
+	  --warmup $(BENCH_WARMUP) --tokens $(BENCH_TOKENS) --autoui $(BIN) --docs
 
 clean:
 	rm -rf build

@@ -1,0 +1,122 @@
+// Package probe measures what this machine can do at best — memory read
+// bandwidth and ONNX Runtime's fp32 matrix-multiply throughput — and turns a
+// bundle's shapes into lower bounds per pipeline stage: bytes read /
+// bandwidth and FLOPs / throughput, whichever is larger.
+package probe
+
+import (
+	"time"
+
+	"github.com/autoui/autoui/models"
+)
+
+// Machine is what the probes measured.
+type Machine struct {
+	Bandwidth float64 // bytes/s
+	GEMM      float64 // FLOP/s
+}
+
+// Cost is the work of one stage: arithmetic and bytes that must come from
+// memory (weights and caches; activations that fit in cache are not counted).
+type Cost struct {
+	FLOPs float64
+	Bytes float64
+}
+
+// Bound is the stage's lower bound on this machine: it cannot finish faster
+// than its bytes stream in or its FLOPs run at peak matmul rate.
+func (m Machine) Bound(c Cost) time.Duration {
+	var s float64
+	if m.Bandwidth > 0 {
+		s = c.Bytes / m.Bandwidth
+	}
+	if m.GEMM > 0 {
+		s = max(s, c.FLOPs/m.GEMM)
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Shapes are the model dimensions the bounds need.
+type Shapes struct {
+	Model       models.ModelConfig
+	Vision      models.VisionConfig
+	WeightBytes float64 // bytes per weight: 4 for fp32, 1 for int8
+	// VisionParams is the vision tower's parameter count. The manifest has no
+	// MLP width for it, so it comes from the graph's file sizes.
+	VisionParams float64
+}
+
+// ShapesOf reads the shapes from a loaded bundle.
+func ShapesOf(b *models.Bundle) Shapes {
+	m := b.Manifest
+	s := Shapes{Model: m.Model, Vision: m.Vision, WeightBytes: 4}
+	if m.Precision == "int8" {
+		s.WeightBytes = 1
+	}
+	if f, ok := m.Files[models.RoleVision]; ok {
+		size := f.Size
+		for _, d := range f.ExternalData {
+			size += d.Size
+		}
+		s.VisionParams = float64(size) / s.WeightBytes
+	}
+	return s
+}
+
+func (s Shapes) inner() float64 { return float64(s.Model.NumHeads * s.Model.DKV) }
+
+// ffnMats is 3 for gated FFNs (wi_0, wi_1, wo), 2 otherwise.
+func (s Shapes) ffnMats() float64 {
+	if len(s.Model.FeedForwardProj) >= 6 && s.Model.FeedForwardProj[:6] == "gated-" {
+		return 3
+	}
+	return 2
+}
+
+// Encoder is one encoder pass over n tokens.
+func (s Shapes) Encoder(n int) Cost {
+	d, dff, in, N := float64(s.Model.DModel), float64(s.Model.DFF), s.inner(), float64(n)
+	L := float64(s.Model.NumLayers)
+	params := L * (4*d*in + s.ffnMats()*d*dff)
+	attn := L * 2 * 2 * N * N * in
+	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes}
+}
+
+// Fusion is the image fusion over n encoder states: the image projection,
+// the attention value/output projections and the gate over 2d inputs.
+func (s Shapes) Fusion(n int) Cost {
+	d, img, N := float64(s.Model.DModel), float64(s.Model.ImageDim), float64(n)
+	params := img*d + 2*d*d + 2*d*d
+	return Cost{FLOPs: 2*(img*d+2*d*d) + 2*N*2*d*d, Bytes: params * s.WeightBytes}
+}
+
+// DecodeStep is one decoder call producing one token after past tokens,
+// attending to encLen encoder states. The first call (past = 0) also projects
+// the encoder states to cross-attention K/V; later calls read them from the
+// cache. The KV caches are float32 whatever the weights are.
+func (s Shapes) DecodeStep(past, encLen int) Cost {
+	d, dff, in := float64(s.Model.DModel), float64(s.Model.DFF), s.inner()
+	L, V := float64(s.Model.NumDecoderLayers), float64(s.Model.VocabSize)
+	P, E := float64(past+1), float64(encLen)
+	params := L*(4*d*in+2*d*in+s.ffnMats()*d*dff) + V*d
+	flops := 2*params + L*2*2*in*(P+E)
+	kv := L * 2 * in * (P + E) * 4
+	if past == 0 {
+		params += L * 2 * d * in
+		flops += L * 2 * 2 * E * d * in
+		kv = L * 2 * in * P * 4 // the cross K/V are written, not read
+	}
+	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv}
+}
+
+// Image is one image through the ViT: every parameter is applied to every
+// token (patches + CLS), plus attention.
+func (s Shapes) Image() Cost {
+	if s.Vision.PatchSize == 0 {
+		return Cost{}
+	}
+	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
+	T := side*side + 1
+	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
+	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes}
+}

@@ -1,0 +1,89 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// The GEMM probe's graph is generated here, as ONNX protobuf bytes, instead of
+// shipping a fixture: one MatMul of an input [M, K] by a constant [K, N]. The
+// constant is an initializer, so ONNX Runtime prepacks it exactly as it does
+// the encoder's weights, and the measured rate is MLAS's, not a Go kernel's.
+
+// Field numbers from onnx.proto (ModelProto, GraphProto, NodeProto, ...).
+const (
+	modelIRVersion   = 1
+	modelProducer    = 2
+	modelGraph       = 7
+	modelOpsetImport = 8
+	opsetVersion     = 2
+	graphNode        = 1
+	graphName        = 2
+	graphInitializer = 5
+	graphInput       = 11
+	graphOutput      = 12
+	nodeInput        = 1
+	nodeOutput       = 2
+	nodeName         = 3
+	nodeOpType       = 4
+	valueName        = 1
+	valueType        = 2
+	typeTensor       = 1
+	tensorElemType   = 1
+	tensorShape      = 2
+	shapeDim         = 1
+	dimValue         = 1
+	tpDims           = 1
+	tpDataType       = 2
+	tpName           = 8
+	tpRawData        = 9
+	onnxFloat        = 1
+)
+
+// pb is a minimal protobuf writer: varints, length-delimited fields.
+type pb []byte
+
+func (b pb) varint(field int, v uint64) pb {
+	b = binary.AppendUvarint(b, uint64(field)<<3|0)
+	return binary.AppendUvarint(b, v)
+}
+
+func (b pb) bytes(field int, v []byte) pb {
+	b = binary.AppendUvarint(b, uint64(field)<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func (b pb) str(field int, s string) pb { return b.bytes(field, []byte(s)) }
+
+func floatValueInfo(name string, dims ...int64) []byte {
+	var shape pb
+	for _, d := range dims {
+		shape = shape.bytes(shapeDim, pb(nil).varint(dimValue, uint64(d)))
+	}
+	tensor := pb(nil).varint(tensorElemType, onnxFloat).bytes(tensorShape, shape)
+	typ := pb(nil).bytes(typeTensor, tensor)
+	return pb(nil).str(valueName, name).bytes(valueType, typ)
+}
+
+// matMulModel returns an ONNX model (opset 17) computing C = A x W with A an
+// input [m, k] and W a deterministic constant [k, n].
+func matMulModel(m, k, n int) []byte {
+	raw := make([]byte, 4*k*n)
+	for i := 0; i < k*n; i++ {
+		// small values of both signs; any finite data gives the same speed
+		v := float32(i%17-8) / 64
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+	}
+	w := pb(nil).varint(tpDims, uint64(k)).varint(tpDims, uint64(n)).
+		varint(tpDataType, onnxFloat).str(tpName, "W").bytes(tpRawData, raw)
+	node := pb(nil).str(nodeInput, "A").str(nodeInput, "W").str(nodeOutput, "C").
+		str(nodeName, "matmul").str(nodeOpType, "MatMul")
+	graph := pb(nil).bytes(graphNode, node).str(graphName, "gemm_probe").
+		bytes(graphInitializer, w).
+		bytes(graphInput, floatValueInfo("A", int64(m), int64(k))).
+		bytes(graphOutput, floatValueInfo("C", int64(m), int64(n)))
+	opset := pb(nil).varint(opsetVersion, 17)
+	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
+		bytes(modelGraph, graph).bytes(modelOpsetImport, opset)
+}

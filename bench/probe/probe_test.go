@@ -1,0 +1,113 @@
+package probe
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+)
+
+func initORT(t *testing.T) {
+	t.Helper()
+	if err := engine.InitRuntime(""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("ONNX Runtime: %v", err)
+		}
+		t.Skipf("ONNX Runtime not available: %v", err)
+	}
+}
+
+// The generated MatMul graph loads in ONNX Runtime and computes the product
+// (MeasureGEMM checks C[0,0] against Go).
+func TestMeasureGEMMRunsGeneratedGraph(t *testing.T) {
+	initORT(t)
+	res, err := MeasureGEMM(GEMMShape{M: 8, K: 32, N: 16}, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best <= 0 || res.Median <= 0 || res.Median > res.Best {
+		t.Fatalf("rates best=%v median=%v", res.Best, res.Median)
+	}
+}
+
+func TestMeasureBandwidth(t *testing.T) {
+	res := MeasureBandwidth(1<<20, 2, 3)
+	if res.Bytes != 1<<20 || res.Best <= 0 || res.Median > res.Best {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestSumWords(t *testing.T) {
+	b := make([]uint64, 21)
+	var want uint64
+	for i := range b {
+		b[i] = uint64(i * i)
+		want += b[i]
+	}
+	if got := sumWords(b); got != want {
+		t.Fatalf("sum %d, want %d", got, want)
+	}
+}
+
+func TestBound(t *testing.T) {
+	m := Machine{Bandwidth: 10e9, GEMM: 100e9}
+	// 1 GB at 10 GB/s = 100 ms beats 1 GFLOP at 100 GFLOP/s = 10 ms
+	if got := m.Bound(Cost{FLOPs: 1e9, Bytes: 1e9}); got.Milliseconds() != 100 {
+		t.Fatalf("bandwidth-bound: %v", got)
+	}
+	if got := m.Bound(Cost{FLOPs: 1e11, Bytes: 1e6}); got.Milliseconds() != 1000 {
+		t.Fatalf("compute-bound: %v", got)
+	}
+}
+
+// T5-base's shapes give the textbook counts: ~85M encoder weights, a decode
+// step reading ~124M weights (DESIGN §6: ~495 MB fp32).
+func TestT5BaseCosts(t *testing.T) {
+	s := Shapes{WeightBytes: 4, Model: models.ModelConfig{
+		DModel: 768, DKV: 64, DFF: 2048, NumLayers: 12, NumDecoderLayers: 12, NumHeads: 12,
+		VocabSize: 32128, FeedForwardProj: "gated-gelu", ImageDim: 1408,
+	}}
+	enc := s.Encoder(256)
+	encParams := 12 * (4*768*768 + 3*768*2048.0)
+	if enc.Bytes != 4*encParams {
+		t.Fatalf("encoder bytes %v, want %v", enc.Bytes, 4*encParams)
+	}
+	wantFLOPs := 2*256*encParams + 12*4*256*256*768.0
+	if math.Abs(enc.FLOPs-wantFLOPs) > 1 {
+		t.Fatalf("encoder FLOPs %v, want %v", enc.FLOPs, wantFLOPs)
+	}
+	if g := enc.FLOPs / 1e9; g < 40 || g > 60 {
+		t.Fatalf("encoder at 256 tokens: %.1f GFLOP, want ~46-56", g)
+	}
+	step := s.DecodeStep(10, 256)
+	weights := 12*(6*768*768+3*768*2048.0) + 32128*768
+	kv := 12 * 2 * 768 * (11 + 256) * 4.0
+	if step.Bytes != 4*weights+kv {
+		t.Fatalf("step bytes %v, want %v", step.Bytes, 4*weights+kv)
+	}
+	if mb := step.Bytes / 1e6; mb < 450 || mb > 560 {
+		t.Fatalf("decode step reads %.0f MB, want ~500", mb)
+	}
+	first := s.DecodeStep(0, 256)
+	if first.FLOPs <= step.FLOPs || first.Bytes <= 4*weights {
+		t.Fatalf("first step should add the cross K/V projections: %+v vs %+v", first, step)
+	}
+	s.WeightBytes = 1
+	if s.DecodeStep(10, 256).Bytes >= step.Bytes/3 {
+		t.Fatal("int8 weights should read ~4x fewer bytes")
+	}
+}
+
+// The ViT-g tower (~1B parameters, 257 tokens) costs ~0.5 TFLOP (DESIGN §6).
+func TestViTgCost(t *testing.T) {
+	s := Shapes{WeightBytes: 4, VisionParams: 985e6,
+		Vision: models.VisionConfig{ImageSize: 224, PatchSize: 14, HiddenSize: 1408, NumLayers: 39}}
+	if tf := s.Image().FLOPs / 1e12; tf < 0.45 || tf > 0.6 {
+		t.Fatalf("ViT-g: %.2f TFLOP", tf)
+	}
+	if (Shapes{}).Image() != (Cost{}) {
+		t.Fatal("no vision config should cost nothing")
+	}
+}

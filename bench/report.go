@@ -1,0 +1,336 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/autoui/autoui/bench/probe"
+)
+
+// Report is one benchmark of one bundle: per-stage statistics, memory, and
+// the physical limits when the probes ran.
+type Report struct {
+	Runner   string
+	Model    string
+	Bundle   string
+	Runtime  string // ONNX Runtime version
+	Decoding string // the engine's decoding strategy (greedy or speculative)
+	Threads  int
+	Provider string
+	Options  Options
+	Cases    []Case
+	Actions  []Action
+	Stages   map[string]Summary
+	Memory   Memory
+	// Machine and Limits are set by AddLimits.
+	Machine *MachineInfo
+	Limits  []Limit
+}
+
+// MachineInfo is what the probes measured.
+type MachineInfo struct {
+	CPU           string
+	Threads       int
+	Bandwidth     probe.BandwidthResult
+	GEMM          probe.GEMMResult
+	BandwidthTime time.Duration
+}
+
+// Limit is one stage's measured time beside its lower bound.
+type Limit struct {
+	Stage    string
+	Measured time.Duration // median over actions
+	Bound    time.Duration // median over actions (bounds depend on prompt length)
+	Ratio    float64       // median over actions of measured / bound
+	Basis    string        // "bytes" (bandwidth-bound), "flops" (compute-bound), "mixed" (depends on the prompt) or "sum"
+}
+
+// NewReport summarizes measured actions.
+func NewReport(runner, model string, threads int, provider string, opts Options, cases []Case, actions []Action) *Report {
+	r := &Report{Runner: runner, Model: model, Threads: threads, Provider: provider, Options: opts,
+		Cases: cases, Actions: actions, Stages: map[string]Summary{}}
+	for _, st := range Stages {
+		var s []time.Duration
+		for _, a := range actions {
+			if d, ok := a.Stages[st]; ok {
+				s = append(s, d)
+			}
+		}
+		if len(s) > 0 {
+			r.Stages[st] = Summarize(s)
+		}
+	}
+	return r
+}
+
+// AddLimits computes each model stage's lower bound for every action (they
+// depend on its prompt length) from the bundle's shapes and the machine's
+// measured bandwidth and matmul throughput. Decoder calls are bounded as one
+// token each; a speculative call verifying several tokens reads the same
+// weights, so its bound is the same up to its small extra arithmetic.
+func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) {
+	r.Machine = info
+	type acc struct {
+		measured, bound []time.Duration
+		ratio           []float64
+		basis           string
+	}
+	per := map[string]*acc{}
+	add := func(stage string, measured time.Duration, cost probe.Cost, bound time.Duration) {
+		if bound <= 0 || measured <= 0 {
+			return
+		}
+		a := per[stage]
+		if a == nil {
+			a = &acc{}
+			per[stage] = a
+		}
+		basis := "bytes"
+		if m.Bandwidth > 0 && m.GEMM > 0 && cost.FLOPs/m.GEMM > cost.Bytes/m.Bandwidth {
+			basis = "flops"
+		}
+		switch a.basis {
+		case "":
+			a.basis = basis
+		case basis:
+		default:
+			a.basis = "mixed" // short prompts stream weights, long ones compute
+		}
+		a.measured = append(a.measured, measured)
+		a.bound = append(a.bound, bound)
+		a.ratio = append(a.ratio, float64(measured)/float64(bound))
+	}
+	for _, act := range r.Actions {
+		n := act.SourceTokens
+		var modelBound time.Duration
+		if c := sh.Image(); c.FLOPs > 0 {
+			b := m.Bound(c)
+			add(StageVision, act.Stages[StageVision], c, b)
+			modelBound += b
+		}
+		for _, st := range []struct {
+			name string
+			cost probe.Cost
+		}{{StageEncoder, sh.Encoder(n)}, {StageFusion, sh.Fusion(n)}, {StageFirstStep, sh.DecodeStep(0, n)}} {
+			b := m.Bound(st.cost)
+			add(st.name, act.Stages[st.name], st.cost, b)
+			modelBound += b
+		}
+		if act.DecoderCalls > 1 {
+			var later time.Duration
+			var cost probe.Cost
+			for past := 1; past < act.DecoderCalls; past++ {
+				c := sh.DecodeStep(past, n)
+				later += m.Bound(c)
+				cost.FLOPs += c.FLOPs
+				cost.Bytes += c.Bytes
+			}
+			steps := time.Duration(act.DecoderCalls - 1)
+			add(StageDecodeStep, act.Stages[StageDecodeStep], cost, later/steps)
+			modelBound += later
+		}
+		model := act.Stages[StageVision] + act.Stages[StageEncoder] + act.Stages[StageFusion] + act.Stages[StageFirstStep] + act.Stages[StageLaterSteps]
+		add("model_stages", model, probe.Cost{}, modelBound)
+	}
+	r.Limits = nil
+	for _, st := range []string{StageVision, StageEncoder, StageFusion, StageFirstStep, StageDecodeStep, "model_stages"} {
+		a := per[st]
+		if a == nil {
+			continue
+		}
+		basis := a.basis
+		if st == "model_stages" {
+			basis = "sum"
+		}
+		r.Limits = append(r.Limits, Limit{Stage: st, Measured: Summarize(a.measured).Median,
+			Bound: Summarize(a.bound).Median, Ratio: medianFloat(a.ratio), Basis: basis})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// JSON is the --json document; scripts/peers/compare.py reads it beside the
+// peers' documents, which carry the same top-level fields.
+func (r *Report) JSON() ([]byte, error) {
+	type stageJSON struct {
+		N        int     `json:"n"`
+		MinMS    float64 `json:"min_ms"`
+		MedianMS float64 `json:"median_ms"`
+		P90MS    float64 `json:"p90_ms"`
+	}
+	stages := map[string]stageJSON{}
+	for name, s := range r.Stages {
+		stages[name] = stageJSON{s.N, round3(ms(s.Min)), round3(ms(s.Median)), round3(ms(s.P90))}
+	}
+	var tokens, calls []float64
+	for _, a := range r.Actions {
+		tokens = append(tokens, float64(a.Tokens))
+		calls = append(calls, float64(a.DecoderCalls))
+	}
+	type actionJSON struct {
+		Action
+		StagesMS map[string]float64 `json:"stages_ms"`
+	}
+	actions := make([]actionJSON, len(r.Actions))
+	for i, a := range r.Actions {
+		m := map[string]float64{}
+		for k, v := range a.Stages {
+			m[k] = round3(ms(v))
+		}
+		actions[i] = actionJSON{a, m}
+	}
+	type caseJSON struct {
+		ID           string `json:"id"`
+		Screen       string `json:"screen"`
+		Goal         string `json:"goal"`
+		History      int    `json:"history_actions"`
+		SourceTokens int    `json:"source_tokens"`
+	}
+	var cases []caseJSON
+	for _, c := range r.Cases {
+		cj := caseJSON{ID: c.ID, Screen: c.Screen, Goal: c.Goal, History: len(c.History)}
+		for _, a := range r.Actions {
+			if a.Case == c.ID {
+				cj.SourceTokens = a.SourceTokens
+				break
+			}
+		}
+		cases = append(cases, cj)
+	}
+	doc := map[string]any{
+		"runner":              r.Runner,
+		"model":               r.Model,
+		"bundle":              r.Bundle,
+		"threads":             r.Threads,
+		"provider":            r.Provider,
+		"decoding":            r.Decoding,
+		"runs":                r.Options.Runs,
+		"warmup":              r.Options.Warmup,
+		"fixed_length":        fmt.Sprintf("EOS suppressed until %d tokens, then stop", r.Options.Tokens),
+		"stages":              stages,
+		"total_median_ms":     round3(ms(r.Stages[StageTotal].Median)),
+		"text_path_median_ms": round3(ms(r.Stages[StageTextPath].Median)),
+		"tokens":              medianFloat(tokens),
+		"decoder_calls":       medianFloat(calls),
+		"peak_rss_mb":         round3(mb(r.Memory.PeakRSS)),
+		"go_heap_mb":          round3(mb(r.Memory.GoHeap)),
+		"go_sys_mb":           round3(mb(r.Memory.GoSys)),
+		"native_mb":           round3(mb(r.Memory.Native)),
+		"ort_arena_mb":        nil, // not exposed by onnxruntime_go; native_mb includes it
+		"cases":               cases,
+		"actions":             actions,
+		"go":                  runtime.Version(),
+		"onnxruntime":         r.Runtime,
+	}
+	if len(r.Actions) > 0 {
+		doc["generated_ids"] = r.Actions[0].IDs // peers report theirs: compare.py checks they agree
+	}
+	if r.Machine != nil {
+		doc["machine"] = map[string]any{
+			"cpu":             r.Machine.CPU,
+			"threads":         r.Machine.Threads,
+			"bandwidth_gbps":  round3(r.Machine.Bandwidth.Best / 1e9),
+			"bandwidth_bytes": r.Machine.Bandwidth.Bytes,
+			"gemm_gflops":     round3(r.Machine.GEMM.Best / 1e9),
+			"gemm_shape":      []int{r.Machine.GEMM.Shape.M, r.Machine.GEMM.Shape.K, r.Machine.GEMM.Shape.N},
+			"gemm_source":     "ONNX Runtime MatMul (generated graph, constant weight), best of runs",
+		}
+		var lim []map[string]any
+		for _, l := range r.Limits {
+			lim = append(lim, map[string]any{"stage": l.Stage, "measured_ms": round3(ms(l.Measured)),
+				"bound_ms": round3(ms(l.Bound)), "ratio": round3(l.Ratio), "basis": l.Basis})
+		}
+		doc["limits"] = lim
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// WriteTable prints the human-readable report.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "autoui bench: model=%s threads=%d provider=%s decoding=%s runs=%d warmup=%d actions=%d\n",
+		r.Model, r.Threads, r.Provider, r.Decoding, r.Options.Runs, r.Options.Warmup, len(r.Actions))
+	fmt.Fprintf(w, "fixed length: %d tokens per action (</s> suppressed until then)\n", r.Options.Tokens)
+	var lens []string
+	seen := map[string]bool{}
+	for _, a := range r.Actions {
+		if !seen[a.Case] {
+			seen[a.Case] = true
+			lens = append(lens, fmt.Sprintf("%s=%d", a.Case, a.SourceTokens))
+		}
+	}
+	fmt.Fprintf(w, "prompt tokens: %s\n\n", strings.Join(lens, " "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tmin ms\tmedian ms\tp90 ms\t")
+	for _, st := range Stages {
+		s, ok := r.Stages[st]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", st, ms(s.Min), ms(s.Median), ms(s.P90))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var calls []float64
+	for _, a := range r.Actions {
+		calls = append(calls, float64(a.DecoderCalls))
+	}
+	fmt.Fprintf(w, "\ntokens per action: %d   sequential decoder calls: %.0f\n", r.Options.Tokens, medianFloat(calls))
+	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",
+		mb(r.Memory.PeakRSS), mb(r.Memory.GoHeap), mb(r.Memory.GoSys), mb(r.Memory.Native))
+	if r.Machine != nil {
+		fmt.Fprintf(w, "\nmachine: %s, %d threads: read bandwidth %.1f GB/s, ORT fp32 matmul %.1f GFLOP/s (%dx%dx%d)\n",
+			r.Machine.CPU, r.Machine.Threads, r.Machine.Bandwidth.Best/1e9, r.Machine.GEMM.Best/1e9,
+			r.Machine.GEMM.Shape.M, r.Machine.GEMM.Shape.K, r.Machine.GEMM.Shape.N)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "stage\tmeasured ms\tbound ms\tmeasured/bound\tbound by\t")
+		for _, l := range r.Limits {
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2fx\t%s\t\n", l.Stage, ms(l.Measured), ms(l.Bound), l.Ratio, l.Basis)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// WriteBenchstat prints one line per measured action and stage in the Go
+// benchmark format, so benchstat can compare two runs
+// (BenchmarkAutoUI/model=base/stage=encoder 1 12345678 ns/op).
+func (r *Report) WriteBenchstat(w io.Writer) error {
+	fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/autoui/autoui/bench\n", runtime.GOOS, runtime.GOARCH)
+	if r.Machine != nil && r.Machine.CPU != "" {
+		fmt.Fprintf(w, "cpu: %s\n", r.Machine.CPU)
+	}
+	fmt.Fprintf(w, "threads: %d\nprovider: %s\ntokens: %d\n", r.Threads, r.Provider, r.Options.Tokens)
+	model := benchName(r.Model)
+	for _, st := range Stages {
+		for _, a := range r.Actions {
+			d, ok := a.Stages[st]
+			if !ok {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "BenchmarkAutoUI/model=%s/stage=%s \t 1 \t %d ns/op\n", model, st, d.Nanoseconds()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchName keeps a name usable inside a benchmark name (no spaces or slashes).
+func benchName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '/' || r == '\t' {
+			return '_'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,132 @@
+// Package bench measures the autoui pipeline stage by stage on fixed inputs,
+// and sets the measurements beside this machine's physical limits (package
+// bench/probe) and beside other runtimes (scripts/peers).
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
+)
+
+// Stage names, shared with the peers' JSON (scripts/peers) and the report.
+const (
+	StageDecodeImage = "decode_image" // PNG/JPEG bytes -> image
+	StagePreprocess  = "preprocess"   // resize + normalize
+	StageVision      = "vision"
+	StageTokenize    = "tokenize"
+	StageEncoder     = "encoder"
+	StageFusion      = "fusion"
+	StageFirstStep   = "first_step"  // first decoder call (cross K/V computed)
+	StageDecodeStep  = "decode_step" // one later decoder call (mean over the action's later calls)
+	StageLaterSteps  = "later_steps" // all later decoder calls of the action
+	StageParse       = "parse"       // detokenize + parse the action
+	StageTextPath    = "text_path"   // tokenize .. parse: the part every peer runs
+	StageTotal       = "total"       // decode_image + everything: one action end to end
+)
+
+// Stages lists the stage names in pipeline order.
+var Stages = []string{
+	StageDecodeImage, StagePreprocess, StageVision, StageTokenize, StageEncoder, StageFusion,
+	StageFirstStep, StageDecodeStep, StageLaterSteps, StageParse, StageTextPath, StageTotal,
+}
+
+// Predictor is what the benchmark drives; *engine.Predictor implements it.
+type Predictor interface {
+	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
+}
+
+// Options say how much to measure.
+type Options struct {
+	// Runs is the number of measured passes over the cases; Warmup passes
+	// run first and are discarded.
+	Runs, Warmup int
+	// Tokens is the fixed generated length: </s> is masked until Tokens
+	// tokens exist and generation stops there (random weights never emit a
+	// meaningful </s>, trained ones would at ~60-80 tokens).
+	Tokens int
+}
+
+// Action is one measured prediction.
+type Action struct {
+	Case         string                   `json:"case"`
+	Run          int                      `json:"run"`
+	SourceTokens int                      `json:"source_tokens"`
+	SourceText   string                   `json:"-"`
+	Tokens       int                      `json:"tokens"`
+	DecoderCalls int                      `json:"decoder_calls"`
+	IDs          []int64                  `json:"-"`
+	Stages       map[string]time.Duration `json:"-"`
+}
+
+// Run predicts every case opts.Warmup + opts.Runs times and returns the
+// measured actions (warm-up excluded), in order.
+func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action, error) {
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("no benchmark cases")
+	}
+	if opts.Runs < 1 {
+		return nil, fmt.Errorf("runs = %d: need at least 1", opts.Runs)
+	}
+	if opts.Tokens < 1 {
+		return nil, fmt.Errorf("tokens = %d: need at least 1", opts.Tokens)
+	}
+	var out []Action
+	for r := -opts.Warmup; r < opts.Runs; r++ {
+		for _, c := range cases {
+			a, err := runOne(ctx, p, c, opts.Tokens)
+			if err != nil {
+				return nil, fmt.Errorf("case %s run %d: %w", c.ID, r, err)
+			}
+			if r >= 0 {
+				a.Run = r
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+func runOne(ctx context.Context, p Predictor, c Case, tokens int) (Action, error) {
+	t := time.Now()
+	img, err := preprocess.Decode(bytes.NewReader(c.ScreenBytes))
+	if err != nil {
+		return Action{}, fmt.Errorf("screen %s: %w", c.Screen, err)
+	}
+	decode := time.Since(t)
+	res, err := p.Predict(ctx, engine.Request{
+		Screen: img, Goal: c.Goal, History: c.History,
+		MaxNewTokens: tokens, MinNewTokens: tokens,
+	})
+	if err != nil {
+		return Action{}, err
+	}
+	if len(res.TokenIDs) != tokens {
+		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), tokens)
+	}
+	tm := res.Timings
+	a := Action{
+		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs, Tokens: len(res.TokenIDs), DecoderCalls: tm.DecoderCalls,
+		Stages: map[string]time.Duration{
+			StageDecodeImage: decode,
+			StagePreprocess:  tm.Preprocess,
+			StageVision:      tm.Vision,
+			StageTokenize:    tm.Tokenize,
+			StageEncoder:     tm.Encoder,
+			StageFusion:      tm.Fusion,
+			StageFirstStep:   tm.FirstStep,
+			StageLaterSteps:  tm.LaterSteps,
+			StageParse:       tm.Parse,
+			StageTextPath:    tm.Tokenize + tm.Encoder + tm.Fusion + tm.FirstStep + tm.LaterSteps + tm.Parse,
+			StageTotal:       decode + tm.Total,
+		},
+	}
+	if tm.DecoderCalls > 1 {
+		a.Stages[StageDecodeStep] = tm.LaterSteps / time.Duration(tm.DecoderCalls-1)
+	}
+	return a, nil
+}

@@ -1,0 +1,264 @@
+"""`make bench`: ours and every peer on one bundle, one comparison table and one chart.
+
+  python -m scripts.peers.compare --model DIR [--threads 2] [--runs 3] [--warmup 1] [--tokens 80]
+                                  [--out build/bench/NAME] [--autoui build/autoui] [--peers torch,ort,tjs]
+                                  [--docs]
+
+Order: `autoui bench` first (it also writes the shared inputs: screens, prompts, token count),
+then each peer in its own process, one after another (so each has the cores to itself and its
+own peak RSS). Writes OUT/{ours,torch,ort,tjs}.json, OUT/report.md and OUT/bench.svg; --docs
+also copies the table into docs/bench.md (between the bench:begin/end markers) and the chart to
+docs/bench.svg. A peer that fails is reported in the table and makes the exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+from . import svg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PEERS = {
+    "torch": ("PyTorch + HF generate", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.torch_ref", *a, "--inputs", inp, "--json", out]),
+    "ort": ("ONNX Runtime, Python", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.ort_python", *a, "--inputs", inp, "--json", out]),
+    "tjs": ("transformers.js, Node", lambda a, inp, out: ["node", os.path.join(ROOT, "bench", "node", "run.mjs"), *a, "--inputs", inp, "--json", out]),
+}
+OURS = "autoui (Go + ORT)"
+CHART_STAGES = [("image decode + preprocess", ("decode_image", "preprocess")), ("vision", ("vision",)),
+                ("tokenize", ("tokenize",)), ("encoder", ("encoder",)), ("fusion", ("fusion",)),
+                ("first decode step", ("first_step",)), ("later decode steps", ("later_steps",)),
+                ("parse", ("parse",)), ("other (framework overhead)", ())]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd: List[str], what: str) -> Optional[str]:
+    """Runs cmd from the project root; returns an error string or None."""
+    log(f"== {what}: {' '.join(cmd)}")
+    t = time.time()
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    p = subprocess.run(cmd, cwd=ROOT, env=env)
+    log(f"== {what}: exit {p.returncode} after {time.time() - t:.0f}s")
+    return None if p.returncode == 0 else f"exit status {p.returncode}"
+
+
+def med(doc: dict, stage: str) -> Optional[float]:
+    s = doc.get("stages", {}).get(stage)
+    return s["median_ms"] if s else None
+
+
+def fmt_ms(v: Optional[float]) -> str:
+    if v is None:
+        return "–"
+    return f"{v / 1000:.2f} s" if v >= 1000 else (f"{v:.1f} ms" if v >= 10 else f"{v:.2f} ms")
+
+
+def ratio(peer: Optional[float], ours: Optional[float]) -> str:
+    if not peer or not ours:
+        return "–"
+    return f"{peer / ours:.2f}×"
+
+
+def same_prefix(a: List[int], b: List[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def chart_values(doc: dict) -> List[float]:
+    vals = []
+    fusion_inside = doc.get("fusion_inside_steps", False)
+    for name, stages in CHART_STAGES:
+        if name == "fusion" and fusion_inside:
+            vals.append(0.0)
+            continue
+        vals.append(sum(med(doc, s) or 0.0 for s in stages) / 1000)
+    total = (med(doc, "total") or 0.0) / 1000
+    vals[-1] = max(0.0, total - sum(vals[:-1]))
+    return vals
+
+
+def machine_line(ours: dict) -> str:
+    m = ours.get("machine") or {}
+    cpu = m.get("cpu") or platform.processor() or "unknown CPU"
+    parts = [f"{cpu}, {os.cpu_count()} logical CPUs, {ours.get('threads')} threads per runner"]
+    if m:
+        parts.append(f"measured read bandwidth {m['bandwidth_gbps']:.1f} GB/s, ORT fp32 matmul {m['gemm_gflops']:.0f} GFLOP/s")
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        parts.append(f"{kb / 2**20:.0f} GiB RAM")
+    except (OSError, ValueError, IndexError):
+        pass
+    return "; ".join(parts)
+
+
+def table(docs: Dict[str, dict], errors: Dict[str, str], names: Dict[str, str]) -> List[str]:
+    ours = docs.get("ours")
+    lines = ["| runner | per action (full) | text path | text path vs ours | vision | encoder | first step | decode step | decoder calls | peak RSS | RSS vs ours |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for key in ["ours", *PEERS]:
+        if key in errors:
+            lines.append(f"| {names[key]} | failed: {errors[key]} | | | | | | | | | |")
+            continue
+        d = docs.get(key)
+        if d is None:
+            continue
+        full = med(d, "total") if "vision" in d.get("stages", {}) else None
+        tp = med(d, "text_path")
+        rss = d.get("peak_rss_mb")
+        lines.append("| " + " | ".join([
+            names[key], fmt_ms(full), fmt_ms(tp), "1.00×" if key == "ours" else ratio(tp, ours and med(ours, "text_path")),
+            fmt_ms(med(d, "vision")), fmt_ms(med(d, "encoder")), fmt_ms(med(d, "first_step")), fmt_ms(med(d, "decode_step")),
+            f"{d['decoder_calls']:g}" if d.get("decoder_calls") is not None else "–",
+            f"{rss:.0f} MB" if rss else "–",
+            "1.00×" if key == "ours" else (f"{rss / ours['peak_rss_mb']:.2f}×" if rss and ours else "–"),
+        ]) + " |")
+    return lines
+
+
+def limits(ours: dict) -> List[str]:
+    if not ours.get("limits"):
+        return []
+    out = ["| stage | measured (median) | lower bound | measured / bound | bound by |", "|---|---:|---:|---:|---|"]
+    for l in ours["limits"]:
+        out.append(f"| {l['stage']} | {fmt_ms(l['measured_ms'])} | {fmt_ms(l['bound_ms'])} | {l['ratio']:.2f}× | {l['basis']} |")
+    return out
+
+
+def write_report(out_dir: str, model: str, docs: Dict[str, dict], errors: Dict[str, str], args) -> str:
+    names = {"ours": OURS, **{k: v[0] for k, v in PEERS.items()}}
+    ours = docs.get("ours", {})
+    # what ours actually ran with (the flags may differ with --report-only)
+    tokens, threads = int(ours.get("tokens", args.tokens)), ours.get("threads", args.threads)
+    runs, warmup = ours.get("runs", args.runs), ours.get("warmup", args.warmup)
+    lines = [f"### Bundle `{model}` ({ours.get('model', '?')}), {tokens} tokens per action, {threads} threads",
+             "", f"Machine: {machine_line(ours)}.", "", *([f"**{getattr(args, 'note', '')}**", ""] if getattr(args, "note", "") else []),
+             f"Medians over {runs} passes × {len(ours.get('cases', []))} cases (histories of 0/4/8 actions; "
+             f"prompt tokens {', '.join(str(c['source_tokens']) for c in ours.get('cases', []))}) after {warmup} warm-up pass(es). "
+             "Every runner generates exactly the same number of tokens: `</s>` is masked until then (random weights). "
+             "Ratios are peer / ours: above 1 means ours is faster or smaller. "
+             + (f"Ours decodes {ours['decoding']} (speculative verifies drafted tokens several per call, same tokens "
+                "as greedy; with random weights drafts are rarely accepted); the peers" if ours.get("decoding") else "The peers")
+             + " make one decoder call per token.", ""]
+    lines += table(docs, errors, names)
+    lines += ["", "Text path = tokenize + encoder + fusion + all decoder steps + detokenize/parse (transformers.js has no "
+              "vision or fusion; PyTorch re-runs the fusion inside every step, as Auto-UI's model does).", ""]
+    lim = limits(ours)
+    if lim:
+        lines += ["Ours against this machine's limits (lower bound = max(bytes read / bandwidth, FLOPs / matmul rate)):", ""] + lim + [""]
+    ids = {k: d.get("generated_ids", []) for k, d in docs.items() if d.get("generated_ids")}
+    if "ours" in ids:
+        agree = []
+        for k in ("ort", "torch"):
+            if k in ids:
+                agree.append(f"{names[k]} {same_prefix(ids['ours'], ids[k])}/{len(ids['ours'])}")
+        if agree:
+            lines += [f"Same greedy tokens as ours on the first case (identical prefix length): {', '.join(agree)}.", ""]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(text)
+    rows = [(names[k], chart_values(docs[k])) for k in ["ours", *PEERS] if k in docs]
+    chart = svg.stacked_bars(f"Time per action by stage ({ours.get('model', model)}, {threads} threads, "
+                             f"{tokens} tokens; median per stage)", "seconds", [n for n, _ in CHART_STAGES], rows)
+    with open(os.path.join(out_dir, "bench.svg"), "w") as f:
+        f.write(chart)
+    return text
+
+
+def update_docs(report: str, out_dir: str) -> None:
+    path = os.path.join(ROOT, "docs", "bench.md")
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    with open(path) as f:
+        doc = f.read()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{path}: no {begin} ... {end} markers")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(head + begin + "\n" + report + end + tail)
+    with open(os.path.join(out_dir, "bench.svg")) as src, open(os.path.join(ROOT, "docs", "bench.svg"), "w") as dst:
+        dst.write(src.read())
+    log(f"updated {path} and docs/bench.svg")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Run autoui bench and the peers on one bundle; write one comparison.")
+    p.add_argument("--model", required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--tokens", type=int, default=80)
+    p.add_argument("--out", help="output directory (default build/bench/<bundle dir name>)")
+    p.add_argument("--autoui", default=os.path.join(ROOT, "build", "autoui"), help="the autoui binary")
+    p.add_argument("--peers", default="torch,ort,tjs", help="comma-separated subset of torch, ort, tjs ('' for none)")
+    p.add_argument("--docs", action="store_true", help="also update docs/bench.md and docs/bench.svg")
+    p.add_argument("--note", default="", help="a sentence to print under the table's heading (e.g. measurement conditions)")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: rebuild the report and chart from the JSON files already in --out")
+    args = p.parse_args(argv)
+    model = os.path.abspath(args.model)
+    name = os.path.basename(os.path.normpath(model))
+    out = os.path.abspath(args.out or os.path.join(ROOT, "build", "bench", name))
+    os.makedirs(out, exist_ok=True)
+    peers = [x for x in args.peers.split(",") if x]
+    for x in peers:
+        if x not in PEERS:
+            raise SystemExit(f"unknown peer {x!r} (want {', '.join(PEERS)})")
+    common = ["--model", model, "--threads", str(args.threads), "--runs", str(args.runs), "--warmup", str(args.warmup)]
+    docs: Dict[str, dict] = {}
+    errors: Dict[str, str] = {}
+    inputs = os.path.join(out, "inputs.json")
+    t0 = time.time()
+    if args.report_only:
+        for key in ["ours", *peers]:
+            path = os.path.join(out, key + ".json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    docs[key] = json.load(f)
+            else:
+                errors[key] = "not run"
+        if "ours" not in docs:
+            raise SystemExit(f"{out}/ours.json missing")
+        errors.pop("ours", None)
+        report = write_report(out, name, docs, errors, args)
+        print(report)
+        if args.docs:
+            update_docs(report, out)
+        return 0
+    err = run([args.autoui, "bench", *common, "--tokens", str(args.tokens), "--json", os.path.join(out, "ours.json"),
+               "--peer-inputs", inputs, "--benchstat", os.path.join(out, "ours.benchstat"), "--no-verify"], OURS)
+    if err:
+        raise SystemExit(f"autoui bench failed ({err}); nothing to compare")
+    for key in ["ours", *peers]:
+        path = os.path.join(out, key + ".json")
+        if key != "ours":
+            err = run(PEERS[key][1](common, inputs, path), PEERS[key][0])
+            if err:
+                errors[key] = err
+                continue
+        with open(path) as f:
+            docs[key] = json.load(f)
+    report = write_report(out, name, docs, errors, args)
+    print(report)
+    log(f"wrote {out}/report.md and {out}/bench.svg in {time.time() - t0:.0f}s")
+    if args.docs:
+        update_docs(report, out)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

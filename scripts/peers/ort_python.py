@@ -1,0 +1,147 @@
+"""Peer: ONNX Runtime from Python on the bundle's own four graphs, with a KV-cache greedy loop.
+
+  python -m scripts.peers.ort_python --model DIR --inputs inputs.json --threads 2 [--json OUT]
+
+Preprocessing is PIL's bicubic resize + numpy normalization (BlipImageProcessor's math),
+tokenization the `tokenizers` library on the bundle's tokenizer.json. Neither torch nor
+transformers is imported, so the peak RSS is ONNX Runtime's and numpy's alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import re
+
+import numpy as np
+
+from . import common
+
+ACTION_RE = re.compile(r"Action Plan: \[([^\]]*)\]\s*;\s*Action Decision:\s*(.*)$")
+FIELD_RE = re.compile(r'"(\w+)": "([^"]*)"')
+
+
+def preprocess(img, pp: dict) -> np.ndarray:
+    """(3, H, W) float32: bicubic resize, rescale, normalize (as BlipImageProcessor)."""
+    from PIL import Image
+    x = np.asarray(img.resize((pp["width"], pp["height"]), Image.BICUBIC), dtype=np.float32)
+    x = x * np.float32(pp["rescale_factor"])
+    x = (x - np.asarray(pp["mean"], dtype=np.float32)) / np.asarray(pp["std"], dtype=np.float32)
+    return np.ascontiguousarray(x.transpose(2, 0, 1))
+
+
+def session(path: str, threads: int):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+
+
+class Runner:
+    def __init__(self, bundle: str, threads: int):
+        from tokenizers import Tokenizer
+        self.manifest = m = common.load_manifest(bundle)
+        files = m["files"]
+        self.vision = session(os.path.join(bundle, files["vision"]["path"]), threads)
+        self.encoder = session(os.path.join(bundle, files["encoder"]["path"]), threads)
+        self.fusion = session(os.path.join(bundle, files["fusion"]["path"]), threads)
+        self.decoder = session(os.path.join(bundle, files["decoder"]["path"]), threads)
+        self.tok = Tokenizer.from_file(os.path.join(bundle, files["tokenizer"]["path"]))
+        self.tok.no_padding()
+        self.tok.enable_truncation(m["prompt"]["max_source_tokens"])
+        cfg = m["model"]
+        self.layers, self.heads, self.dkv = cfg["num_decoder_layers"], cfg["num_heads"], cfg["d_kv"]
+        self.eos = m["tokens"]["eos_id"]
+        self.start = m["tokens"]["decoder_start_id"]
+        self.max_source = m["prompt"]["max_source_tokens"]
+        self.out_names = [o.name for o in self.decoder.get_outputs()]
+
+    def one(self, case: dict, tokens: int) -> dict:
+        from PIL import Image
+        clk = common.Clock()
+
+        def load():
+            img = Image.open(case["screen"])
+            img.load()
+            return img.convert("RGB")
+
+        img = clk.time("decode_image", load)
+        pixels = clk.time("preprocess", preprocess, img, self.manifest["preprocess"])
+        feats = clk.time("vision", self.vision.run, None, {"pixel_values": pixels[None]})[0]
+        ids = clk.time("tokenize", lambda: self.tok.encode(case["source_text"]).ids)
+        if len(ids) != case["source_tokens"]:
+            print(f"warning: case {case['id']}: {len(ids)} tokens here, {case['source_tokens']} in Go", file=sys.stderr)
+        input_ids = np.asarray([ids], dtype=np.int64)
+        mask = np.ones_like(input_ids)
+        hidden = clk.time("encoder", self.encoder.run, None, {"input_ids": input_ids, "attention_mask": mask})[0]
+        fused = clk.time("fusion", self.fusion.run, None, {"encoder_hidden_states": hidden, "attention_mask": mask,
+                                                            "image_features": feats})[0]
+        out, calls = self.greedy(fused, mask, tokens, clk)
+        text = clk.time("parse", self.decode_and_parse, out)
+        del text
+        stages = dict(clk.stages)
+        if calls > 1:
+            stages["decode_step"] = stages["later_steps"] / (calls - 1)
+        return {"stages": stages, "ids": out, "decoder_calls": calls}
+
+    def greedy(self, fused, mask, tokens: int, clk: common.Clock):
+        L, h, dkv = self.layers, self.heads, self.dkv
+        empty = np.zeros((1, h, 0, dkv), dtype=np.float32)
+        past = {}
+        for i in range(L):
+            for part in ("decoder", "encoder"):
+                for kv in ("key", "value"):
+                    past[f"past_key_values.{i}.{part}.{kv}"] = empty
+        tok, out, calls = self.start, [], 0
+        while len(out) < tokens:
+            feed = {"input_ids": np.asarray([[tok]], dtype=np.int64), "encoder_attention_mask": mask,
+                    "encoder_hidden_states": fused, "use_cache_branch": np.asarray([calls > 0]), **past}
+            t = time.perf_counter()
+            res = self.decoder.run(None, feed)
+            clk.add("first_step" if calls == 0 else "later_steps", time.perf_counter() - t)
+            calls += 1
+            named = dict(zip(self.out_names, res))
+            for i in range(L):
+                for part in ("decoder", "encoder"):
+                    for kv in ("key", "value"):
+                        past[f"past_key_values.{i}.{part}.{kv}"] = named[f"present.{i}.{part}.{kv}"]
+            logits = named["logits"][0, -1]
+            if len(out) < tokens:  # the fixed length: </s> masked until then
+                logits[self.eos] = -np.inf
+            tok = int(np.argmax(logits))
+            out.append(tok)
+        return out, calls
+
+    def decode_and_parse(self, ids):
+        text = self.tok.decode(ids, skip_special_tokens=True)
+        m = ACTION_RE.search(text)  # random weights: usually no match; the cost is what counts
+        if m:
+            dict(FIELD_RE.findall(m.group(2)))
+        return text
+
+
+def main(argv=None) -> int:
+    args = common.parser(__doc__.splitlines()[0]).parse_args(argv)
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    inputs = common.load_inputs(args.inputs)
+    t = time.perf_counter()
+    r = Runner(args.model, args.threads)
+    load_s = time.perf_counter() - t
+    actions = common.run_cases(inputs, args.runs, args.warmup, r.one)
+    import onnxruntime
+    doc = common.report("onnxruntime-python", r.manifest["model"]["size"], args.threads, actions, inputs,
+                        [f"onnxruntime {onnxruntime.__version__}, numpy feeds, a new dict of outputs per step",
+                         "preprocess: PIL bicubic + numpy; tokenizer: tokenizers (Rust)"],
+                        {"load_s": round(load_s, 2)})
+    common.write(doc, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
