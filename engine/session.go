@@ -22,11 +22,13 @@ type graph struct {
 // manifest, then opens a session for it.
 func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*graph, error) {
 	path := b.Path(role)
-	ins, outs, err := ort.GetInputOutputInfoWithOptions(path, so)
+	// Read the declared IO from the file: asking ORT would build a throwaway
+	// session with all the weights.
+	ins, outs, err := models.ReadGraphIO(path)
 	if err != nil {
-		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
+		return nil, fmt.Errorf("load %s graph: %w", role, err)
 	}
-	if err := b.CheckIO(role, ioInfos(ins), ioInfos(outs)); err != nil {
+	if err := b.CheckIO(role, ins, outs); err != nil {
 		return nil, err
 	}
 	spec := b.Manifest.Files[role]
@@ -37,7 +39,9 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*gra
 	for _, t := range spec.Outputs {
 		g.outputs = append(g.outputs, t.Name)
 	}
-	g.sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
+	var sess *ort.DynamicAdvancedSession
+	sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
+	g.sess = sess
 	if err != nil {
 		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
 	}
