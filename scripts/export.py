@@ -2,6 +2,7 @@
 
   python -m scripts.export --out DIR --checkpoint CKPT_DIR --vision BLIP2_DIR
   python -m scripts.export --out DIR --random --size tiny|base|large --vision-size tiny|vitg --seed N
+  (either with --int8 DIR8: also write the int8 variant, see scripts/quantize.py)
 
 Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_model_merged.onnx
 (HF optimum layout: an If on use_cache_branch over a no-past and a with-past graph sharing
@@ -623,6 +624,7 @@ def main(argv=None) -> int:
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--name", help="bundle name (default: the size or the checkpoint directory name)")
     p.add_argument("--no-check", action="store_true", help="skip the ORT vs PyTorch checks")
+    p.add_argument("--int8", metavar="DIR", help="also write the int8 variant of the bundle to DIR (scripts.quantize)")
     args = p.parse_args(argv)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
@@ -659,6 +661,9 @@ def main(argv=None) -> int:
                              scroll_map=scroll, check=not args.no_check)
     total = sum(f["size"] + sum(e["size"] for e in f.get("external_data", [])) for f in manifest["files"].values())
     log(f"bundle {args.out}: {total / 1e6:.1f} MB in {time.time() - t0:.1f}s")
+    if args.int8:
+        from . import quantize
+        quantize.quantize_bundle(args.out, args.int8)
     return 0
 
 

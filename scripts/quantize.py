@@ -1,0 +1,395 @@
+"""Make the int8 variant of an autoui bundle: dynamic quantization with per-channel int8 weights.
+
+  python -m scripts.quantize --in BUNDLE --out BUNDLE_INT8 [--roles vision,encoder,decoder] [--full-range]
+                             [--fp32-embeddings] [--compare]
+  python -m scripts.export ... --out BUNDLE --int8 BUNDLE_INT8     (the same, right after an export)
+
+Every MatMul whose second input is a 2-D float weight (an initializer of its graph or of an
+enclosing graph, as in the merged decoder's If branches) becomes one ONNX Runtime
+`com.microsoft.DynamicQuantizeMatMul`: the activation is quantized per tensor to uint8 at run
+time, the weight is stored as int8 with one symmetric scale per output column (zero point 0).
+A weight shared by both decoder branches is quantized once, in the outer graph, so the merged
+decoder still stores each weight once. Fusion, the vision patch Conv, norms, relative-position
+tables and attention score products (activation x activation) stay fp32. Graph inputs and outputs are unchanged, so the Go
+engine runs the bundle as is; the manifest says "precision": "int8".
+
+Token-embedding tables (Gather on a float [rows >= 256, d] initializer) become
+`com.microsoft.GatherBlockQuantized`: int8 (stored as uint8 with ORT's default zero point
+128) with one scale per 128 columns of a row. They cost nothing at run time but are a third
+of an int8 T5-base bundle if left fp32 (--fp32-embeddings keeps them).
+
+Why not onnxruntime.quantization.quantize_dynamic: in this environment it does not import
+(onnxruntime 1.29's quantization package needs ml_dtypes, which is not installed), and it
+emits DynamicQuantizeLinear + MatMulInteger + Cast + Mul chains that ORT only fuses into
+DynamicQuantizeMatMul at graph optimization level >= extended. Emitting the fused op directly
+gives the same kernel at every optimization level.
+
+Why 7-bit weights by default (values in [-63, 63], "reduce range"): on x86 CPUs without
+AVX-512 VNNI / AVX-VNNI (e.g. the AVX2-only EPYC this project is benchmarked on), MLAS's
+u8 x s8 kernel sums pairs of products with VPMADDUBSW into saturating int16; 2 * 255 * 127
+overflows, which we measured as 4-12% relative output error on random weights. With
+|w| <= 63 a pair is at most 2 * 255 * 63 = 32130 < 32767. --full-range (|w| <= 127) is only
+safe on VNNI/AMX machines. See docs/bundle-format.md ("int8 bundles") for measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from . import export
+
+QUANTIZED_ROLES = ("vision", "encoder", "decoder")
+MS_DOMAIN = "com.microsoft"
+
+
+class QuantizeError(RuntimeError):
+    pass
+
+
+def quantize_weight(w: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-output-column int8 quantization of a [K, N] weight: w ~= q * scale[None, :]."""
+    if w.ndim != 2:
+        raise ValueError(f"weight has shape {w.shape}, want 2-D")
+    amax = np.max(np.abs(w), axis=0).astype(np.float32)
+    scale = np.where(amax > 0, amax / np.float32(qmax), np.float32(1.0)).astype(np.float32)
+    q = np.clip(np.rint(w / scale[None, :]), -qmax, qmax).astype(np.int8)
+    return q, scale
+
+
+class _Scope:
+    """One graph and the scopes around it: initializers resolve innermost first."""
+
+    def __init__(self, graph: onnx.GraphProto, parent: "_Scope | None"):
+        self.graph = graph
+        self.parent = parent
+        self.inits = {t.name: t for t in graph.initializer}
+        self.quantized: dict[str, tuple[str, str]] = {}  # weight name -> (int8 name, scale name)
+
+    def find(self, name: str) -> "_Scope | None":
+        s = self
+        while s is not None:
+            if name in s.inits:
+                return s
+            s = s.parent
+        return None
+
+
+def _all_names(graph: onnx.GraphProto, out: set) -> set:
+    for t in graph.initializer:
+        out.add(t.name)
+    for v in list(graph.input) + list(graph.output):
+        out.add(v.name)
+    for n in graph.node:
+        out.update(n.input)
+        out.update(n.output)
+        out.add(n.name)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _all_names(a.g, out)
+            for g in a.graphs:
+                _all_names(g, out)
+    return out
+
+
+def _used_names(graph: onnx.GraphProto, out: set) -> set:
+    for n in graph.node:
+        out.update(n.input)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _used_names(a.g, out)
+            for g in a.graphs:
+                _used_names(g, out)
+    out.update(v.name for v in graph.output)
+    return out
+
+
+def _unique(name: str, taken: set) -> str:
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+EMBEDDING_BLOCK = 128
+MIN_EMBEDDING_ROWS = 256
+
+
+def _embedding_block(d: int) -> int:
+    for b in (EMBEDDING_BLOCK, 64, 32, 16):
+        if d % b == 0:
+            return b
+    return 0
+
+
+def _is_embedding_gather(scope: _Scope, node: onnx.NodeProto) -> bool:
+    if node.op_type != "Gather" or node.domain not in ("", "ai.onnx") or scope.find(node.input[1]) is not None:
+        return False
+    owner = scope.find(node.input[0])
+    if owner is None:
+        return False
+    t = owner.inits[node.input[0]]
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    return (t.data_type == TensorProto.FLOAT and len(t.dims) == 2 and axis == 0
+            and t.dims[0] >= MIN_EMBEDDING_ROWS and _embedding_block(t.dims[1]) > 0)
+
+
+def quantize_embedding(w: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per block of `block` columns of each row, stored as uint8 with ORT's
+    default zero point 128: w ~= (q - 128) * scale[row, col // block]."""
+    rows, d = w.shape
+    wb = w.reshape(rows, d // block, block)
+    amax = np.max(np.abs(wb), axis=2)
+    scale = np.where(amax > 0, amax / np.float32(127), np.float32(1.0)).astype(np.float32)
+    q = np.clip(np.rint(wb / scale[..., None]), -127, 127).astype(np.int16) + 128
+    return q.astype(np.uint8).reshape(rows, d), scale
+
+
+def _quantize_gather(scope: _Scope, node: onnx.NodeProto, taken: set, stats: dict) -> onnx.NodeProto:
+    w_name = node.input[0]
+    owner = scope.find(w_name)
+    t = owner.inits[w_name]
+    block = _embedding_block(t.dims[1])
+    key = "gather:" + w_name
+    if key not in owner.quantized:
+        q, scale = quantize_embedding(numpy_helper.to_array(t), block)
+        q_name, s_name = _unique(w_name + "_uint8", taken), _unique(w_name + "_blockscale", taken)
+        owner.graph.initializer.extend([numpy_helper.from_array(q, q_name), numpy_helper.from_array(scale, s_name)])
+        owner.quantized[key] = (q_name, s_name)
+        stats["embeddings"] += 1
+        stats["params"] += int(q.size)
+    q_name, s_name = owner.quantized[key]
+    return helper.make_node("GatherBlockQuantized", [q_name, node.input[1], s_name], list(node.output),
+                            name=_unique((node.name or "Gather") + "_quant", taken), domain=MS_DOMAIN,
+                            gather_axis=0, quantize_axis=1, block_size=block, bits=8)
+
+
+def _quantize_scope(scope: _Scope, qmax: int, embeddings: bool, taken: set, stats: dict) -> None:
+    new_nodes = []
+    for node in scope.graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _quantize_scope(_Scope(a.g, scope), qmax, embeddings, taken, stats)
+            for g in a.graphs:
+                _quantize_scope(_Scope(g, scope), qmax, embeddings, taken, stats)
+        if embeddings and _is_embedding_gather(scope, node):
+            new_nodes.append(_quantize_gather(scope, node, taken, stats))
+            continue
+        if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+            new_nodes.append(node)
+            continue
+        a_name, w_name = node.input
+        owner = scope.find(w_name)
+        w_init = owner.inits[w_name] if owner else None
+        if (owner is None or scope.find(a_name) is not None or w_init.data_type != TensorProto.FLOAT
+                or len(w_init.dims) != 2):
+            new_nodes.append(node)  # activation x activation (attention scores), or not a 2-D float weight
+            continue
+        if w_name not in owner.quantized:
+            w = numpy_helper.to_array(w_init)
+            q, scale = quantize_weight(w, qmax)
+            q_name, s_name = _unique(w_name + "_int8", taken), _unique(w_name + "_scale", taken)
+            owner.graph.initializer.extend([numpy_helper.from_array(q, q_name), numpy_helper.from_array(scale, s_name)])
+            owner.quantized[w_name] = (q_name, s_name)
+            stats["weights"] += 1
+            stats["params"] += int(w.size)
+        q_name, s_name = owner.quantized[w_name]
+        new_nodes.append(helper.make_node("DynamicQuantizeMatMul", [a_name, q_name, s_name], list(node.output),
+                                          name=_unique((node.name or "MatMul") + "_quant", taken), domain=MS_DOMAIN))
+        stats["matmuls"] += 1
+    del scope.graph.node[:]
+    scope.graph.node.extend(new_nodes)
+
+
+def _drop_unused_initializers(graph: onnx.GraphProto, used: set) -> None:
+    keep = [t for t in graph.initializer if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    for n in graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _drop_unused_initializers(a.g, used)
+            for g in a.graphs:
+                _drop_unused_initializers(g, used)
+
+
+def quantize_model(model: onnx.ModelProto, full_range: bool = False, embeddings: bool = True,
+                   in_place: bool = False) -> tuple[onnx.ModelProto, dict]:
+    """model (a copy unless in_place) with every weight MatMul, subgraphs included, as
+    DynamicQuantizeMatMul and, with embeddings, every token-embedding Gather as
+    GatherBlockQuantized. in_place saves a full copy of the weights (ViT-g: 4 GB)."""
+    out = model
+    if not in_place:
+        out = onnx.ModelProto()
+        out.CopyFrom(model)
+    stats = {"matmuls": 0, "weights": 0, "embeddings": 0, "params": 0}
+    _quantize_scope(_Scope(out.graph, None), 127 if full_range else 63, embeddings, _all_names(out.graph, set()),
+                    stats)
+    _drop_unused_initializers(out.graph, _used_names(out.graph, set()))
+    if stats["matmuls"] and not any(o.domain == MS_DOMAIN for o in out.opset_import):
+        out.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    return out, stats
+
+
+def _graph_bytes(spec: dict) -> int:
+    return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
+
+
+def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range: bool = False,
+                    embeddings: bool = True) -> dict:
+    """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
+    with open(os.path.join(in_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    if manifest.get("precision") != "fp32":
+        raise QuantizeError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
+    if os.path.abspath(in_dir) == os.path.abspath(out_dir):
+        raise QuantizeError("--out must differ from --in")
+    for role in roles:
+        if role not in QUANTIZED_ROLES and role != "fusion":
+            raise QuantizeError(f"role {role!r}: want some of vision, encoder, fusion, decoder")
+    os.makedirs(out_dir, exist_ok=True)
+    files = manifest["files"]
+    new_files = {}
+    summary = {}
+    for role, spec in files.items():
+        if role == "tokenizer":
+            continue
+        src = os.path.join(in_dir, spec["path"])
+        dst = os.path.join(out_dir, spec["path"])
+        entry = {k: v for k, v in spec.items()}
+        if role in roles:
+            t0 = time.time()
+            model = onnx.load(src)
+            q, stats = quantize_model(model, full_range=full_range, embeddings=embeddings, in_place=True)
+            del model
+            ext = export._save(q, dst)
+            ins, outs = export._io(onnx.load(dst, load_external_data=False))
+            if ins != spec["inputs"] or outs != spec["outputs"]:
+                raise QuantizeError(f"{role}: quantized graph IO differs from the manifest's")
+            entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
+            summary[role] = stats
+            export.log(f"  {role}: {stats['matmuls']} MatMuls ({stats['weights']} weights) and "
+                       f"{stats['embeddings']} embeddings, {stats['params'] / 1e6:.1f}M params, "
+                       f"quantized in {time.time() - t0:.1f}s")
+        else:
+            for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
+                shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
+        entry.update(export._file_entry(out_dir, spec["path"]))
+        new_files[role] = entry
+    shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
+    new_files["tokenizer"] = export._file_entry(out_dir, files["tokenizer"]["path"])
+    manifest["files"] = {role: new_files[role] for role in files}
+    manifest["precision"] = "int8"
+    manifest["quantization"] = {
+        "tool": "scripts.quantize", "method": "dynamic", "op": "com.microsoft.DynamicQuantizeMatMul",
+        "weights": "int8 symmetric per output channel" + ("" if full_range else ", 7-bit range [-63, 63]"),
+        "activations": "uint8 per tensor, computed at run time",
+        "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
+                       if embeddings else "float32"),
+        "graphs": [r for r in files if r in roles]}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    before = sum(_graph_bytes(s) for r, s in files.items())
+    after = sum(_graph_bytes(s) for r, s in manifest["files"].items())
+    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")
+    return manifest
+
+
+# ---------------------------------------------------------------- agreement with fp32
+
+GOLDEN = os.path.join(export.ROOT, "models", "testdata", "golden", "cases.json")
+
+
+def _teacher_forced_logits(bundle, input_ids, image_features, target) -> np.ndarray:
+    """Logits at every position of [start] + target[:-1], in one no-cache decoder call."""
+    _, fused, mask = bundle.encode(input_ids, image_features)
+    ids = [bundle.tokens["decoder_start_id"]] + list(target[:-1])
+    logits, _ = bundle.decoder_step(ids, fused, mask, None)
+    return logits
+
+
+def agreement(fp32_dir: str, int8_dir: str, cases_path: str = GOLDEN, threads: int = 1,
+              greedy: bool = True) -> dict:
+    """int8 vs fp32 on the golden cases (full pipeline from the screen PNG).
+
+    The reference token sequence of a case is its golden generated_ids (fp32 greedy; the
+    fixtures check that ORT fp32 reproduces them). first_step: logits of the first decode
+    step; teacher_forced: every position of the reference fed as decoder input at once;
+    greedy: whole int8 greedy outputs vs the reference."""
+    from PIL import Image
+
+    from . import vision as vis
+    from .ort_pipeline import Bundle
+    with open(cases_path) as f:
+        cases = json.load(f)["cases"]
+    root = os.path.dirname(os.path.dirname(cases_path))
+    ref, q = Bundle(fp32_dir, threads=threads), Bundle(int8_dir, threads=threads)
+    first_diff, first_agree, tf_diff, tf_agree, tf_n = 0.0, 0, 0.0, 0, 0
+    greedy_equal, token_agree, token_n = 0, 0, 0
+    feat_diff = 0.0
+    features = {}  # screen -> (fp32, int8) image features; cases share screens
+    for c in cases:
+        if c["screen"] not in features:
+            px = vis.preprocess(Image.open(os.path.join(root, c["screen"])).convert("RGB"))
+            features[c["screen"]] = ref.image_features(px), q.image_features(px)
+        f_ref, f_q = features[c["screen"]]
+        feat_diff = max(feat_diff, float(np.max(np.abs(f_ref - f_q))))
+        want = c["generated_ids"]
+        l_ref = _teacher_forced_logits(ref, c["input_ids"], f_ref, want)
+        l_q = _teacher_forced_logits(q, c["input_ids"], f_q, want)
+        first_diff = max(first_diff, float(np.max(np.abs(l_ref[0] - l_q[0]))))
+        first_agree += int(np.argmax(l_ref[0]) == np.argmax(l_q[0]))
+        tf_diff = max(tf_diff, float(np.max(np.abs(l_ref - l_q))))
+        tf_agree += int(np.sum(np.argmax(l_ref, -1) == np.argmax(l_q, -1)))
+        tf_n += len(want)
+        if greedy:
+            got, _ = q.greedy(c["input_ids"], f_q, max_new_tokens=c["max_new_tokens"])
+            greedy_equal += int(got == want)
+            token_agree += sum(a == b for a, b in zip(got, want))
+            token_n += max(len(got), len(want))
+    n = len(cases)
+    out = {"cases": n, "image_features_max_abs_diff": feat_diff,
+           "first_step": {"max_abs_diff": first_diff, "top1_agreement": first_agree / n},
+           "teacher_forced": {"positions": tf_n, "max_abs_diff": tf_diff, "top1_agreement": tf_agree / tf_n}}
+    if greedy:
+        out["greedy"] = {"identical_outputs": greedy_equal / n, "token_agreement": token_agree / token_n}
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Write the int8 (dynamic, per-channel) variant of an autoui bundle.")
+    p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory")
+    p.add_argument("--out", required=True, help="int8 bundle directory to write")
+    p.add_argument("--roles", default=",".join(QUANTIZED_ROLES),
+                   help="graphs to quantize (default vision,encoder,decoder; fusion is tiny and stays fp32)")
+    p.add_argument("--full-range", action="store_true",
+                   help="8-bit weight range [-127, 127]; only for CPUs with AVX-512 VNNI / AVX-VNNI / AMX "
+                        "(on plain AVX2 the int8 kernel saturates)")
+    p.add_argument("--compare", action="store_true",
+                   help="after writing, print int8 vs fp32 agreement on the golden cases (tiny-vocabulary bundles)")
+    p.add_argument("--fp32-embeddings", action="store_true",
+                   help="keep token-embedding tables in float32 (default: int8 blocks via GatherBlockQuantized)")
+    args = p.parse_args(argv)
+    roles = tuple(r for r in args.roles.split(",") if r)
+    try:
+        quantize_bundle(args.in_dir, args.out, roles=roles, full_range=args.full_range,
+                        embeddings=not args.fp32_embeddings)
+    except QuantizeError as e:
+        print(f"quantize: {e}", file=sys.stderr)
+        return 1
+    if args.compare:
+        print(json.dumps(agreement(args.in_dir, args.out), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
