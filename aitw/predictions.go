@@ -168,14 +168,7 @@ func ReadPredictions(path string) (*PredictionSet, error) {
 	}
 	defer f.Close()
 	ps := &PredictionSet{ByStep: map[StepKey]Prediction{}}
-	err = scanPredictions(f, path, func(p Prediction) {
-		k := StepKey{p.EpisodeID, p.StepID}
-		if _, dup := ps.ByStep[k]; dup {
-			ps.Duplicates++
-		}
-		ps.ByStep[k] = p
-		ps.Lines++
-	}, &ps.TornTail)
+	err = scanPredictions(f, path, ps.add, &ps.TornTail)
 	if err != nil {
 		return nil, err
 	}
@@ -240,14 +233,7 @@ func OpenPredictionWriter(path string) (*PredictionWriter, *PredictionSet, error
 		return nil, nil, fmt.Errorf("open predictions: %w", err)
 	}
 	ps := &PredictionSet{ByStep: map[StepKey]Prediction{}}
-	good, err := scanPredictionsPrefix(f, path, func(p Prediction) {
-		k := StepKey{p.EpisodeID, p.StepID}
-		if _, dup := ps.ByStep[k]; dup {
-			ps.Duplicates++
-		}
-		ps.ByStep[k] = p
-		ps.Lines++
-	}, &ps.TornTail)
+	good, err := scanPredictionsPrefix(f, path, ps.add, &ps.TornTail)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -308,4 +294,14 @@ func (w *PredictionWriter) Close() error {
 	}
 	w.f = nil
 	return err
+}
+
+// add records one prediction line; a later line for the same step wins.
+func (ps *PredictionSet) add(p Prediction) {
+	k := StepKey{p.EpisodeID, p.StepID}
+	if _, dup := ps.ByStep[k]; dup {
+		ps.Duplicates++
+	}
+	ps.ByStep[k] = p
+	ps.Lines++
 }

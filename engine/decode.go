@@ -15,6 +15,7 @@ import (
 // so the loop allocates no tensor memory as it grows.
 type decodeRun struct {
 	p       *Predictor
+	tm      *Timings // decoder calls are timed and counted here
 	encLen  int64
 	maxLen  int64 // longest decoder sequence the buffers hold
 	pastLen int64
@@ -28,8 +29,8 @@ type decodeRun struct {
 	empty         []float32
 }
 
-func (p *Predictor) newDecodeRun(fused []float32, encLen int, maxLen int) (*decodeRun, error) {
-	r := &decodeRun{p: p, encLen: int64(encLen), maxLen: int64(maxLen)}
+func (p *Predictor) newDecodeRun(fused []float32, encLen int, maxLen int, tm *Timings) (*decodeRun, error) {
+	r := &decodeRun{p: p, tm: tm, encLen: int64(encLen), maxLen: int64(maxLen)}
 	d := int64(p.cfg.DModel)
 	var err error
 	if r.fusedT, err = ort.NewTensor(ort.NewShape(1, r.encLen, d), fused); err != nil {
@@ -146,9 +147,16 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 			out[pres[2+kv]] = crossOut
 		}
 	}
+	t := time.Now()
 	if err := p.decoder.run(in, out); err != nil {
 		return nil, err
 	}
+	if r.tm.DecoderCalls == 0 {
+		r.tm.FirstStep = time.Since(t)
+	} else {
+		r.tm.LaterSteps += time.Since(t)
+	}
+	r.tm.DecoderCalls++
 	r.pastLen += k
 	r.cur = next
 	return r.logits[:k*V], nil
@@ -157,41 +165,39 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 // greedy is the reference decoding: argmax each step, stop at </s> or the
 // token limit. Returned ids exclude the decoder start token.
 func (p *Predictor) greedy(ctx context.Context, fused []float32, encLen, minNew, maxNew int, tm *Timings) ([]int64, error) {
-	r, err := p.newDecodeRun(fused, encLen, maxNew)
+	r, err := p.newDecodeRun(fused, encLen, maxNew, tm)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
 	eos := p.bundle.Manifest.Tokens.EOSID
-	V := p.cfg.VocabSize
 	tok := p.bundle.Manifest.Tokens.DecoderStartID
 	out := make([]int64, 0, maxNew)
 	for len(out) < maxNew {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		t := time.Now()
 		logits, err := r.step([]int64{tok})
 		if err != nil {
 			return nil, err
 		}
-		if tm.DecoderCalls == 0 {
-			tm.FirstStep = time.Since(t)
-		} else {
-			tm.LaterSteps += time.Since(t)
-		}
-		tm.DecoderCalls++
-		last := logits[len(logits)-V:]
-		if len(out) < minNew {
-			last[eos] = float32(math.Inf(-1))
-		}
-		tok = p.nextToken(last, out)
+		tok = p.pickToken(logits, out, minNew)
 		out = append(out, tok)
 		if tok == eos {
 			break
 		}
 	}
 	return out, nil
+}
+
+// pickToken chooses the token after out from one row of logits: </s> is
+// masked while fewer than minNew tokens exist, then argmax (or the
+// grammar-constrained choice). The row is scratch.
+func (p *Predictor) pickToken(row []float32, out []int64, minNew int) int64 {
+	if len(out) < minNew {
+		row[p.bundle.Manifest.Tokens.EOSID] = float32(math.Inf(-1))
+	}
+	return p.nextToken(row, out)
 }
 
 // argmax returns the first index of the maximum, as torch.argmax does.

@@ -203,7 +203,7 @@ func TestGoldenParity(t *testing.T) {
 				t.Errorf("fused_hidden_states max abs diff %g > %g", d, tolHidden)
 			}
 			// first 3 decode steps' logits, teacher-forced on the golden ids
-			r, err := p.newDecodeRun(fused, len(ids), 4)
+			r, err := p.newDecodeRun(fused, len(ids), 4, &Timings{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/autoui/autoui/action"
 )
@@ -120,7 +118,7 @@ func equalTokens(a, b []int64) bool {
 // tokens greedy would: a draft token is kept only if it equals the argmax at
 // its position, and the first disagreeing position yields greedy's token.
 func (p *Predictor) speculative(ctx context.Context, fused []float32, encLen, minNew, maxNew int, tm *Timings) ([]int64, error) {
-	r, err := p.newDecodeRun(fused, encLen, maxNew+maxDraft+1)
+	r, err := p.newDecodeRun(fused, encLen, maxNew+maxDraft+1, tm)
 	if err != nil {
 		return nil, err
 	}
@@ -138,28 +136,17 @@ func (p *Predictor) speculative(ctx context.Context, fused []float32, encLen, mi
 		}
 		drafts := p.drafts.draft(seq, min(maxDraft, maxNew-len(out)-1))
 		in := append(seq[fed:len(seq):len(seq)], drafts...)
-		t := time.Now()
 		logits, err := r.step(in)
 		if err != nil {
 			return nil, err
 		}
-		if tm.DecoderCalls == 0 {
-			tm.FirstStep = time.Since(t)
-		} else {
-			tm.LaterSteps += time.Since(t)
-		}
-		tm.DecoderCalls++
 		// rows from len(in)-len(drafts)-1 on predict the token after each
 		// fed position; earlier rows (none in practice) are already decided
 		base := len(in) - len(drafts) - 1
 		accepted := 0
 		done := false
 		for j := 0; j <= len(drafts); j++ {
-			row := logits[(base+j)*V : (base+j+1)*V]
-			if len(out) < minNew {
-				row[eos] = float32(math.Inf(-1))
-			}
-			tok := p.nextToken(row, out)
+			tok := p.pickToken(logits[(base+j)*V:(base+j+1)*V], out, minNew)
 			out = append(out, tok)
 			seq = append(seq, tok)
 			if tok == eos || len(out) >= maxNew {
