@@ -24,7 +24,6 @@ type decodeRun struct {
 	fusedT, maskT ort.Value
 	selfKV        [2][][]float32 // [buffer][layer*2+k/v], each heads*maxLen*dkv
 	crossKV       [][]float32    // [layer*2+k/v], heads*encLen*dkv
-	crossScratch  [][]float32    // where later calls write the passed-through cross K/V
 	logits        []float32
 	empty         []float32
 }
@@ -53,10 +52,8 @@ func (p *Predictor) newDecodeRun(fused []float32, encLen int, maxLen int, tm *Ti
 		}
 	}
 	r.crossKV = make([][]float32, 2*L)
-	r.crossScratch = make([][]float32, 2*L)
 	for i := range r.crossKV {
 		r.crossKV[i] = make([]float32, h*r.encLen*dkv)
-		r.crossScratch[i] = make([]float32, h*r.encLen*dkv)
 	}
 	return r, nil
 }
@@ -126,29 +123,31 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 				return nil, err
 			}
 			out[pres[kv]] = present
-			// cross-attention: empty on the first call (computed inside),
-			// the saved K/V afterwards
-			var crossIn, crossOut ort.Value
+			// cross-attention: computed by the first call into crossKV, fed
+			// back afterwards. Cached calls return them empty (optimum layout;
+			// older bundles pass a copy through): left to ORT, then dropped.
 			if useCache {
-				if crossIn, err = tensor(ort.NewShape(1, h, r.encLen, dkv), r.crossKV[2*l+kv]); err != nil {
+				if in[names[2+kv]], err = tensor(ort.NewShape(1, h, r.encLen, dkv), r.crossKV[2*l+kv]); err != nil {
 					return nil, err
 				}
-				crossOut, err = tensor(ort.NewShape(1, h, r.encLen, dkv), r.crossScratch[2*l+kv])
-			} else {
-				if crossIn, err = tensor(ort.NewShape(1, h, 0, dkv), r.empty); err != nil {
-					return nil, err
-				}
-				crossOut, err = tensor(ort.NewShape(1, h, r.encLen, dkv), r.crossKV[2*l+kv])
+				continue
 			}
-			if err != nil {
+			if in[names[2+kv]], err = tensor(ort.NewShape(1, h, 0, dkv), r.empty); err != nil {
 				return nil, err
 			}
-			in[names[2+kv]] = crossIn
-			out[pres[2+kv]] = crossOut
+			if out[pres[2+kv]], err = tensor(ort.NewShape(1, h, r.encLen, dkv), r.crossKV[2*l+kv]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	t := time.Now()
-	if err := p.decoder.run(in, out); err != nil {
+	err = p.decoder.run(in, out)
+	if useCache {
+		for _, pres := range p.decoderPresNames {
+			destroyAll(out[pres[2]], out[pres[3]])
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	if r.tm.DecoderCalls == 0 {

@@ -205,6 +205,20 @@ def _rename_in_graph(g: onnx.GraphProto, mapping: dict) -> None:
             t.name = mapping[t.name]
 
 
+def _empty_cross_output(g: onnx.GraphProto, name: str, n_heads: int, d_kv: int) -> str:
+    """As optimum does: in the cached branch the cross-attention K/V of the first call stay
+    valid, so the branch returns an empty constant [0, heads, 1, d_kv] instead of copying
+    them out on every step. Replaces the Identity that passed them through."""
+    producers = [n for n in g.node if name in n.output]
+    if len(producers) != 1 or producers[0].op_type != "Identity":
+        raise ExportCheckError(f"with-past output {name}: expected a pass-through Identity, found "
+                               f"{[n.op_type for n in producers]}")
+    g.node.remove(producers[0])
+    empty = helper.make_tensor(f"{name}_empty", TensorProto.FLOAT, [0, n_heads, 1, d_kv], [])
+    g.node.append(helper.make_node("Constant", [], [name], name=f"{name}_empty_constant", value=empty))
+    return name
+
+
 def merge_decoders(no_past: onnx.ModelProto, with_past: onnx.ModelProto, n_layers: int, n_heads: int,
                    d_kv: int, vocab: int, d_model: int) -> onnx.ModelProto:
     """One graph: If(use_cache_branch, then=with-past, else=no-past); identical weights are
@@ -268,6 +282,8 @@ def merge_decoders(no_past: onnx.ModelProto, with_past: onnx.ModelProto, n_layer
                 local = f"{prefix}/{name}_passthrough"
                 g.node.append(helper.make_node("Identity", [name], [local], name=f"{prefix}/Identity_{name}"))
                 name = local
+            if prefix == "with_past" and ".encoder." in v.name:
+                name = _empty_cross_output(g, name, n_heads, d_kv)
             new_outputs.append(helper.make_tensor_value_info(name, v.type.tensor_type.elem_type, None))
         del g.output[:]
         g.output.extend(new_outputs)
@@ -483,9 +499,13 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
                 _compare(f"decoder cache n={n} past={k_first} new={new} logits", outs2[0],
                          logits[:, k_first:].numpy(), TOLERANCES["decoder"], report)
                 for i in range(L):
-                    for j in range(4):
+                    for j in range(2):
                         _compare(f"decoder cache present {present_names[4 * i + j]}", outs2[1 + 4 * i + j],
                                  pkv[i][j].numpy(), TOLERANCES["decoder"], report)
+                    for j in (2, 3):  # cross K/V: empty in the cached branch (optimum layout)
+                        if outs2[1 + 4 * i + j].shape[0] != 0:
+                            raise ExportCheckError(f"decoder cache present {present_names[4 * i + j]} "
+                                                   f"should be empty, is {outs2[1 + 4 * i + j].shape}")
     return report
 
 

@@ -48,7 +48,12 @@ class Bundle:
             for j, name in enumerate(("decoder.key", "decoder.value", "encoder.key", "encoder.value")):
                 feed[f"past_key_values.{i}.{name}"] = past[4 * i + j]
         outs = self.sessions["decoder"].run(None, feed)
-        return outs[0][0], outs[1:]
+        present = list(outs[1:])
+        if feed["use_cache_branch"][0]:
+            # the cached branch returns empty cross K/V (optimum layout): keep the first call's
+            for i in range(self.layers):
+                present[4 * i + 2], present[4 * i + 3] = past[4 * i + 2], past[4 * i + 3]
+        return outs[0][0], present
 
     def greedy(self, input_ids, image_features, max_new_tokens: int = 128):
         """Generated ids (without the start token, with </s> if produced) and the logits of each step."""

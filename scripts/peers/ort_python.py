@@ -108,7 +108,8 @@ class Runner:
             calls += 1
             named = dict(zip(self.out_names, res))
             for i in range(L):
-                for part in ("decoder", "encoder"):
+                # the cross K/V come from the first call only: the cached branch returns them empty
+                for part in ("decoder", "encoder") if calls == 1 else ("decoder",):
                     for kv in ("key", "value"):
                         past[f"past_key_values.{i}.{part}.{kv}"] = named[f"present.{i}.{part}.{kv}"]
             logits = named["logits"][0, -1]
