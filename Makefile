@@ -19,7 +19,7 @@ DEMO_GOAL ?= Open the settings app
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
 
-.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean bench bench-models bench-node
+.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean bench bench-models bench-node setup-cuda
 
 setup: setup-go setup-ort setup-python setup-adb
 
@@ -45,6 +45,10 @@ setup-adb:
 	@command -v adb >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null; \
 	  else echo "adb not found: sudo apt-get install adb"; exit 1; fi; }
+
+# Optional: the CUDA build of ONNX Runtime 1.29 and its CUDA 13 libraries (see docs/cuda.md).
+setup-cuda:
+	./scripts/setup_cuda.sh .venv-cuda
 
 build: setup-go
 	$(GO) build -o $(BIN) ./cmd/autoui
