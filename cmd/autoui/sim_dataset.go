@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/sim/dataset"
+	"github.com/autoui/autoui/sim/tasks"
+)
+
+func init() {
+	register(command{name: "dataset", summary: "record simulator expert demonstrations as an AITW-format dataset", run: runDataset})
+	register(command{name: "simeval", summary: "online evaluation: play unseen simulator tasks with a model, report success per family", run: runSimEval})
+}
+
+func runDataset(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dataset", flag.ContinueOnError)
+	out := fs.String("out", ".cache/simdata", "output directory (SPLIT/FAMILY.tfrecord.gz, splits.json, dataset.json)")
+	episodes := fs.Int("episodes", 3600, "episodes in all splits together (families round-robin; about 80/10/10 train/validation/test by seed)")
+	seed := fs.Int64("seed", 0, "seed of the first episode; episode i uses seed+i")
+	size := fs.String("size", "360x800", "screen size WIDTHxHEIGHT in pixels")
+	families := fs.String("families", "", "comma-separated task families (default: all: "+strings.Join(tasks.Families, ",")+")")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui dataset [--out DIR] [--episodes N] [--seed S] [--size WxH] [--families F,...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	w, h, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	var fams []string
+	if *families != "" {
+		fams = strings.Split(*families, ",")
+	}
+	t0 := time.Now()
+	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	for _, sp := range dataset.Splits {
+		fmt.Printf("%-10s %5d episodes %6d steps\n", sp, st.Episodes[sp], st.Steps[sp])
+	}
+	fmt.Printf("wrote %s: %.1f MB in %s\n", *out, float64(st.Bytes)/1e6, time.Since(t0).Round(100*time.Millisecond))
+	return nil
+}
+
+func runSimEval(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("simeval", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	perFamily := fs.Int("tasks", 20, "tasks per family")
+	split := fs.String("split", "test", "seed split the tasks come from (train, val, test); test seeds are never trained on")
+	start := fs.Int64("seed-start", 0, "first seed to consider")
+	size := fs.String("size", "360x800", "screen size WIDTHxHEIGHT in pixels")
+	families := fs.String("families", "", "comma-separated task families (default: all)")
+	out := fs.String("out", "", "write one JSON line per episode here")
+	verbose := fs.Bool("v", false, "print every episode")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui simeval --model DIR [--tasks 20] [--split test] [--out FILE]\n\n"+
+			"Plays each task in process: screenshot -> predict (own previous actions as history) -> the\n"+
+			"same pixel gestures `autoui run` sends over ADB, until the model stops; success is read\n"+
+			"from the simulator's state.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	w, h, err := parseSize(*size)
+	if err != nil {
+		return err
+	}
+	fams := tasks.Families
+	if *families != "" {
+		fams = strings.Split(*families, ",")
+		for _, f := range fams {
+			if !tasks.KnownFamily(f) {
+				return fmt.Errorf("unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
+			}
+		}
+	}
+	seeds := tasks.Seeds(*split, *start, *perFamily)
+	if seeds == nil {
+		return fmt.Errorf("--split %q: want train, val or test", *split)
+	}
+	p, closeModel, err := mf.open()
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+	var jl *json.Encoder
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		jl = json.NewEncoder(f)
+	}
+	t0 := time.Now()
+	var eps []dataset.Episode
+	for _, fam := range fams {
+		for _, seed := range seeds {
+			ep, err := dataset.RunOnline(ctx, p, tasks.Generate(fam, seed), dataset.OnlineOptions{Width: w, Height: h})
+			if err != nil {
+				return err
+			}
+			eps = append(eps, ep)
+			if jl != nil {
+				if err := jl.Encode(ep); err != nil {
+					return err
+				}
+			}
+			if *verbose {
+				fmt.Fprintf(os.Stderr, "%s/%d %-5v %2d steps %-10s %s\n", fam, seed, ep.Success, ep.Steps, ep.Stop, ep.Goal)
+			}
+		}
+	}
+	fmt.Printf("%d tasks in %s\n", len(eps), time.Since(t0).Round(100*time.Millisecond))
+	return dataset.WriteTable(os.Stdout, dataset.Summarize(eps))
+}

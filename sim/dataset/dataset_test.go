@@ -1,0 +1,180 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/sim/tasks"
+)
+
+// Small screens keep the tests fast; the layout is resolution independent.
+const testW, testH = 180, 400
+
+func TestRecordEpisode(t *testing.T) {
+	for _, fam := range tasks.Families {
+		task := tasks.Generate(fam, 3)
+		steps, err := Record(task, testW, testH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := steps[len(steps)-1]
+		if last.Action.Type != action.StatusTaskComplete {
+			t.Errorf("%s: last action %v, want STATUS_TASK_COMPLETE", fam, last.Action)
+		}
+		for i, s := range steps {
+			if s.StepID != i || s.EpisodeLength != len(steps) || s.EpisodeID != EpisodeID(fam, 3) || s.Goal != task.Goal {
+				t.Fatalf("%s step %d: ids %+v", fam, i, s)
+			}
+			if s.Width != testW || s.Height != testH || s.Channels != 3 || len(s.Pixels) != testW*testH*3 {
+				t.Fatalf("%s step %d: image %dx%dx%d with %d bytes", fam, i, s.Width, s.Height, s.Channels, len(s.Pixels))
+			}
+			if len(s.Boxes) == 0 || len(s.Boxes) != len(s.UIText) || len(s.Boxes) != len(s.UITypes) {
+				t.Fatalf("%s step %d: %d boxes, %d texts, %d types", fam, i, len(s.Boxes), len(s.UIText), len(s.UITypes))
+			}
+			if s.Action.Type == action.DualPoint && action.IsTap(s.Action) && !inSomeBox(s.Action.Touch, s.Boxes) {
+				t.Errorf("%s step %d: tap %v outside every annotation box", fam, i, s.Action.Touch)
+			}
+		}
+	}
+}
+
+func inSomeBox(p action.Point, boxes []action.Box) bool {
+	for _, b := range boxes {
+		y, x := float32(p.Y), float32(p.X)
+		if y >= b.Y && y <= b.Y+b.H && x >= b.X && x <= b.X+b.W {
+			return true
+		}
+	}
+	return false
+}
+
+// The first pixels are the status bar: the screen really is the phone's.
+func TestRecordPixelsAreTheScreen(t *testing.T) {
+	task := tasks.Generate(tasks.Navigate, 1)
+	steps, err := Record(task, testW, testH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := task.NewPhone(tasks.Options{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := p.Image()
+	for i, px := 0, steps[0].Pixels; i < testW*testH; i++ {
+		if px[3*i] != img.Pix[4*i] || px[3*i+1] != img.Pix[4*i+1] || px[3*i+2] != img.Pix[4*i+2] {
+			t.Fatalf("pixel %d differs from the phone's screen", i)
+		}
+	}
+}
+
+func writeSmall(t *testing.T, dir string) *Stats {
+	t.Helper()
+	// Tiny screens: compressing raw pixels dominates, and is slow under -race.
+	st, err := Write(context.Background(), Options{Dir: dir, Episodes: 12, Seed: 6, Width: 90, Height: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestWriteReadsBackThroughAITW(t *testing.T) {
+	dir := t.TempDir()
+	st := writeSmall(t, dir)
+	sp, err := aitw.ReadSplits(filepath.Join(dir, "splits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, split := range Splits {
+		ids, err := sp.IDs(split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := aitw.ExpandPaths([]string{filepath.Join(dir, split)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps, rs, err := aitw.LoadEpisodes(files, aitw.ReadOptions{Subset: "general", KeepPixels: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(eps) != len(ids) || len(eps) != st.Episodes[split] || rs.Records != st.Steps[split] {
+			t.Fatalf("%s: read %d episodes / %d records; splits.json has %d, stats %d / %d",
+				split, len(eps), rs.Records, len(ids), st.Episodes[split], st.Steps[split])
+		}
+		for _, ep := range eps {
+			if !ids[ep.ID] {
+				t.Errorf("%s: episode %s not in splits.json", split, ep.ID)
+			}
+			seed, ok := seedOf(ep.ID)
+			if !ok || SplitName(tasks.SplitOf(seed)) != split {
+				t.Errorf("episode %s in split %s", ep.ID, split)
+			}
+			if s := ep.Steps[0]; s.DeviceType != DeviceType || s.AndroidAPILevel != AndroidAPILevel || s.CurrentActivity == "" {
+				t.Errorf("%s: metadata %q %d %q", ep.ID, s.DeviceType, s.AndroidAPILevel, s.CurrentActivity)
+			}
+		}
+		if len(eps) == 0 {
+			t.Errorf("split %s is empty: pick seeds that cover every split", split)
+		}
+		total += len(eps)
+	}
+	if total != 12 {
+		t.Fatalf("%d episodes in all, want 12", total)
+	}
+}
+
+// seedOf reads the seed back from an episode id of any family.
+func seedOf(id string) (int64, bool) {
+	for _, f := range tasks.Families {
+		if rest, ok := strings.CutPrefix(id, "sim_"+f+"_"); ok {
+			n, err := strconv.ParseInt(rest, 10, 64)
+			return n, err == nil && EpisodeID(f, n) == id
+		}
+	}
+	return 0, false
+}
+
+func TestWriteIsDeterministic(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	sa, sb := writeSmall(t, a), writeSmall(t, b)
+	ja, _ := json.Marshal(sa)
+	jb, _ := json.Marshal(sb)
+	if !bytes.Equal(ja, jb) {
+		t.Fatalf("stats differ:\n%s\n%s", ja, jb)
+	}
+	for _, f := range append(sa.Files, "splits.json", "dataset.json") {
+		x, err := os.ReadFile(filepath.Join(a, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(b, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two runs", f)
+		}
+	}
+}
+
+func TestOptionsChecked(t *testing.T) {
+	for _, o := range []Options{
+		{Dir: t.TempDir(), Episodes: 0},
+		{Dir: t.TempDir(), Episodes: 3, Families: []string{"fly"}},
+		{Dir: t.TempDir(), Episodes: 3, Width: -1, Height: 5},
+		{Episodes: 3},
+	} {
+		if _, err := Write(context.Background(), o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/sim/tasks"
+)
+
+// Predictor is what online evaluation needs from the engine;
+// *engine.Predictor satisfies it.
+type Predictor interface {
+	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
+}
+
+// OnlineOptions configure closed-loop episodes on the simulator.
+type OnlineOptions struct {
+	Width, Height int // 0 means 360x800, the dataset's default
+	// MaxSteps caps an episode; 0 means the task's own budget (MaxSteps).
+	MaxSteps int
+	// RepeatLimit ends an episode when the model predicts the same action
+	// this many times in a row; 0 means 3, as `autoui run` does.
+	RepeatLimit int
+}
+
+// Stop reasons of an online episode (the same words `autoui run` uses).
+const (
+	StopComplete   = "complete"
+	StopImpossible = "impossible"
+	StopMaxSteps   = "max_steps"
+	StopRepeated   = "repeated"
+	StopUnparsable = "unparsable"
+)
+
+// Episode is the outcome of one online task.
+type Episode struct {
+	Family  string          `json:"family"`
+	Seed    int64           `json:"seed"`
+	Goal    string          `json:"goal"`
+	Success bool            `json:"success"` // read from the phone's state
+	Steps   int             `json:"steps"`
+	Stop    string          `json:"stop"`
+	Actions []action.Action `json:"-"`
+	Raw     []string        `json:"-"`
+}
+
+// RunOnline plays one task in process, the way `autoui run` drives a
+// device: screenshot -> predict with the model's own previous actions as
+// history -> perform the action through the same pixel gestures ADB sends,
+// until the model says the task is complete (or impossible), repeats itself,
+// emits something unparsable, or runs out of steps. Success is the task's
+// state-based check at the end, whatever the model claimed.
+func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOptions) (Episode, error) {
+	if o.Width == 0 && o.Height == 0 {
+		o.Width, o.Height = 360, 800
+	}
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = t.MaxSteps
+	}
+	if o.RepeatLimit <= 0 {
+		o.RepeatLimit = 3
+	}
+	ep := Episode{Family: t.Family, Seed: t.Seed, Goal: t.Goal, Stop: StopMaxSteps}
+	p, err := t.NewPhone(tasks.Options{Width: o.Width, Height: o.Height})
+	if err != nil {
+		return ep, err
+	}
+	var history []action.Action
+	repeats := 0
+	for ep.Steps < o.MaxSteps {
+		if err := ctx.Err(); err != nil {
+			return ep, err
+		}
+		res, err := pred.Predict(ctx, engine.Request{Screen: p.Image(), Goal: t.Goal, History: history})
+		if err != nil {
+			return ep, fmt.Errorf("task %s/%d step %d: predict: %w", t.Family, t.Seed, ep.Steps, err)
+		}
+		ep.Steps++
+		ep.Raw = append(ep.Raw, res.Raw)
+		if res.ParseErr != nil {
+			ep.Stop = StopUnparsable
+			break
+		}
+		a := res.Action
+		ep.Actions = append(ep.Actions, a)
+		if n := len(history); n > 0 && history[n-1] == a {
+			repeats++
+		} else {
+			repeats = 1
+		}
+		if repeats >= o.RepeatLimit {
+			ep.Stop = StopRepeated
+			break
+		}
+		if tasks.Apply(p, a) {
+			ep.Stop = StopComplete
+			if a.Type == action.StatusTaskImpossible {
+				ep.Stop = StopImpossible
+			}
+			break
+		}
+		history = append(history, a)
+	}
+	ep.Success = t.Success(p)
+	return ep, nil
+}
+
+// FamilyScore is the success rate of one family.
+type FamilyScore struct {
+	Family    string  `json:"family"`
+	Tasks     int     `json:"tasks"`
+	Successes int     `json:"successes"`
+	Rate      float64 `json:"rate"`
+	MeanSteps float64 `json:"mean_steps"`
+}
+
+// Summarize scores episodes per family (in tasks.Families order) and
+// overall (family "all").
+func Summarize(eps []Episode) []FamilyScore {
+	by := map[string]*FamilyScore{}
+	all := &FamilyScore{Family: "all"}
+	for _, e := range eps {
+		s := by[e.Family]
+		if s == nil {
+			s = &FamilyScore{Family: e.Family}
+			by[e.Family] = s
+		}
+		for _, x := range []*FamilyScore{s, all} {
+			x.Tasks++
+			x.MeanSteps += float64(e.Steps)
+			if e.Success {
+				x.Successes++
+			}
+		}
+	}
+	rank := map[string]int{}
+	for i, f := range tasks.Families {
+		rank[f] = i
+	}
+	var out []FamilyScore
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return rank[out[i].Family] < rank[out[j].Family] })
+	out = append(out, *all)
+	for i := range out {
+		if out[i].Tasks > 0 {
+			out[i].Rate = float64(out[i].Successes) / float64(out[i].Tasks)
+			out[i].MeanSteps /= float64(out[i].Tasks)
+		}
+	}
+	return out
+}
+
+// WriteTable prints per-family success rates.
+func WriteTable(w io.Writer, scores []FamilyScore) error {
+	if _, err := fmt.Fprintf(w, "%-16s %6s %9s %8s %10s\n", "family", "tasks", "successes", "success", "mean steps"); err != nil {
+		return err
+	}
+	for _, s := range scores {
+		if _, err := fmt.Fprintf(w, "%-16s %6d %9d %7.1f%% %10.1f\n", s.Family, s.Tasks, s.Successes, 100*s.Rate, s.MeanSteps); err != nil {
+			return err
+		}
+	}
+	return nil
+}

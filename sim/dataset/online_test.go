@@ -1,0 +1,147 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/sim/tasks"
+)
+
+// replayPredictor replays fixed answers.
+type replayPredictor struct {
+	raw []string
+	i   int
+}
+
+func (r *replayPredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	if r.i >= len(r.raw) {
+		return nil, errors.New("no more answers")
+	}
+	raw := r.raw[r.i]
+	r.i++
+	out, err := action.ParseOutput(raw)
+	if err != nil {
+		return &engine.Result{Raw: raw, ParseErr: err}, nil
+	}
+	return &engine.Result{Raw: raw, Action: out.Action, Plan: out.Plan}, nil
+}
+
+func answer(a action.Action) string { return action.Target([]action.Type{a.Type}, a) }
+
+// The loop performs the model's actions on the phone and reads success
+// from the phone's state, whatever the model claims.
+func TestRunOnlineReplaysExpert(t *testing.T) {
+	task := tasks.Generate(tasks.OpenApp, 5)
+	p, err := task.NewPhone(tasks.Options{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []string
+	for _, a := range task.Solve(p, 20) {
+		raw = append(raw, answer(a))
+	}
+	ep, err := RunOnline(context.Background(), &replayPredictor{raw: raw}, task, OnlineOptions{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ep.Success || ep.Stop != StopComplete || ep.Steps != len(raw) {
+		t.Fatalf("expert replay: %+v", ep)
+	}
+
+	// Claiming completion at once is not success.
+	done := answer(action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint})
+	ep, err = RunOnline(context.Background(), &replayPredictor{raw: []string{done}}, task, OnlineOptions{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Success || ep.Stop != StopComplete || ep.Steps != 1 {
+		t.Fatalf("premature completion: %+v", ep)
+	}
+}
+
+func TestRunOnlineStops(t *testing.T) {
+	task := tasks.Generate(tasks.Navigate, 2)
+	back := answer(action.Action{Type: action.PressBack, Touch: action.NoPoint, Lift: action.NoPoint})
+	ep, err := RunOnline(context.Background(), &replayPredictor{raw: []string{back, back, back}}, task, OnlineOptions{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Stop != StopRepeated || ep.Steps != 3 {
+		t.Fatalf("repeats: %+v", ep)
+	}
+	ep, err = RunOnline(context.Background(), &replayPredictor{raw: []string{"Action Plan: [DUAL"}}, task, OnlineOptions{Width: testW, Height: testH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Stop != StopUnparsable || ep.Success {
+		t.Fatalf("unparsable: %+v", ep)
+	}
+	home := answer(action.Action{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint})
+	ep, err = RunOnline(context.Background(), &replayPredictor{raw: []string{home, back}}, task, OnlineOptions{Width: testW, Height: testH, MaxSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Stop != StopMaxSteps || ep.Steps != 2 {
+		t.Fatalf("max steps: %+v", ep)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	eps := []Episode{
+		{Family: tasks.Search, Success: true, Steps: 4}, {Family: tasks.OpenApp, Success: false, Steps: 2},
+		{Family: tasks.OpenApp, Success: true, Steps: 4},
+	}
+	s := Summarize(eps)
+	if len(s) != 3 || s[0].Family != tasks.OpenApp || s[0].Rate != 0.5 || s[0].MeanSteps != 3 || s[1].Family != tasks.Search ||
+		s[2].Family != "all" || s[2].Successes != 2 || s[2].Tasks != 3 {
+		t.Fatalf("%+v", s)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, s); err != nil || !strings.Contains(b.String(), "open_app") {
+		t.Fatalf("table %q, %v", b.String(), err)
+	}
+}
+
+// defaultBundleTasks are unseen (test-split) tasks the default bundle
+// solves online; see docs/sim.md for its success rate over many.
+var defaultBundleTasks = []struct {
+	family string
+	seed   int64
+}{{tasks.Navigate, 17}, {tasks.OpenApp, 34}}
+
+// The committed default bundle, in process against the simulator: an
+// unseen test-split task is completed end to end (screen -> vision ->
+// prompt -> decode -> parse -> gesture -> new screen -> ... -> success).
+func TestDefaultBundleCompletesTask(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "models", "default")
+	b, err := models.Load(dir, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.NewPredictor(b, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range defaultBundleTasks {
+		task := tasks.Generate(c.family, c.seed)
+		if task.Split != "test" {
+			t.Fatalf("%s/%d is not a test task", c.family, c.seed)
+		}
+		ep, err := RunOnline(context.Background(), p, task, OnlineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ep.Success || ep.Stop != StopComplete {
+			t.Errorf("%s/%d %q: %+v; outputs %q", c.family, c.seed, task.Goal, ep, ep.Raw)
+		}
+	}
+}
