@@ -12,9 +12,9 @@ ORT_LIB := $(ORT_DIR)/lib/libonnxruntime.so.1.29.0
 BIN := build/autoui
 GO ?= go
 GOTEST_FLAGS ?=
-DEMO_MODEL ?= models/testdata/tiny
-DEMO_SCREEN ?= models/testdata/screens/home_1080x2400.png
-DEMO_GOAL ?= Open the settings app
+DEMO_MODEL ?= models/default
+DEMO_SCREEN ?= models/default/sample_screen.png
+DEMO_GOAL ?= Open Settings
 
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
