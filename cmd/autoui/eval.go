@@ -137,11 +137,8 @@ func runEvalRun(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] --out DIR [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *out == "" {
 		return errors.New("--out is required")
@@ -231,11 +228,8 @@ func runEvalScore(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui eval score --gold PATHS --pred FILE [--json] [--per-step FILE] [--html FILE] [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *pred == "" {
 		return errors.New("--pred is required")

@@ -69,3 +69,15 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// parseFlags parses a subcommand's flags; stray arguments are an error, so a
+// mistyped flag value is not silently ignored.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}

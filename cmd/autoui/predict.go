@@ -54,11 +54,8 @@ func runPredict(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui predict --model DIR --screen FILE --goal TEXT [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if strings.TrimSpace(*goal) == "" {
 		return fmt.Errorf("--goal is required")

@@ -114,3 +114,13 @@ func TestTinyBundleValid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDatasetRejectsUnknownFamily(t *testing.T) {
+	err := runDataset(context.Background(), []string{"--out", t.TempDir(), "--families", "open_app,fly_to_moon"})
+	if err == nil || !strings.Contains(err.Error(), "fly_to_moon") {
+		t.Fatalf("got %v", err)
+	}
+	if err := runDataset(context.Background(), []string{"stray"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Fatalf("stray argument: %v", err)
+	}
+}

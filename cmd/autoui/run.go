@@ -119,11 +119,8 @@ func runCmd(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui run --model DIR --goal TEXT [--serial S] [--max-steps 30] [--dry-run] [--confirm] [--out DIR] [flags]\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err := rf.validate(); err != nil {
 		return err

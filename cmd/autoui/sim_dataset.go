@@ -29,19 +29,16 @@ func runDataset(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui dataset [--out DIR] [--episodes N] [--seed S] [--size WxH] [--families F,...]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	w, h, err := parseSize(*size)
 	if err != nil {
 		return err
 	}
-	var fams []string
-	if *families != "" {
-		fams = strings.Split(*families, ",")
+	fams, err := parseFamilies(*families)
+	if err != nil {
+		return err
 	}
 	t0 := time.Now()
 	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Log: os.Stderr})
@@ -72,24 +69,19 @@ func runSimEval(ctx context.Context, args []string) error {
 			"from the simulator's state.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	w, h, err := parseSize(*size)
 	if err != nil {
 		return err
 	}
-	fams := tasks.Families
-	if *families != "" {
-		fams = strings.Split(*families, ",")
-		for _, f := range fams {
-			if !tasks.KnownFamily(f) {
-				return fmt.Errorf("unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
-			}
-		}
+	fams, err := parseFamilies(*families)
+	if err != nil {
+		return err
+	}
+	if fams == nil {
+		fams = tasks.Families
 	}
 	seeds := tasks.Seeds(*split, *start, *perFamily)
 	if seeds == nil {
@@ -130,4 +122,19 @@ func runSimEval(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%d tasks in %s\n", len(eps), time.Since(t0).Round(100*time.Millisecond))
 	return dataset.WriteTable(os.Stdout, dataset.Summarize(eps))
+}
+
+// parseFamilies reads a comma-separated --families value; empty means all
+// (nil). Unknown names are an error here rather than a panic in tasks.Generate.
+func parseFamilies(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	fams := strings.Split(s, ",")
+	for _, f := range fams {
+		if !tasks.KnownFamily(f) {
+			return nil, fmt.Errorf("unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
+		}
+	}
+	return fams, nil
 }
