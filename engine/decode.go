@@ -28,16 +28,12 @@ type decodeRun struct {
 	empty         []float32
 }
 
-func (p *Predictor) newDecodeRun(fused []float32, encLen int, maxLen int, tm *Timings) (*decodeRun, error) {
-	r := &decodeRun{p: p, tm: tm, encLen: int64(encLen), maxLen: int64(maxLen)}
+func (p *Predictor) newDecodeRun(fused []float32, mask []int64, maxLen int, tm *Timings) (*decodeRun, error) {
+	r := &decodeRun{p: p, tm: tm, encLen: int64(len(mask)), maxLen: int64(maxLen)}
 	d := int64(p.cfg.DModel)
 	var err error
 	if r.fusedT, err = ort.NewTensor(ort.NewShape(1, r.encLen, d), fused); err != nil {
 		return nil, fmt.Errorf("decoder input: %w", err)
-	}
-	mask := make([]int64, encLen)
-	for i := range mask {
-		mask[i] = 1
 	}
 	if r.maskT, err = ort.NewTensor(ort.NewShape(1, r.encLen), mask); err != nil {
 		r.close()
@@ -163,8 +159,8 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 
 // greedy is the reference decoding: argmax each step, stop at </s> or the
 // token limit. Returned ids exclude the decoder start token.
-func (p *Predictor) greedy(ctx context.Context, fused []float32, encLen, minNew, maxNew int, tm *Timings) ([]int64, error) {
-	r, err := p.newDecodeRun(fused, encLen, maxNew, tm)
+func (p *Predictor) greedy(ctx context.Context, fused []float32, mask []int64, minNew, maxNew int, tm *Timings) ([]int64, error) {
+	r, err := p.newDecodeRun(fused, mask, maxNew, tm)
 	if err != nil {
 		return nil, err
 	}

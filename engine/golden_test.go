@@ -188,14 +188,18 @@ func TestGoldenParity(t *testing.T) {
 			// encoder and fusion on the golden vision vector, so each stage is
 			// compared on its own inputs
 			goldFeat := loadNpy(t, c.Tensors["image_features"])
-			enc, err := p.encode(ids)
+			mask := make([]int64, len(ids))
+			for i := range mask {
+				mask[i] = 1
+			}
+			enc, err := p.encode(ids, mask)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := track("encoder", maxAbsDiff(t, "encoder", enc, loadNpy(t, c.Tensors["encoder_hidden_states"]))); d > tolHidden {
 				t.Errorf("encoder_hidden_states max abs diff %g > %g", d, tolHidden)
 			}
-			fused, err := p.fuse(enc, goldFeat)
+			fused, err := p.fuse(enc, goldFeat, mask)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +207,7 @@ func TestGoldenParity(t *testing.T) {
 				t.Errorf("fused_hidden_states max abs diff %g > %g", d, tolHidden)
 			}
 			// first 3 decode steps' logits, teacher-forced on the golden ids
-			r, err := p.newDecodeRun(fused, len(ids), 4, &Timings{})
+			r, err := p.newDecodeRun(fused, mask, 4, &Timings{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -221,15 +221,21 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Every prompt token is real (no padding): one all-ones mask serves the
+	// encoder, the fusion and the decoder's cross-attention.
+	mask := make([]int64, len(ids))
+	for i := range mask {
+		mask[i] = 1
+	}
 	t = time.Now()
-	enc, err := p.encode(ids)
+	enc, err := p.encode(ids, mask)
 	if err != nil {
 		return nil, err
 	}
 	res.Timings.Encoder = time.Since(t)
 
 	t = time.Now()
-	fused, err := p.fuse(enc, res.Features)
+	fused, err := p.fuse(enc, res.Features, mask)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +249,7 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 	if p.opts.Decoding == DecodeGreedy {
 		decode = p.greedy
 	}
-	res.TokenIDs, err = decode(ctx, fused, len(ids), req.MinNewTokens, maxNew, &res.Timings)
+	res.TokenIDs, err = decode(ctx, fused, mask, req.MinNewTokens, maxNew, &res.Timings)
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +268,8 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 }
 
 // encode runs the T5 encoder on one prompt: [1, n, d].
-func (p *Predictor) encode(ids []int64) ([]float32, error) {
+func (p *Predictor) encode(ids, mask []int64) ([]float32, error) {
 	n := int64(len(ids))
-	mask := make([]int64, n)
-	for i := range mask {
-		mask[i] = 1
-	}
 	idT, err := ort.NewTensor(ort.NewShape(1, n), ids)
 	if err != nil {
 		return nil, fmt.Errorf("encoder input: %w", err)
@@ -291,13 +293,9 @@ func (p *Predictor) encode(ids []int64) ([]float32, error) {
 }
 
 // fuse runs the fusion graph: encoder states + image vector -> fused states.
-func (p *Predictor) fuse(enc []float32, feat []float32) ([]float32, error) {
+func (p *Predictor) fuse(enc, feat []float32, mask []int64) ([]float32, error) {
 	d := int64(p.cfg.DModel)
 	n := int64(len(enc)) / d
-	mask := make([]int64, n)
-	for i := range mask {
-		mask[i] = 1
-	}
 	encT, err := ort.NewTensor(ort.NewShape(1, n, d), enc)
 	if err != nil {
 		return nil, fmt.Errorf("fusion input: %w", err)

@@ -117,8 +117,8 @@ func equalTokens(a, b []int64) bool {
 // speculative decodes with drafts verified in batches. It returns exactly the
 // tokens greedy would: a draft token is kept only if it equals the argmax at
 // its position, and the first disagreeing position yields greedy's token.
-func (p *Predictor) speculative(ctx context.Context, fused []float32, encLen, minNew, maxNew int, tm *Timings) ([]int64, error) {
-	r, err := p.newDecodeRun(fused, encLen, maxNew+maxDraft+1, tm)
+func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int64, minNew, maxNew int, tm *Timings) ([]int64, error) {
+	r, err := p.newDecodeRun(fused, mask, maxNew+maxDraft+1, tm)
 	if err != nil {
 		return nil, err
 	}
