@@ -316,3 +316,28 @@ func absInt(v int) int {
 	}
 	return v
 }
+
+// Bands of rows on separate cores must give the serial result bit for bit,
+// for every band count, including counts that leave uneven or odd bands.
+func TestParallelResizeMatchesSerial(t *testing.T) {
+	for _, name := range []string{"phone_1080x2400.png", "rgb_333x517.png"} {
+		img := decodeTestdata(t, name)
+		for _, size := range [][2]int{{224, 224}, {448, 448}, {224, 517}} {
+			serial := &scratch{forceWorkers: 1}
+			want, _, err := serial.resize(img, size[0], size[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 2; n <= 5; n++ {
+				par := &scratch{forceWorkers: n}
+				got, _, err := par.resize(img, size[0], size[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s -> %v with %d bands differs from the serial resize", name, size, n)
+				}
+			}
+		}
+	}
+}

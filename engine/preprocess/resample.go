@@ -251,11 +251,12 @@ func horizontal1(src []byte, w *window, dst []byte) {
 
 // vertical resamples the rows of tmp (stride bytes each, row 0 being source
 // row rowOffset) into dst, one output row at a time, accumulating whole rows
-// so the inner loop streams through memory.
-func vertical(tmp []byte, stride, rowOffset int, w *window, acc []int32, dst []byte) {
+// so the inner loop streams through memory. Only output rows [lo, hi) are
+// written, so bands of rows can run in parallel.
+func vertical(tmp []byte, stride, rowOffset int, w *window, lo, hi int, acc []int32, dst []byte) {
 	ks := w.ksize
 	acc = acc[:stride]
-	for yy := 0; yy < w.outSize; yy++ {
+	for yy := lo; yy < hi; yy++ {
 		for i := range acc {
 			acc[i] = half
 		}
