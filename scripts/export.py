@@ -326,7 +326,8 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
     L, H, dkv, d = cfg.num_decoder_layers, cfg.num_heads, cfg.d_kv, cfg.d_model
     graphs = {}
     t0 = time.time()
-    px = torch.randn(1, 3, vis.IMAGE_SIZE, vis.IMAGE_SIZE)
+    size = tower.config.image_size
+    px = torch.randn(1, 3, size, size)
     graphs["vision"] = _torch_export(tower, (px,), os.path.join(tmp, "vision.onnx"), ["pixel_values"],
                                      ["image_features"],
                                      {"pixel_values": {0: "batch_size"}, "image_features": {0: "batch_size"}}, opset)
@@ -442,7 +443,7 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
 
     sess = _session(os.path.join(out_dir, FILES["vision"]))
     for b in (1, 2):
-        px = torch.randn(b, 3, vis.IMAGE_SIZE, vis.IMAGE_SIZE, generator=g)
+        px = torch.randn(b, 3, tower.config.image_size, tower.config.image_size, generator=g)
         got = sess.run(["image_features"], {"pixel_values": px.numpy()})[0]
         _compare(f"vision batch={b}", got, tower(px).numpy(), TOLERANCES["vision"], report)
     del sess
@@ -567,7 +568,7 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
         "files": files,
         "tokens": {"pad_id": am.PAD_ID, "eos_id": am.EOS_ID, "unk_id": am.UNK_ID,
                    "decoder_start_id": cfg.decoder_start_token_id},
-        "preprocess": vis.preprocess_config(),
+        "preprocess": vis.preprocess_config(vcfg.image_size),
         "prompt": {"history_window": am.HISTORY_WINDOW, "max_source_tokens": am.MAX_SOURCE_TOKENS,
                    "max_target_tokens": am.MAX_TARGET_TOKENS},
         "action": {"scroll_map": scroll_map},

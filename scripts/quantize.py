@@ -339,7 +339,8 @@ def agreement(fp32_dir: str, int8_dir: str, cases_path: str = GOLDEN, threads: i
     features = {}  # screen -> (fp32, int8) image features; cases share screens
     for c in cases:
         if c["screen"] not in features:
-            px = vis.preprocess(Image.open(os.path.join(root, c["screen"])).convert("RGB"))
+            px = vis.preprocess(Image.open(os.path.join(root, c["screen"])).convert("RGB"),
+                                ref.manifest["preprocess"]["height"])
             features[c["screen"]] = ref.image_features(px), q.image_features(px)
         f_ref, f_q = features[c["screen"]]
         feat_diff = max(feat_diff, float(np.max(np.abs(f_ref - f_q))))

@@ -137,8 +137,13 @@ def training_corpus():
         lines.append(prompt(goal, history, window=rng.choice([8, 8, 8, 0])))
         lines.append(target(rng))
         lines.append(goal)
-    # Every printable ASCII character, digits in many shapes, and a little unicode, so that
-    # typed text and coordinates never fall back to <unk>.
+    return lines + coverage_lines(rng)
+
+
+def coverage_lines(rng):
+    """Every printable ASCII character, digits in many shapes, and a little unicode, so that
+    typed text and coordinates never fall back to <unk>."""
+    lines = []
     ascii_chars = "".join(chr(c) for c in range(33, 127))
     for i in range(300):
         lines.append(" ".join(ascii_chars[j::7] for j in range(7)))
@@ -147,16 +152,17 @@ def training_corpus():
     return lines
 
 
-def train_spiece(path):
+def train_spiece(path, corpus=None, vocab_size=SP_VOCAB_SIZE, **extra):
+    """Train the SentencePiece unigram model on corpus (default: the fixture corpus)."""
     import sentencepiece as spm
 
     spm.set_random_generator_seed(SEED)
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(training_corpus()),
+        sentence_iterator=iter(training_corpus() if corpus is None else corpus),
         model_writer=buf,
         model_type="unigram",
-        vocab_size=SP_VOCAB_SIZE,
+        vocab_size=vocab_size,
         character_coverage=1.0,
         num_threads=1,
         shuffle_input_sentence=False,
@@ -167,6 +173,7 @@ def train_spiece(path):
         bos_id=-1,
         normalization_rule_name="nmt_nfkc",
         minloglevel=2,
+        **extra,
     )
     data = buf.getvalue()
     with open(path, "wb") as f:

@@ -45,8 +45,10 @@ ACTION_NAMES = am.ACTION_TYPES  # AITW type id -> name
 # Model sizes. "default" is what models/default is trained with; "smoke" is for tests.
 MODEL_SIZES = {
     "default": dict(t5=dict(d_model=192, d_kv=32, d_ff=512, num_layers=2, num_decoder_layers=2, num_heads=6),
+                    # 448 px input with 32 px patches: as many patches as 224/16 (same transformer cost),
+                    # but a row label is ~7 px tall instead of ~4 and becomes legible.
                     vision=dict(hidden_size=128, num_hidden_layers=3, num_attention_heads=4, intermediate_size=512,
-                                patch_size=16)),
+                                image_size=448, patch_size=32)),
     "smoke": dict(t5=dict(d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=4),
                   vision=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
                               patch_size=32)),
@@ -178,10 +180,10 @@ def family_of(episode_id: str) -> str:
 
 # ---------------------------------------------------------------- samples
 
-def resize224(step: Step) -> np.ndarray:
-    """The uint8 224x224 RGB image BlipImageProcessor normalizes (PIL bicubic, antialiased)."""
+def resize(step: Step, size: int) -> np.ndarray:
+    """The uint8 size x size RGB image BlipImageProcessor normalizes (PIL bicubic, antialiased)."""
     img = Image.frombytes("RGB", (step.width, step.height), step.pixels)
-    return np.asarray(img.resize((vis.IMAGE_SIZE, vis.IMAGE_SIZE), Image.BICUBIC), dtype=np.uint8)
+    return np.asarray(img.resize((size, size), Image.BICUBIC), dtype=np.uint8)
 
 
 def build_source_ids(tok, goal: str, history: list, max_len: int = am.MAX_SOURCE_TOKENS) -> list[int]:
@@ -208,7 +210,7 @@ def episode_samples(tok, steps: list[Step]):
 
 @dataclass
 class SplitData:
-    images: np.ndarray                 # (n, 224, 224, 3) uint8
+    images: np.ndarray                 # (n, size, size, 3) uint8
     src: list = field(default_factory=list)
     tgt: list = field(default_factory=list)
     episode: list = field(default_factory=list)  # episode id per sample
@@ -216,14 +218,15 @@ class SplitData:
     aux: object = None                           # (presence, yx) arrays over the label vocabulary
 
 
-def prepare(data_dir: str, split: str, tok, cache_dir: str, limit_episodes: int = 0, log=print) -> SplitData:
+def prepare(data_dir: str, split: str, tok, cache_dir: str, limit_episodes: int = 0, log=print,
+            size: int = vis.IMAGE_SIZE) -> SplitData:
     """Samples of a split, with the resized screens cached in cache_dir (keyed by the split's
     record files' sizes and mtimes) so later runs skip decoding."""
     d = os.path.join(data_dir, split)
     key = json.dumps(sorted((n, os.path.getsize(os.path.join(d, n))) for n in os.listdir(d)) + [limit_episodes])
     os.makedirs(cache_dir, exist_ok=True)
-    img_path = os.path.join(cache_dir, f"{split}_224.npy")
-    meta_path = os.path.join(cache_dir, f"{split}_meta.json")
+    img_path = os.path.join(cache_dir, f"{split}_{size}.npy")
+    meta_path = os.path.join(cache_dir, f"{split}_{size}_meta.json" if size != 224 else f"{split}_meta.json")
     t0 = time.time()
     if os.path.exists(meta_path) and os.path.exists(img_path):
         with open(meta_path) as f:
@@ -251,13 +254,13 @@ def prepare(data_dir: str, split: str, tok, cache_dir: str, limit_episodes: int 
             return data
     n = count_steps(data_dir, split, limit_episodes)
     images = np.lib.format.open_memmap(img_path + ".tmp", mode="w+", dtype=np.uint8,
-                                       shape=(n, vis.IMAGE_SIZE, vis.IMAGE_SIZE, 3))
+                                       shape=(n, size, size, 3))
     data = SplitData(images)
     meta_eps = []
     k = 0
     for steps in stream_episodes(data_dir, split, limit_episodes):
         for s in steps:
-            images[k] = resize224(s)
+            images[k] = resize(s, size)
             k += 1
         for src, tgt in episode_samples(tok, steps):
             data.src.append(src)
@@ -501,10 +504,17 @@ def train(args) -> dict:
             logf.write(json.dumps(rec) + "\n")
             logf.flush()
 
+    if args.tokenizer == "sim":
+        from . import sim_tokenizer
+        t0 = time.time()
+        info = sim_tokenizer.build(args.data, os.path.join(args.out, "tokenizer"), limit_episodes=args.limit_episodes)
+        args.tokenizer = info["path"]
+        log(f"tokenizer trained on the training split: {info['vocab_size']} ids in {time.time() - t0:.0f}s")
     tok = am.load_tokenizer(args.tokenizer)
+    size = MODEL_SIZES[args.size]["vision"].get("image_size", vis.IMAGE_SIZE)
     cache = args.cache or os.path.join(args.data, "cache224")
-    train_data = prepare(args.data, "train", tok, cache, args.limit_episodes, log)
-    val_data = prepare(args.data, "validation", tok, cache, args.limit_episodes, log)
+    train_data = prepare(args.data, "train", tok, cache, args.limit_episodes, log, size)
+    val_data = prepare(args.data, "validation", tok, cache, args.limit_episodes, log, size)
     model, tower = build_model(args.size, am.round_vocab(len(tok)), args.seed)
     n_params = sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in tower.parameters())
     log(f"model {args.size}: {n_params / 1e6:.2f}M parameters ({n_params * 4 / 1e6:.1f} MB fp32)")
@@ -620,7 +630,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="auto", help="torch threads: a number, or auto (2 when the machine is idle, else 1)")
     ap.add_argument("--limit-episodes", type=int, default=0, help="use only the first N episodes of each family")
     ap.add_argument("--cache", help="preprocessed screen cache (default DATA/cache224)")
-    ap.add_argument("--tokenizer", default=DEFAULT_TOKENIZER)
+    ap.add_argument("--tokenizer", default="sim",
+                    help="tokenizer.json, or 'sim' to train one on the training split (scripts.sim_tokenizer)")
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--save-every", type=float, default=10, help="checkpoint every N minutes (0: only at the end)")
     ap.add_argument("--val-samples", type=int, default=256)

@@ -30,7 +30,7 @@ VISION_SIZES = {
 
 
 class VisionTower(nn.Module):
-    """pixel_values (b, 3, 224, 224) -> image_features (b, hidden): the pooled CLS output."""
+    """pixel_values (b, 3, S, S) -> image_features (b, hidden): the pooled CLS output."""
 
     def __init__(self, model: Blip2VisionModel):
         super().__init__()
@@ -109,21 +109,22 @@ def load_vision(blip2_dir: str) -> VisionTower:
     return VisionTower(model).eval()
 
 
-def image_processor():
-    """HF BlipImageProcessor as BLIP-2 configures it (the reference preprocessing)."""
+def image_processor(size: int = IMAGE_SIZE):
+    """HF BlipImageProcessor as BLIP-2 configures it (the reference preprocessing); size is the
+    tower's square input (224 for BLIP-2, larger for towers trained here to read small text)."""
     from transformers import BlipImageProcessor
     from transformers.image_utils import PILImageResampling
-    return BlipImageProcessor(do_resize=True, size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+    return BlipImageProcessor(do_resize=True, size={"height": size, "width": size},
                               resample=PILImageResampling.BICUBIC, do_rescale=True, rescale_factor=RESCALE,
                               do_normalize=True, image_mean=list(MEAN), image_std=list(STD), do_convert_rgb=True)
 
 
-def preprocess(image) -> np.ndarray:
-    """PIL image -> float32 (3, 224, 224) pixel values."""
-    out = image_processor()(images=image, return_tensors="np")["pixel_values"][0]
+def preprocess(image, size: int = IMAGE_SIZE) -> np.ndarray:
+    """PIL image -> float32 (3, size, size) pixel values."""
+    out = image_processor(size)(images=image, return_tensors="np")["pixel_values"][0]
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
-def preprocess_config() -> dict:
-    return {"height": IMAGE_SIZE, "width": IMAGE_SIZE, "resample": "bicubic", "rescale_factor": RESCALE,
+def preprocess_config(size: int = IMAGE_SIZE) -> dict:
+    return {"height": size, "width": size, "resample": "bicubic", "rescale_factor": RESCALE,
             "mean": list(MEAN), "std": list(STD)}

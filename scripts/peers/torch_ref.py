@@ -114,7 +114,7 @@ class Runner:
             return img.convert("RGB")
 
         img = clk.time("decode_image", load)
-        pixels = clk.time("preprocess", lambda: torch.from_numpy(self.vis.preprocess(img))[None])
+        pixels = clk.time("preprocess", lambda: torch.from_numpy(self.vis.preprocess(img, self.tower.config.image_size))[None])
         with torch.inference_mode():
             feats = clk.time("vision", self.tower, pixels)
             ids, _ = clk.time("tokenize", am.encode_source, self.tok, case["source_text"], self.max_source)

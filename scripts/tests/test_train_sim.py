@@ -91,3 +91,25 @@ def test_train_save_export(data_dir, tmp_path):
     # The cache is reused on the next run.
     cached = ts.prepare(data_dir, "train", am.load_tokenizer(ts.DEFAULT_TOKENIZER), os.path.join(data_dir, "cache224"))
     assert cached.images.shape == (6, vis.IMAGE_SIZE, vis.IMAGE_SIZE, 3) and len(cached.ann) == 6
+
+
+def test_sim_tokenizer(data_dir, tmp_path):
+    from scripts import sim_tokenizer
+    info = sim_tokenizer.build(data_dir, str(tmp_path / "tok"), vocab=400)
+    tok = am.load_tokenizer(info["path"])
+    # Goldens are the Hugging Face ids of validation prompts and targets.
+    with open(os.path.join(str(tmp_path / "tok"), "golden_ids.json")) as f:
+        golden = json.load(f)
+    assert golden["vocab_size"] == len(tok) and golden["encode"]
+    for c in golden["encode"]:
+        assert tok(c["text"])["input_ids"] == c["ids"]
+    # Every character an action target can hold is in the vocabulary (no <unk>).
+    text = am.target_text(["TYPE"], am.Action("TYPE", typed_text="Zürich 4k-TV #1 (new)!"))
+    assert am.UNK_ID not in tok(text)["input_ids"]
+    # Deterministic: the same data gives the same files.
+    again = sim_tokenizer.build(data_dir, str(tmp_path / "tok2"), vocab=400)
+    for name in ("spiece.model", "tokenizer.json", "golden_ids.json"):
+        with open(os.path.join(str(tmp_path / "tok"), name), "rb") as a, \
+                open(os.path.join(str(tmp_path / "tok2"), name), "rb") as b:
+            assert a.read() == b.read(), name
+    assert again["vocab_size"] == info["vocab_size"]
