@@ -85,6 +85,23 @@ type Summary struct {
 	TornTail    bool // a torn last line was cut from the file
 	Read        aitw.ReadStats
 	Path        string
+	Decode      DecodeStats // over this run's new predictions
+}
+
+// DecodeStats sums the text path of a run's predictions, so decoding
+// settings (speculative or greedy, constrained) can be compared on real data.
+type DecodeStats struct {
+	Calls    int           // sequential decoder calls
+	Tokens   int           // generated tokens
+	TextPath time.Duration // tokenize + encoder + fusion + decoding
+	Decode   time.Duration // decoder calls
+}
+
+func (d *DecodeStats) add(t engine.Timings, tokens int) {
+	d.Calls += t.DecoderCalls
+	d.Tokens += tokens
+	d.Decode += t.FirstStep + t.LaterSteps
+	d.TextPath += t.Tokenize + t.Encoder + t.Fusion + t.FirstStep + t.LaterSteps
 }
 
 // PredictionsFile is the file name a run writes in its output directory.
@@ -192,6 +209,7 @@ func runEpisode(ctx context.Context, p Predictor, opts Options, ep aitw.Episode,
 		}
 		done.ByStep[key] = pred
 		sum.Predicted++
+		sum.Decode.add(res.Timings, len(res.TokenIDs))
 		prog.step(sum)
 		history = appendHistory(history, opts.History, s.Action, pred.Action)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
@@ -42,7 +43,8 @@ func (f *fakePredictor) Predict(ctx context.Context, req engine.Request) (*engin
 	f.lastFeature = req.Features
 	y := 0.01 + 0.1*float64(len(req.History))
 	a := action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.5}, Lift: action.Point{Y: y, X: 0.5}}
-	res := &engine.Result{Action: a, Raw: "raw"}
+	res := &engine.Result{Action: a, Raw: "raw", TokenIDs: []int64{5, 6, 7, 1},
+		Timings: engine.Timings{DecoderCalls: 2, Encoder: 3 * time.Millisecond, FirstStep: time.Millisecond, LaterSteps: time.Millisecond}}
 	if len(req.History) == 2 {
 		res.Action = action.Action{}
 		res.ParseErr = fmt.Errorf("bad text")
@@ -263,6 +265,11 @@ func TestParseErrorsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(sum.Path)
+	// Decoding totals add up over the new predictions.
+	if d := sum.Decode; d.Calls != 2*sum.Predicted || d.Tokens != 4*sum.Predicted ||
+		d.Decode != time.Duration(sum.Predicted)*2*time.Millisecond || d.TextPath != time.Duration(sum.Predicted)*5*time.Millisecond {
+		t.Errorf("decode stats %+v for %d predictions", d, sum.Predicted)
+	}
 	if sum.ParseErrors == 0 || !bytes.Contains(b, []byte(`"parse_error":"bad text"`)) || !bytes.Contains(b, []byte(`"action_type":0`)) {
 		t.Errorf("parse errors %d", sum.ParseErrors)
 	}

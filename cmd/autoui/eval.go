@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -181,6 +182,12 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "%d new predictions (%d already done) in %s; %d episodes; %d outputs did not parse; vision cache %d hits, %d misses\n",
 		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses)
+	if d, n := sum.Decode, sum.Predicted; n > 0 && d.Calls > 0 {
+		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
+		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call\n",
+			ms(d.TextPath)/float64(n), ms(d.Decode)/float64(n), float64(d.Calls)/float64(n), float64(d.Tokens)/float64(n),
+			float64(d.Tokens)/float64(d.Calls))
+	}
 	if err != nil {
 		return err
 	}
