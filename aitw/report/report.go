@@ -191,8 +191,8 @@ func shots(screens []Screen, maxH int) ([]shot, error) {
 		sh := shot{
 			Title: fmt.Sprintf("%s · episode %s · step %d", r.Subset, r.EpisodeID, r.StepID),
 			Goal:  s.Goal,
-			Gold:  describe(r.Gold),
-			Pred:  describe(r.Pred),
+			Gold:  action.Describe(r.Gold),
+			Pred:  action.Describe(r.Pred),
 		}
 		if r.Missing {
 			sh.Pred = "no prediction"
@@ -208,20 +208,6 @@ func shots(screens []Screen, maxH int) ([]shot, error) {
 		out = append(out, sh)
 	}
 	return out, nil
-}
-
-func describe(a action.Action) string {
-	switch {
-	case !a.Type.Valid():
-		return "unparsed output"
-	case a.Type == action.DualPoint && action.IsTap(a):
-		return fmt.Sprintf("tap [%.4f, %.4f]", a.Touch.Y, a.Touch.X)
-	case a.Type == action.DualPoint:
-		return fmt.Sprintf("swipe [%.4f, %.4f] → [%.4f, %.4f]", a.Touch.Y, a.Touch.X, a.Lift.Y, a.Lift.X)
-	case a.Type == action.TypeText:
-		return fmt.Sprintf("type %q", a.Text)
-	}
-	return a.Type.String()
 }
 
 func scaleDown(img image.Image, maxH int) image.Image {

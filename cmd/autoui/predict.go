@@ -156,7 +156,7 @@ func printPrediction(w io.Writer, res *engine.Result) {
 	if res.ParseErr != nil {
 		fmt.Fprintf(w, "action:  (unparseable model output)\n")
 	} else {
-		fmt.Fprintf(w, "action:  %s\n", describe(res.Action))
+		fmt.Fprintf(w, "action:  %s\n", action.Describe(res.Action))
 		names := make([]string, len(res.Plan))
 		for i, t := range res.Plan {
 			names[i] = t.String()
@@ -170,20 +170,6 @@ func printPrediction(w io.Writer, res *engine.Result) {
 	}
 	fmt.Fprintf(w, "time:    %s ms total (preprocess %s, vision %s, tokenize %s, encoder %s, fusion %s, decode %s+%s over %d calls, %d tokens)\n",
 		ms(t.Total), ms(t.Preprocess), ms(t.Vision), ms(t.Tokenize), ms(t.Encoder), ms(t.Fusion), ms(t.FirstStep), ms(t.LaterSteps), t.DecoderCalls, len(res.TokenIDs))
-}
-
-// describe renders an action for people.
-func describe(a action.Action) string {
-	switch a.Type {
-	case action.DualPoint:
-		if action.IsTap(a) {
-			return fmt.Sprintf("tap at y=%.4f x=%.4f", a.Touch.Y, a.Touch.X)
-		}
-		return fmt.Sprintf("swipe from y=%.4f x=%.4f to y=%.4f x=%.4f", a.Touch.Y, a.Touch.X, a.Lift.Y, a.Lift.X)
-	case action.TypeText:
-		return fmt.Sprintf("type %q", a.Text)
-	}
-	return a.Type.String()
 }
 
 // parseActionArg reads a --prev value: a compact form or a JSON object.
