@@ -150,21 +150,8 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	}
 	switch t.Type {
 	case "Sequence":
-		var s struct {
-			Normalizers []json.RawMessage `json:"normalizers"`
-		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		seq := make(normalizerSeq, 0, len(s.Normalizers))
-		for i, r := range s.Normalizers {
-			n, err := parseNormalizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("sequence item %d: %w", i, err)
-			}
-			seq = append(seq, n)
-		}
-		return seq, nil
+		seq, err := parseSequence(raw, "normalizers", parseNormalizer)
+		return normalizerSeq(seq), err
 	case "Precompiled":
 		var p struct {
 			Charsmap *string `json:"precompiled_charsmap"`
@@ -279,21 +266,8 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	}
 	switch t.Type {
 	case "Sequence":
-		var s struct {
-			PreTokenizers []json.RawMessage `json:"pretokenizers"`
-		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		seq := make(preTokenizerSeq, 0, len(s.PreTokenizers))
-		for i, r := range s.PreTokenizers {
-			p, err := parsePreTokenizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("sequence item %d: %w", i, err)
-			}
-			seq = append(seq, p)
-		}
-		return seq, nil
+		seq, err := parseSequence(raw, "pretokenizers", parsePreTokenizer)
+		return preTokenizerSeq(seq), err
 	case "WhitespaceSplit":
 		return whitespaceSplit{}, nil
 	case "Metaspace":
@@ -380,4 +354,28 @@ func parsePostProcessor(raw json.RawMessage) (prefix, suffix []int64, err error)
 		return nil, nil, errors.New("single template has no $A")
 	}
 	return prefix, suffix, nil
+}
+
+// parseSequence parses a Sequence component: its items under key, each with
+// parse (normalizers and pre-tokenizers share the shape).
+func parseSequence[T any](raw json.RawMessage, key string, parse func(json.RawMessage) (T, error)) ([]T, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if r, ok := fields[key]; ok {
+		if err := json.Unmarshal(r, &items); err != nil {
+			return nil, fmt.Errorf("sequence %s: %w", key, err)
+		}
+	}
+	seq := make([]T, 0, len(items))
+	for i, r := range items {
+		v, err := parse(r)
+		if err != nil {
+			return nil, fmt.Errorf("sequence item %d: %w", i, err)
+		}
+		seq = append(seq, v)
+	}
+	return seq, nil
 }
