@@ -72,3 +72,13 @@ func procStatus(path string) (map[string]int64, error) {
 	}
 	return out, sc.Err()
 }
+
+// ResetPeakRSS restarts the resident-set high-water mark (VmHWM) at the
+// current RSS, so a later ReadMemory gives the peak of what ran in between
+// (Linux: writing 5 to /proc/self/clear_refs).
+func ResetPeakRSS() error {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset peak RSS: %w", err)
+	}
+	return nil
+}

@@ -193,6 +193,10 @@ type SessionOptions struct {
 	// DisableSpinning stops ORT's worker threads from spin-waiting between
 	// operators (less CPU burned when idle, slightly higher latency).
 	DisableSpinning bool
+	// DisableMemPattern turns off ORT's memory-pattern planning (one block
+	// per run, planned per set of input shapes; the decoder's shapes change
+	// on every call).
+	DisableMemPattern bool
 	// Provider is cpu (default) or cuda.
 	Provider Provider
 	// CUDADevice is the GPU ordinal for the cuda provider.
@@ -238,6 +242,9 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 	}
 	if err := so.SetCpuMemArena(!o.DisableMemArena); err != nil {
 		return fail("memory arena", err)
+	}
+	if err := so.SetMemPattern(!o.DisableMemPattern); err != nil {
+		return fail("memory pattern", err)
 	}
 	if o.DisableSpinning {
 		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {

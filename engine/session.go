@@ -16,6 +16,9 @@ type graph struct {
 	inputs  []string
 	outputs []string
 	sess    *ort.DynamicAdvancedSession
+	// inSlot and outSlot give each name's position in inputs and outputs,
+	// for callers that bind by slot (runSlices) on hot paths.
+	inSlot, outSlot map[string]int
 }
 
 // openGraph checks the graph's reported inputs and outputs against the
@@ -32,11 +35,13 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*gra
 		return nil, err
 	}
 	spec := b.Manifest.Files[role]
-	g := &graph{role: role, path: path}
+	g := &graph{role: role, path: path, inSlot: map[string]int{}, outSlot: map[string]int{}}
 	for _, t := range spec.Inputs {
+		g.inSlot[t.Name] = len(g.inputs)
 		g.inputs = append(g.inputs, t.Name)
 	}
 	for _, t := range spec.Outputs {
+		g.outSlot[t.Name] = len(g.outputs)
 		g.outputs = append(g.outputs, t.Name)
 	}
 	var sess *ort.DynamicAdvancedSession
@@ -70,8 +75,8 @@ func (g *graph) run(in map[string]ort.Value, out map[string]ort.Value) error {
 	for i, n := range g.outputs {
 		outs[i] = out[n]
 	}
-	if err := g.sess.Run(ins, outs); err != nil {
-		return fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
+	if err := g.runSlices(ins, outs); err != nil {
+		return err
 	}
 	for i, n := range g.outputs {
 		if out[n] == nil {
@@ -79,6 +84,46 @@ func (g *graph) run(in map[string]ort.Value, out map[string]ort.Value) error {
 		}
 	}
 	return nil
+}
+
+// runSlices executes the graph on values bound by slot (see slot): ins and
+// outs are in the order of g.inputs and g.outputs. A nil output is allocated
+// by ORT and stored into outs. The caller keeps both slices across calls,
+// so a decode loop binds without building maps.
+func (g *graph) runSlices(ins, outs []ort.Value) error {
+	if len(ins) != len(g.inputs) || len(outs) != len(g.outputs) {
+		return fmt.Errorf("run %s graph: %d inputs and %d outputs bound, want %d and %d (programmer error)",
+			g.role, len(ins), len(outs), len(g.inputs), len(g.outputs))
+	}
+	for i, v := range ins {
+		if v == nil {
+			return fmt.Errorf("run %s graph: input %q not provided (programmer error)", g.role, g.inputs[i])
+		}
+	}
+	if err := g.sess.Run(ins, outs); err != nil {
+		return fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
+	}
+	return nil
+}
+
+// slots returns the input and output positions of the given names, for
+// runSlices.
+func (g *graph) slots(inputs, outputs []string) (ins, outs []int, err error) {
+	for _, n := range inputs {
+		i, ok := g.inSlot[n]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s graph has no input %q", g.role, n)
+		}
+		ins = append(ins, i)
+	}
+	for _, n := range outputs {
+		i, ok := g.outSlot[n]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s graph has no output %q", g.role, n)
+		}
+		outs = append(outs, i)
+	}
+	return ins, outs, nil
 }
 
 func ioInfos(in []ort.InputOutputInfo) []models.IOInfo {
@@ -116,6 +161,17 @@ func destroyAll(vs ...ort.Value) {
 	for _, v := range vs {
 		if v != nil {
 			v.Destroy()
+		}
+	}
+}
+
+// release destroys the values of vs and clears them, so a slice of cached
+// values can be refilled or released twice safely.
+func release(vs []ort.Value) {
+	for i, v := range vs {
+		if v != nil {
+			v.Destroy()
+			vs[i] = nil
 		}
 	}
 }

@@ -118,7 +118,7 @@ func equalTokens(a, b []int64) bool {
 // tokens greedy would: a draft token is kept only if it equals the argmax at
 // its position, and the first disagreeing position yields greedy's token.
 func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int64, minNew, maxNew int, tm *Timings) ([]int64, error) {
-	r, err := p.newDecodeRun(fused, mask, maxNew+maxDraft+1, tm)
+	r, err := p.newDecoderCache(fused, mask, maxNew+maxDraft+1, tm)
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +128,15 @@ func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int
 	// seq is the decoder input so far: start token + generated tokens.
 	seq := make([]int64, 1, maxNew+maxDraft+2)
 	seq[0] = p.bundle.Manifest.Tokens.DecoderStartID
-	var out []int64
-	fed := 0 // tokens of seq already in the cache
+	out := make([]int64, 0, maxNew)
+	in := make([]int64, 0, maxNew+maxDraft+1) // the call's input, reused
+	fed := 0                                  // tokens of seq already in the cache
 	for len(out) < maxNew {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		drafts := p.drafts.draft(seq, min(maxDraft, maxNew-len(out)-1))
-		in := append(seq[fed:len(seq):len(seq)], drafts...)
+		in = append(append(in[:0], seq[fed:]...), drafts...)
 		logits, err := r.step(in)
 		if err != nil {
 			return nil, err

@@ -11,13 +11,17 @@ import (
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/bench/probe"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
 )
 
 func init() {
-	register(command{name: "bench", summary: "measure latency and memory per pipeline stage, beside this machine's limits", run: runBench})
+	register(command{name: "bench", summary: "measure latency and memory per pipeline stage, beside this machine's limits ('bench tune': sweep session settings)", run: runBench})
 }
 
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "tune" {
+		return runBenchTune(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	mf := addModelFlags(fs)
 	runs := fs.Int("runs", 3, "measured passes over the fixed cases (3 cases per pass)")
@@ -32,6 +36,7 @@ func runBench(ctx context.Context, args []string) error {
 	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "       autoui bench tune --model DIR [flags]   (sweep ONNX Runtime session settings; -h for its flags)")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -120,6 +125,135 @@ func writeBenchOutput(path string, fn func(io.Writer) error) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// runBenchTune sweeps ONNX Runtime session settings on the text path of one
+// bundle: every combination of the --try-* lists, each checked for the
+// default setting's tokens; the summary names the fastest.
+func runBenchTune(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench tune", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	runs := fs.Int("runs", 5, "measured passes over the cases per setting")
+	warmup := fs.Int("warmup", 1, "discarded passes per setting after opening it")
+	tokens := fs.Int("tokens", 80, "generated tokens per action (</s> suppressed until then)")
+	ncases := fs.Int("cases", 3, "prompts per pass: the first N of the fixed cases (0, 4 and 8 previous actions)")
+	quick := fs.Bool("quick", false, "smoke test: 2 cases, 8 tokens, 1 run, no warm-up (overrides --runs, --warmup, --tokens, --cases)")
+	tryThreads := fs.String("try-threads", "1,2", "intra-op thread counts to try")
+	trySpin := fs.String("try-spin", "on,off", "intra-op spin-waiting values to try")
+	tryArena := fs.String("try-arena", "on,off", "CPU memory arena values to try")
+	tryMemPattern := fs.String("try-mempattern", "on", "memory pattern values to try")
+	tryOpt := fs.String("try-opt", "basic,extended,all", "graph optimisation levels to try")
+	benchstatOut := fs.String("benchstat", "-", "write benchstat lines to this file (- for stdout)")
+	jsonOut := fs.String("json", "", "write the sweep as JSON to this file")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui bench tune --model DIR [--runs N] [--quick] [--try-threads 1,2] [--try-spin on,off] [--try-arena on,off] [--try-opt basic,extended,all] [--benchstat FILE] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin, arena and memory pattern on, opt=all); --threads and --graph-opt are not used here.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var conflict error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "threads" || f.Name == "graph-opt" {
+			conflict = fmt.Errorf("--%s: bench tune sweeps it; use --try-threads / --try-opt", f.Name)
+		}
+	})
+	if conflict != nil {
+		return conflict
+	}
+	var grid bench.Grid
+	var err error
+	if grid.Threads, err = bench.ParseThreads(*tryThreads); err != nil {
+		return fmt.Errorf("--try-threads: %w", err)
+	}
+	if grid.Spin, err = bench.ParseOnOff(*trySpin); err != nil {
+		return fmt.Errorf("--try-spin: %w", err)
+	}
+	if grid.Arena, err = bench.ParseOnOff(*tryArena); err != nil {
+		return fmt.Errorf("--try-arena: %w", err)
+	}
+	if grid.MemPattern, err = bench.ParseOnOff(*tryMemPattern); err != nil {
+		return fmt.Errorf("--try-mempattern: %w", err)
+	}
+	if grid.Opt, err = bench.ParseOpts(*tryOpt); err != nil {
+		return fmt.Errorf("--try-opt: %w", err)
+	}
+	opts := bench.TuneOptions{Options: bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens}, Reference: bench.DefaultSetting(), Progress: os.Stderr}
+	if *quick {
+		opts.Options = bench.Options{Runs: 1, Warmup: 0, Tokens: 8}
+		*ncases = 2
+	}
+	cases, err := bench.DefaultCases("") // the text path ignores the screen
+	if err != nil {
+		return err
+	}
+	if *ncases < 1 || *ncases > len(cases) {
+		return fmt.Errorf("--cases %d: want 1..%d", *ncases, len(cases))
+	}
+	cases = cases[:*ncases]
+
+	if mf.model == "" {
+		return fmt.Errorf("--model is required (a bundle directory, e.g. bench-models/base-tiny-vision)")
+	}
+	base, err := mf.options()
+	if err != nil {
+		return err
+	}
+	lo := models.LoadOptions{}
+	if mf.noVerify {
+		lo.Verify = models.VerifySizes
+	}
+	b, err := models.Load(mf.model, lo) // once: checksums are not recomputed per setting
+	if err != nil {
+		return err
+	}
+	opts.Features = bench.SyntheticFeatures(b.Manifest.Model.ImageDim)
+	open := func(so engine.SessionOptions) (bench.Predictor, func(), error) {
+		o := base
+		o.Session = so
+		p, err := engine.NewPredictor(b, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, func() { p.Close() }, nil
+	}
+	settings := grid.Settings()
+	fmt.Fprintf(os.Stderr, "bench tune: %s, %d settings + reference, %d cases x (%d warm-up + %d runs), %d tokens each...\n",
+		mf.model, len(settings), len(cases), opts.Warmup, opts.Runs, opts.Tokens)
+	rep, err := bench.Tune(ctx, open, base.Session, cases, settings, opts)
+	if err != nil {
+		return err
+	}
+	rep.Model = b.Manifest.Model.Size
+	if b.Manifest.Name != "" {
+		rep.Model = b.Manifest.Name
+	}
+	if *benchstatOut != "" {
+		if err := writeBenchOutput(*benchstatOut, rep.WriteBenchstat); err != nil {
+			return err
+		}
+	}
+	if *jsonOut != "" {
+		js, err := rep.JSON()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(js, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
+	w := io.Writer(os.Stdout)
+	if *benchstatOut == "-" {
+		w = os.Stderr // keep stdout benchstat-only
+	}
+	if err := rep.WriteSummary(w); err != nil {
+		return err
+	}
+	if n := rep.Mismatches(); n > 0 {
+		return fmt.Errorf("%d setting(s) gave tokens different from the reference", n)
 	}
 	return nil
 }
