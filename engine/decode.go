@@ -321,7 +321,8 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 
 // greedy is the reference decoding: argmax each step, stop at </s> or the
 // token limit. Returned ids exclude the decoder start token.
-func (p *Predictor) greedy(ctx context.Context, fused []float32, mask []int64, minNew, maxNew int, tm *Timings) ([]int64, error) {
+func (p *Predictor) greedy(ctx context.Context, fused []float32, mask []int64, g genLimits, tm *Timings) ([]int64, error) {
+	maxNew := g.maxNew
 	r, err := p.newDecoderCache(fused, mask, maxNew, tm)
 	if err != nil {
 		return nil, err
@@ -338,13 +339,32 @@ func (p *Predictor) greedy(ctx context.Context, fused []float32, mask []int64, m
 		if err != nil {
 			return nil, err
 		}
-		tok = p.pickToken(logits, out, minNew)
+		tok = p.choose(logits, out, g)
 		out = append(out, tok)
 		if tok == eos {
 			break
 		}
 	}
 	return out, nil
+}
+
+// genLimits are one request's generation settings.
+type genLimits struct {
+	minNew, maxNew int
+	// replay stands in for the model's choices (Request.Replay).
+	replay []int64
+}
+
+// choose picks the token after out: the replayed token when replaying (then
+// </s>), else pickToken's choice.
+func (p *Predictor) choose(row []float32, out []int64, g genLimits) int64 {
+	if g.replay != nil {
+		if len(out) < len(g.replay) {
+			return g.replay[len(out)]
+		}
+		return p.bundle.Manifest.Tokens.EOSID
+	}
+	return p.pickToken(row, out, g.minNew)
 }
 
 // pickToken chooses the token after out from one row of logits: </s> is

@@ -100,12 +100,12 @@ func BenchmarkDecoderStep(b *testing.B) {
 	// whole decodes of a fixed 32 tokens (op = one decode, setup included)
 	for _, dec := range []struct {
 		name string
-		fn   func(context.Context, []float32, []int64, int, int, *Timings) ([]int64, error)
+		fn   func(context.Context, []float32, []int64, genLimits, *Timings) ([]int64, error)
 	}{{"greedy-32", p.greedy}, {"speculative-32", p.speculative}} {
 		b.Run(dec.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ids, err := dec.fn(context.Background(), fused, mask, 32, 32, &Timings{})
+				ids, err := dec.fn(context.Background(), fused, mask, genLimits{minNew: 32, maxNew: 32}, &Timings{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -249,7 +249,11 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 	if p.opts.Decoding == DecodeGreedy {
 		decode = p.greedy
 	}
-	res.TokenIDs, err = decode(ctx, fused, mask, req.MinNewTokens, maxNew, &res.Timings)
+	if req.Replay != nil && len(req.Replay) >= maxNew {
+		return nil, fmt.Errorf("replay of %d tokens does not fit the %d-token limit with its </s>", len(req.Replay), maxNew)
+	}
+	g := genLimits{minNew: req.MinNewTokens, maxNew: maxNew, replay: req.Replay}
+	res.TokenIDs, err = decode(ctx, fused, mask, g, &res.Timings)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,13 @@ type Request struct {
 	// of random-weight bundles use it to generate a fixed length; it changes
 	// the output, so predictions leave it 0.
 	MinNewTokens int
+	// Replay, for benchmarks only, stands in for the model's choices: every
+	// decoder call runs for real, but the token "chosen" at each position is
+	// the next of Replay (then </s>), and speculative drafts are accepted
+	// exactly when they match it. A random-weight bundle then decodes a
+	// realistic action (e.g. a trained model's output) with the number of
+	// sequential calls a trained model would need. Without the trailing </s>.
+	Replay []int64
 }
 
 // Result is the predicted next step.

@@ -117,7 +117,8 @@ func equalTokens(a, b []int64) bool {
 // speculative decodes with drafts verified in batches. It returns exactly the
 // tokens greedy would: a draft token is kept only if it equals the argmax at
 // its position, and the first disagreeing position yields greedy's token.
-func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int64, minNew, maxNew int, tm *Timings) ([]int64, error) {
+func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int64, g genLimits, tm *Timings) ([]int64, error) {
+	maxNew := g.maxNew
 	r, err := p.newDecoderCache(fused, mask, maxNew+maxDraft+1, tm)
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int
 		accepted := 0
 		done := false
 		for j := 0; j <= len(drafts); j++ {
-			tok := p.pickToken(logits[(base+j)*V:(base+j+1)*V], out, minNew)
+			tok := p.choose(logits[(base+j)*V:(base+j+1)*V], out, g)
 			out = append(out, tok)
 			seq = append(seq, tok)
 			if tok == eos || len(out) >= maxNew {
