@@ -315,3 +315,27 @@ func TestReadMemory(t *testing.T) {
 		t.Fatalf("%+v", m)
 	}
 }
+
+func TestRunReplay(t *testing.T) {
+	cases := smallCases(t)
+	f := &fakePredictor{}
+	replay := []int64{7, 8, 9}
+	actions, err := Run(context.Background(), f, cases, Options{Runs: 1, Tokens: 4, Replay: replay, ReplayText: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actions) != len(cases) {
+		t.Fatalf("%d actions", len(actions))
+	}
+	for _, r := range f.reqs {
+		if r.MinNewTokens != 0 || r.MaxNewTokens != 4 || len(r.Replay) != 3 {
+			t.Fatalf("replay request %+v", r)
+		}
+	}
+	if _, err := Run(context.Background(), f, cases, Options{Runs: 1, Tokens: 80, Replay: replay}); err == nil {
+		t.Fatal("tokens not matching the replay accepted")
+	}
+	if got := fixedLength(Options{Tokens: 4, Replay: replay}); !strings.Contains(got, "replayed") {
+		t.Errorf("fixed length %q", got)
+	}
+}

@@ -215,7 +215,8 @@ func (r *Report) JSON() ([]byte, error) {
 		"decoding":            r.Decoding,
 		"runs":                r.Options.Runs,
 		"warmup":              r.Options.Warmup,
-		"fixed_length":        fmt.Sprintf("EOS suppressed until %d tokens, then stop", r.Options.Tokens),
+		"fixed_length":        fixedLength(r.Options),
+		"replay":              r.Options.ReplayText,
 		"stages":              stages,
 		"total_median_ms":     round3(ms(r.Stages[StageTotal].Median)),
 		"text_path_median_ms": round3(ms(r.Stages[StageTextPath].Median)),
@@ -258,7 +259,7 @@ func (r *Report) JSON() ([]byte, error) {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "autoui bench: model=%s threads=%d provider=%s decoding=%s runs=%d warmup=%d actions=%d\n",
 		r.Model, r.Threads, r.Provider, r.Decoding, r.Options.Runs, r.Options.Warmup, len(r.Actions))
-	fmt.Fprintf(w, "fixed length: %d tokens per action (</s> suppressed until then)\n", r.Options.Tokens)
+	fmt.Fprintf(w, "fixed length: %s\n", fixedLength(r.Options))
 	var lens []string
 	seen := map[string]bool{}
 	for _, a := range r.Actions {
@@ -333,4 +334,11 @@ func benchName(s string) string {
 		}
 		return r
 	}, s)
+}
+
+func fixedLength(o Options) string {
+	if o.Replay != nil {
+		return fmt.Sprintf("%d tokens per action: a replayed action and </s> (real decoder calls, choices replaced)", o.Tokens)
+	}
+	return fmt.Sprintf("%d tokens per action (</s> suppressed until then)", o.Tokens)
 }

@@ -49,7 +49,18 @@ type Options struct {
 	// tokens exist and generation stops there (random weights never emit a
 	// meaningful </s>, trained ones would at ~60-80 tokens).
 	Tokens int
+	// Replay, when set, is the action every case decodes (engine.Request.Replay,
+	// without </s>): real decoder calls with a realistic output, so speculative
+	// decoding needs the calls a trained model would. Tokens must be
+	// len(Replay)+1.
+	Replay []int64
+	// ReplayText is Replay's text, for reports.
+	ReplayText string
 }
+
+// TypicalAction is a typical Auto-UI output (a tap on a search result with a
+// four-step plan), what --replay typical decodes.
+const TypicalAction = `Action Plan: [DUAL_POINT,TYPE,PRESS_ENTER,STATUS_TASK_COMPLETE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]", "lift_point": "[0.1852, 0.4979]", "typed_text": ""`
 
 // Action is one measured prediction.
 type Action struct {
@@ -75,10 +86,13 @@ func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action
 	if opts.Tokens < 1 {
 		return nil, fmt.Errorf("tokens = %d: need at least 1", opts.Tokens)
 	}
+	if opts.Replay != nil && opts.Tokens != len(opts.Replay)+1 {
+		return nil, fmt.Errorf("tokens = %d with a %d-token replay: want %d (the replay and </s>)", opts.Tokens, len(opts.Replay), len(opts.Replay)+1)
+	}
 	var out []Action
 	for r := -opts.Warmup; r < opts.Runs; r++ {
 		for _, c := range cases {
-			a, err := runOne(ctx, p, c, opts.Tokens)
+			a, err := runOne(ctx, p, c, opts)
 			if err != nil {
 				return nil, fmt.Errorf("case %s run %d: %w", c.ID, r, err)
 			}
@@ -91,17 +105,22 @@ func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action
 	return out, nil
 }
 
-func runOne(ctx context.Context, p Predictor, c Case, tokens int) (Action, error) {
+func runOne(ctx context.Context, p Predictor, c Case, opts Options) (Action, error) {
+	tokens := opts.Tokens
 	t := time.Now()
 	img, err := preprocess.Decode(bytes.NewReader(c.ScreenBytes))
 	if err != nil {
 		return Action{}, fmt.Errorf("screen %s: %w", c.Screen, err)
 	}
 	decode := time.Since(t)
-	res, err := p.Predict(ctx, engine.Request{
+	req := engine.Request{
 		Screen: img, Goal: c.Goal, History: c.History,
 		MaxNewTokens: tokens, MinNewTokens: tokens,
-	})
+	}
+	if opts.Replay != nil {
+		req.MinNewTokens, req.Replay = 0, opts.Replay
+	}
+	res, err := p.Predict(ctx, req)
 	if err != nil {
 		return Action{}, err
 	}

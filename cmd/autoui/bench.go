@@ -34,8 +34,10 @@ func runBench(ctx context.Context, args []string) error {
 	peerInputs := fs.String("peer-inputs", "", "write the cases and prompts for scripts/peers to this JSON file")
 	doProbe := fs.Bool("probe", true, "measure memory bandwidth and matmul throughput and print measured/bound per stage")
 	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache)")
+	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
+		"so speculative decoding takes the calls a trained model would ('typical' for a typical Auto-UI tap; sets --tokens to its length + </s>)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--json FILE]")
 		fmt.Fprintln(fs.Output(), "       autoui bench tune --model DIR [flags]   (sweep ONNX Runtime session settings; -h for its flags)")
 		fs.PrintDefaults()
 	}
@@ -60,6 +62,17 @@ func runBench(ctx context.Context, args []string) error {
 		label = p.Bundle().Manifest.Model.Size
 	}
 	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens}
+	if *replay != "" {
+		opts.ReplayText = *replay
+		if *replay == "typical" {
+			opts.ReplayText = bench.TypicalAction
+		}
+		if opts.Replay, err = p.Tokenizer().EncodeNoEOS(opts.ReplayText); err != nil {
+			return fmt.Errorf("--replay: %w", err)
+		}
+		opts.Tokens = len(opts.Replay) + 1
+		*tokens = opts.Tokens
+	}
 	fmt.Fprintf(os.Stderr, "bench: %s, %d cases x (%d warm-up + %d runs), %d tokens each...\n", label, len(cases), *warmup, *runs, *tokens)
 	actions, err := bench.Run(ctx, p, cases, opts)
 	if err != nil {

@@ -32,6 +32,8 @@ PEERS = {
     "tjs": ("transformers.js, Node", lambda a, inp, out: ["node", os.path.join(ROOT, "bench", "node", "run.mjs"), *a, "--inputs", inp, "--json", out]),
 }
 OURS = "autoui (Go + ORT)"
+# Extra runs of ours beside the default one: same cases, other settings.
+VARIANTS = {"ours_greedy": "autoui, greedy (one call per token)", "ours_int8": "autoui, int8 bundle"}
 CHART_STAGES = [("image decode + preprocess", ("decode_image", "preprocess")), ("vision", ("vision",)),
                 ("tokenize", ("tokenize",)), ("encoder", ("encoder",)), ("fusion", ("fusion",)),
                 ("first decode step", ("first_step",)), ("later decode steps", ("later_steps",)),
@@ -110,7 +112,7 @@ def table(docs: Dict[str, dict], errors: Dict[str, str], names: Dict[str, str]) 
     ours = docs.get("ours")
     lines = ["| runner | per action (full) | text path | text path vs ours | vision | encoder | first step | decode step | decoder calls | peak RSS | RSS vs ours |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for key in ["ours", *PEERS]:
+    for key in ["ours", *VARIANTS, *PEERS]:
         if key in errors:
             lines.append(f"| {names[key]} | failed: {errors[key]} | | | | | | | | | |")
             continue
@@ -140,7 +142,7 @@ def limits(ours: dict) -> List[str]:
 
 
 def write_report(out_dir: str, model: str, docs: Dict[str, dict], errors: Dict[str, str], args) -> str:
-    names = {"ours": OURS, **{k: v[0] for k, v in PEERS.items()}}
+    names = {"ours": OURS, **VARIANTS, **{k: v[0] for k, v in PEERS.items()}}
     ours = docs.get("ours", {})
     # what ours actually ran with (the flags may differ with --report-only)
     tokens, threads = int(ours.get("tokens", args.tokens)), ours.get("threads", args.threads)
@@ -149,10 +151,16 @@ def write_report(out_dir: str, model: str, docs: Dict[str, dict], errors: Dict[s
              "", f"Machine: {machine_line(ours)}.", "", *([f"**{getattr(args, 'note', '')}**", ""] if getattr(args, "note", "") else []),
              f"Medians over {runs} passes × {len(ours.get('cases', []))} cases (histories of 0/4/8 actions; "
              f"prompt tokens {', '.join(str(c['source_tokens']) for c in ours.get('cases', []))}) after {warmup} warm-up pass(es). "
-             "Every runner generates exactly the same number of tokens: `</s>` is masked until then (random weights). "
+             + (f"Ours decodes a replayed typical action ({tokens} tokens with `</s>`: real decoder calls, the random model's "
+                "choices replaced by the action's tokens, so speculative decoding accepts drafts as it would for a trained model); "
+                "the peers generate the same number of tokens with `</s>` masked until then. "
+                if ours.get("replay") else
+                "Every runner generates exactly the same number of tokens: `</s>` is masked until then (random weights). ")
+             +
              "Ratios are peer / ours: above 1 means ours is faster or smaller. "
              + (f"Ours decodes {ours['decoding']} (speculative verifies drafted tokens several per call, same tokens "
-                "as greedy; with random weights drafts are rarely accepted); the peers" if ours.get("decoding") else "The peers")
+                "as greedy" + ("" if ours.get("replay") else "; with random weights drafts are rarely accepted")
+                + "); the peers" if ours.get("decoding") else "The peers")
              + " make one decoder call per token.", ""]
     lines += table(docs, errors, names)
     lines += ["", "Text path = tokenize + encoder + fusion + all decoder steps + detokenize/parse (transformers.js has no "
@@ -171,7 +179,7 @@ def write_report(out_dir: str, model: str, docs: Dict[str, dict], errors: Dict[s
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(text)
-    rows = [(names[k], chart_values(docs[k])) for k in ["ours", *PEERS] if k in docs]
+    rows = [(names[k], chart_values(docs[k])) for k in ["ours", *VARIANTS, *PEERS] if k in docs]
     chart = svg.stacked_bars(f"Time per action by stage ({ours.get('model', model)}, {threads} threads, "
                              f"{tokens} tokens; median per stage)", "seconds", [n for n, _ in CHART_STAGES], rows)
     with open(os.path.join(out_dir, "bench.svg"), "w") as f:
@@ -202,6 +210,9 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--tokens", type=int, default=80)
+    p.add_argument("--replay", default="", help="ours decodes this action (or 'typical'); the peers the same token count")
+    p.add_argument("--ours-greedy", action="store_true", help="also run ours with greedy decoding (a row of its own)")
+    p.add_argument("--int8", default="", help="also run ours on this int8 variant of the bundle (a row of its own)")
     p.add_argument("--out", help="output directory (default build/bench/<bundle dir name>)")
     p.add_argument("--autoui", default=os.path.join(ROOT, "build", "autoui"), help="the autoui binary")
     p.add_argument("--peers", default="torch,ort,tjs", help="comma-separated subset of torch, ort, tjs ('' for none)")
@@ -224,8 +235,10 @@ def main(argv=None) -> int:
     inputs = os.path.join(out, "inputs.json")
     t0 = time.time()
     if args.report_only:
-        for key in ["ours", *peers]:
+        for key in ["ours", *VARIANTS, *peers]:
             path = os.path.join(out, key + ".json")
+            if key in VARIANTS and not os.path.exists(path):
+                continue
             if os.path.exists(path):
                 with open(path) as f:
                     docs[key] = json.load(f)
@@ -239,10 +252,24 @@ def main(argv=None) -> int:
         if args.docs:
             update_docs(report, out)
         return 0
-    err = run([args.autoui, "bench", *common, "--tokens", str(args.tokens), "--json", os.path.join(out, "ours.json"),
+    length = ["--replay", args.replay] if args.replay else ["--tokens", str(args.tokens)]
+    err = run([args.autoui, "bench", *common, *length, "--json", os.path.join(out, "ours.json"),
                "--peer-inputs", inputs, "--benchstat", os.path.join(out, "ours.benchstat"), "--no-verify"], OURS)
     if err:
         raise SystemExit(f"autoui bench failed ({err}); nothing to compare")
+    variants = {}
+    if args.ours_greedy:
+        variants["ours_greedy"] = [*common, "--decoding", "greedy"]
+    if args.int8:
+        variants["ours_int8"] = ["--model", os.path.abspath(args.int8), *common[2:]]
+    for key, flags in variants.items():
+        err = run([args.autoui, "bench", *flags, *length, "--probe=false", "--json", os.path.join(out, key + ".json"),
+                   "--benchstat", os.path.join(out, key + ".benchstat"), "--no-verify"], VARIANTS[key])
+        if err:
+            errors[key] = err
+            continue
+        with open(os.path.join(out, key + ".json")) as f:
+            docs[key] = json.load(f)
     for key in ["ours", *peers]:
         path = os.path.join(out, key + ".json")
         if key != "ours":
