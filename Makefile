@@ -75,10 +75,14 @@ fixtures: setup-python
 # Benchmarks: random-weight bundles at real sizes (cached in bench-models/, not in git),
 # then ours vs PyTorch, ONNX Runtime Python and transformers.js on the same bundle.
 BENCH_MODELS_DIR := bench-models
-BENCH_MODEL ?= $(BENCH_MODELS_DIR)/base-vitg
+# The text path at base size (vision is a tiny tower): what the decoding targets are about.
+BENCH_MODEL ?= $(BENCH_MODELS_DIR)/base-vtiny
 BENCH_THREADS ?= 2
 BENCH_RUNS ?= 3
 BENCH_WARMUP ?= 1
+# Ours decodes a replayed typical action (realistic speculative acceptance); the peers the
+# same number of tokens. BENCH_REPLAY= gives the fixed-length mode (BENCH_TOKENS each).
+BENCH_REPLAY ?= typical
 BENCH_TOKENS ?= 80
 
 bench-models: setup-python
@@ -90,8 +94,10 @@ bench/node/node_modules/.package-lock.json: bench/node/package.json bench/node/p
 
 bench: setup-ort setup-python build bench-node
 	@test -f $(BENCH_MODEL)/manifest.json || $(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR) $(notdir $(BENCH_MODEL))
+	@test -f $(BENCH_MODEL)-int8/manifest.json || $(PY) -m scripts.quantize --in $(BENCH_MODEL) --out $(BENCH_MODEL)-int8
 	$(PY) -m scripts.peers.compare --model $(BENCH_MODEL) --threads $(BENCH_THREADS) --runs $(BENCH_RUNS) \
-	  --warmup $(BENCH_WARMUP) --tokens $(BENCH_TOKENS) --autoui $(BIN) --docs
+	  --warmup $(BENCH_WARMUP) --tokens $(BENCH_TOKENS) --replay "$(BENCH_REPLAY)" --ours-greedy \
+	  --int8 $(BENCH_MODEL)-int8 --autoui $(BIN) --docs
 
 clean:
 	rm -rf build
