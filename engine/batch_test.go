@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/models"
+)
+
+// sameResult reports how a batched result differs from the single one ("" if not).
+func sameResult(got, want *Result) string {
+	switch {
+	case !equalIDs(got.TokenIDs, want.TokenIDs):
+		return "token ids"
+	case got.Raw != want.Raw:
+		return "raw text"
+	case got.SourceText != want.SourceText || got.SourceTokens != want.SourceTokens:
+		return "prompt"
+	case (got.ParseErr == nil) != (want.ParseErr == nil):
+		return "parse error"
+	case got.Action != want.Action || len(got.Plan) != len(want.Plan):
+		return "action"
+	case len(got.Features) != len(want.Features):
+		return "features"
+	}
+	for i := range got.Plan {
+		if got.Plan[i] != want.Plan[i] {
+			return "plan"
+		}
+	}
+	return ""
+}
+
+// Every golden case, in batches of 1, 2, 3 and 8 (mixed screens and prompt
+// lengths from 11 to 512 tokens, one case with a 16-token limit), gives the
+// golden ids and exactly the single-request result (a batch of one is
+// Predict, so size 1 gives the single results). The screens enter as their
+// golden vision features: preprocessing a full-size screenshot costs most of
+// a second under -race; TestPredictBatchMixedFeatures covers the batched
+// vision call.
+func TestPredictBatchGolden(t *testing.T) {
+	p := tiny(t)
+	ctx := context.Background()
+	cases := loadGolden(t)
+	reqs := make([]Request, len(cases))
+	for i, c := range cases {
+		reqs[i] = Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+	}
+	singles := make([]*Result, len(cases))
+	for _, size := range []int{1, 2, 3, 8} {
+		for lo := 0; lo < len(cases); lo += size {
+			hi := min(lo+size, len(cases))
+			got, err := p.PredictBatch(ctx, reqs[lo:hi])
+			if err != nil {
+				t.Fatalf("size %d, items %d..%d: %v", size, lo, hi-1, err)
+			}
+			if len(got) != hi-lo {
+				t.Fatalf("size %d: %d results for %d requests", size, len(got), hi-lo)
+			}
+			for j, res := range got {
+				c := cases[lo+j]
+				if size == 1 {
+					singles[lo+j] = res
+				}
+				if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+					t.Errorf("size %d %s: ids differ from golden\n got %v\nwant %v", size, c.ID, res.TokenIDs, c.GeneratedIDs)
+				}
+				if res.Raw != c.Text {
+					t.Errorf("size %d %s: text %q, golden %q", size, c.ID, res.Raw, c.Text)
+				}
+				if what := sameResult(res, singles[lo+j]); what != "" {
+					t.Errorf("size %d %s: %s differs from single Predict", size, c.ID, what)
+				}
+				if hi-lo > 1 && (res.Timings.DecoderCalls == 0 || res.Timings.DecoderCalls > len(res.TokenIDs) || res.Timings.Encoder == 0 || res.Timings.Total == 0) {
+					t.Errorf("size %d %s: timings %+v", size, c.ID, res.Timings)
+				}
+			}
+		}
+	}
+}
+
+// Per-request limits: MaxNewTokens cuts each item at its own length,
+// MinNewTokens keeps one going past </s>, all as single Predict does.
+func TestPredictBatchTokenLimits(t *testing.T) {
+	p := tiny(t)
+	ctx := context.Background()
+	cases := loadGolden(t)
+	var reqs []Request
+	for i, lim := range []struct{ max, min int }{{5, 0}, {0, 0}, {1, 0}, {40, 40}, {12, 0}} {
+		c := cases[i*4]
+		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+			MaxNewTokens: lim.max, MinNewTokens: lim.min})
+	}
+	got, err := p.PredictBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range reqs {
+		want, err := p.Predict(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if what := sameResult(got[i], want); what != "" {
+			t.Errorf("item %d: %s differs from single Predict\n got %v\nwant %v", i, what, got[i].TokenIDs, want.TokenIDs)
+		}
+		if req.MaxNewTokens > 0 && len(got[i].TokenIDs) > req.MaxNewTokens {
+			t.Errorf("item %d: %d tokens, limit %d", i, len(got[i].TokenIDs), req.MaxNewTokens)
+		}
+	}
+	if n := len(got[0].TokenIDs); n != 5 {
+		t.Errorf("MaxNewTokens 5 gave %d tokens", n)
+	}
+	if n := len(got[3].TokenIDs); n != 40 {
+		t.Errorf("MinNewTokens 40 gave %d tokens", n)
+	}
+}
+
+// Requests with precomputed features skip the vision tower; screens in the
+// same batch still go through it.
+func TestPredictBatchMixedFeatures(t *testing.T) {
+	p := tiny(t)
+	cases := loadGolden(t)
+	// odd items are screenshots (small ones, to keep -race runs short)
+	picks := []int{2, 1, 11, 3, 21}
+	var reqs []Request
+	for k, i := range picks {
+		c := cases[i]
+		req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		if k%2 == 1 {
+			req.Screen, req.Features = screen(t, c.Screen), nil
+		}
+		reqs = append(reqs, req)
+	}
+	got, err := p.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, i := range picks {
+		if !equalIDs(got[k].TokenIDs, cases[i].GeneratedIDs) {
+			t.Errorf("item %d (%s): ids differ from golden", k, cases[i].ID)
+		}
+		if fromFeatures := k%2 == 0; fromFeatures != (got[k].Timings.Vision == 0) {
+			t.Errorf("item %d: features given %v, vision time %v", k, fromFeatures, got[k].Timings.Vision)
+		}
+		if d := maxAbsDiff(t, "features", got[k].Features, loadNpy(t, cases[i].Tensors["image_features"])); d > tolFeatures {
+			t.Errorf("item %d: features off golden by %g", k, d)
+		}
+	}
+}
+
+// Greedy decoding (one token per item per call) and constrained decoding
+// give per item exactly what single Predict gives with the same options.
+func TestPredictBatchOptions(t *testing.T) {
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cases := loadGolden(t)
+	picks := []int{0, 3, 11, 12, 21}
+	for _, v := range []struct {
+		name string
+		opts Options
+	}{
+		{"greedy", Options{Truncation: TruncateRight, Decoding: DecodeGreedy}},
+		{"constrained", Options{Truncation: TruncateRight, Constrained: true}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			p, err := NewPredictor(b, v.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			var reqs []Request
+			for _, i := range picks {
+				c := cases[i]
+				req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+				if v.opts.Constrained {
+					req.MaxNewTokens = min(req.MaxNewTokens, 32) // constrained steps decode text: keep it short
+				}
+				reqs = append(reqs, req)
+			}
+			got, err := p.PredictBatch(ctx, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, req := range reqs {
+				want, err := p.Predict(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if what := sameResult(got[k], want); what != "" {
+					t.Errorf("%s: %s differs from single Predict\n got %v\nwant %v", cases[picks[k]].ID, what, got[k].TokenIDs, want.TokenIDs)
+				}
+				if v.opts.Decoding == DecodeGreedy {
+					if !equalIDs(got[k].TokenIDs, cases[picks[k]].GeneratedIDs) {
+						t.Errorf("%s: ids differ from golden", cases[picks[k]].ID)
+					}
+					if got[k].Timings.DecoderCalls != len(got[k].TokenIDs) {
+						t.Errorf("%s: greedy made %d decoder calls for %d tokens", cases[picks[k]].ID, got[k].Timings.DecoderCalls, len(got[k].TokenIDs))
+					}
+				}
+			}
+		})
+	}
+}
+
+// Batches and single requests share one predictor from several goroutines.
+func TestPredictBatchConcurrent(t *testing.T) {
+	p := tiny(t)
+	ctx := context.Background()
+	cases := loadGolden(t)
+	var reqs []Request
+	for _, c := range cases[:6] {
+		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 16})
+	}
+	want := make([]*Result, len(reqs))
+	for i, req := range reqs {
+		res, err := p.Predict(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = res
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 16)
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			lo := g * 2
+			batch := append([]Request{reqs[5-g]}, reqs[lo:lo+2]...)
+			got, err := p.PredictBatch(ctx, batch)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			for j, idx := range []int{5 - g, lo, lo + 1} {
+				if what := sameResult(got[j], want[idx]); what != "" {
+					errs <- fmt.Sprintf("goroutine %d item %d: %s differs", g, j, what)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestPredictBatchErrors(t *testing.T) {
+	p := tiny(t)
+	ctx := context.Background()
+	feat := make([]float32, p.cfg.ImageDim)
+	if _, err := p.PredictBatch(ctx, nil); err == nil || !strings.Contains(err.Error(), "empty batch") {
+		t.Errorf("empty batch: %v", err)
+	}
+	_, err := p.PredictBatch(ctx, []Request{{Features: feat, Goal: "a"}, {Features: feat, Goal: "b"}, {Features: []float32{1, 2}, Goal: "c"}})
+	if err == nil || !strings.Contains(err.Error(), "item 2") || !strings.Contains(err.Error(), "image_dim") {
+		t.Errorf("bad features length: %v", err)
+	}
+	_, err = p.PredictBatch(ctx, []Request{{Features: feat, Goal: "a"}, {Goal: "no screen"}})
+	if err == nil || !strings.Contains(err.Error(), "item 1") {
+		t.Errorf("no screen: %v", err)
+	}
+	_, err = p.PredictBatch(ctx, []Request{{Goal: "no screen"}})
+	if err == nil || !strings.Contains(err.Error(), "item 0") {
+		t.Errorf("no screen, batch of one: %v", err)
+	}
+}
+
+// countdownCtx is cancelled once Err has been asked n times, so a test can
+// cancel in the middle of decoding without depending on timing.
+type countdownCtx struct {
+	context.Context
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countdownCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+func TestPredictBatchCancel(t *testing.T) {
+	p := tiny(t)
+	feat := make([]float32, p.cfg.ImageDim)
+	reqs := []Request{{Features: feat, Goal: "open settings", MinNewTokens: 30, MaxNewTokens: 30}, {Features: feat, Goal: "go home"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, batch := range [][]Request{reqs, reqs[:1]} {
+		if _, err := p.PredictBatch(ctx, batch); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled before the call, batch of %d: got %v", len(batch), err)
+		}
+	}
+	// cancelled during decoding (a handful of checks precede the decoder loop)
+	for _, n := range []int{0, 1, 3, 10} {
+		ctx := &countdownCtx{Context: context.Background(), n: n}
+		if _, err := p.PredictBatch(ctx, reqs); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled after %d checks: got %v", n, err)
+		}
+	}
+}
+
+// The trained default bundle: batched and single predictions agree token for
+// token on its sample screen. Its outputs are not pinned: the bundle may be
+// retrained.
+func TestPredictBatchDefaultModel(t *testing.T) {
+	dir := filepath.Join("..", "models", "default")
+	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
+		t.Skipf("no default bundle: %v", err)
+	}
+	b, err := models.Load(dir, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPredictor(b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	img, err := preprocess.DecodeFile(filepath.Join(dir, "sample_screen.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// One item goes through the batched vision call; the rest reuse the
+	// screen's features (a full-size screenshot costs most of a second to
+	// preprocess under -race; TestPredictBatchMixedFeatures batches screens).
+	feat, err := p.ImageFeatures(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.Predict(ctx, Request{Features: feat, Goal: "Open Settings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []Request{
+		{Screen: img, Goal: "Open Settings"},
+		{Features: feat, Goal: "Turn on wi-fi"},
+		{Features: feat, Goal: "Search for hotels in Paris"},
+		{Features: feat, Goal: "Go back to the home screen"},
+	}
+	if first.ParseErr == nil { // a later step: history makes a longer prompt
+		reqs = append(reqs, Request{Features: feat, Goal: "Open Settings", History: []action.Action{first.Action, first.Action}})
+	}
+	got, err := p.PredictBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range reqs {
+		req.Screen, req.Features = nil, feat
+		want, err := p.Predict(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if what := sameResult(got[i], want); what != "" {
+			t.Errorf("%q (item %d): %s differs from single Predict\n got %q\nwant %q", req.Goal, i, what, got[i].Raw, want.Raw)
+		}
+		if d := maxAbsDiff(t, "features", got[i].Features, feat); d > tolFeatures {
+			t.Errorf("item %d: batched vision features differ from single by %g", i, d)
+		}
+	}
+	t.Logf("default bundle, %d items: e.g. %q", len(reqs), got[0].Raw)
+}
