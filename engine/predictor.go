@@ -273,56 +273,11 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 
 // encode runs the T5 encoder on one prompt: [1, n, d].
 func (p *Predictor) encode(ids, mask []int64) ([]float32, error) {
-	n := int64(len(ids))
-	idT, err := ort.NewTensor(ort.NewShape(1, n), ids)
-	if err != nil {
-		return nil, fmt.Errorf("encoder input: %w", err)
-	}
-	defer idT.Destroy()
-	maskT, err := ort.NewTensor(ort.NewShape(1, n), mask)
-	if err != nil {
-		return nil, fmt.Errorf("encoder input: %w", err)
-	}
-	defer maskT.Destroy()
-	hidden := make([]float32, n*int64(p.cfg.DModel))
-	outT, err := ort.NewTensor(ort.NewShape(1, n, int64(p.cfg.DModel)), hidden)
-	if err != nil {
-		return nil, fmt.Errorf("encoder output: %w", err)
-	}
-	defer outT.Destroy()
-	err = p.encoder.run(
-		map[string]ort.Value{"input_ids": idT, "attention_mask": maskT},
-		map[string]ort.Value{"last_hidden_state": outT})
-	return hidden, err
+	return p.runEncoder(1, len(ids), ids, mask)
 }
 
-// fuse runs the fusion graph: encoder states + image vector -> fused states.
+// fuse runs the fusion graph on one prompt: encoder states + image vector ->
+// fused states.
 func (p *Predictor) fuse(enc, feat []float32, mask []int64) ([]float32, error) {
-	d := int64(p.cfg.DModel)
-	n := int64(len(enc)) / d
-	encT, err := ort.NewTensor(ort.NewShape(1, n, d), enc)
-	if err != nil {
-		return nil, fmt.Errorf("fusion input: %w", err)
-	}
-	defer encT.Destroy()
-	maskT, err := ort.NewTensor(ort.NewShape(1, n), mask)
-	if err != nil {
-		return nil, fmt.Errorf("fusion input: %w", err)
-	}
-	defer maskT.Destroy()
-	featT, err := ort.NewTensor(ort.NewShape(1, int64(len(feat))), feat)
-	if err != nil {
-		return nil, fmt.Errorf("fusion input: %w", err)
-	}
-	defer featT.Destroy()
-	fused := make([]float32, len(enc))
-	outT, err := ort.NewTensor(ort.NewShape(1, n, d), fused)
-	if err != nil {
-		return nil, fmt.Errorf("fusion output: %w", err)
-	}
-	defer outT.Destroy()
-	err = p.fusion.run(
-		map[string]ort.Value{"encoder_hidden_states": encT, "attention_mask": maskT, "image_features": featT},
-		map[string]ort.Value{"fused_hidden_states": outT})
-	return fused, err
+	return p.runFusion(1, len(mask), enc, feat, mask)
 }
