@@ -14,7 +14,7 @@ GO ?= go
 GOTEST_FLAGS ?=
 DEMO_MODEL ?= models/default
 DEMO_SCREEN ?= models/default/sample_screen.png
-DEMO_GOAL ?= Open Settings
+DEMO_GOAL ?= Open Calendar
 
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
