@@ -58,7 +58,7 @@ func TestConstrainedDecoding(t *testing.T) {
 		for i := range row {
 			row[i] = float32(rng.NormFloat64())
 		}
-		tok := cons.nextToken(row, out)
+		tok := cons.nextToken(row, out, 1<<30)
 		if tok == b.Manifest.Tokens.EOSID {
 			break
 		}
@@ -70,4 +70,69 @@ func TestConstrainedDecoding(t *testing.T) {
 	if len(out) < 20 {
 		t.Fatalf("constrained walk stopped after %d tokens", len(out))
 	}
+}
+
+// A model that repeats itself inside typed_text until the token limit gives
+// an output that never parses; constrained, the last allowed token closes it.
+func TestConstrainedClosesAtTokenLimit(t *testing.T) {
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := NewPredictor(b, Options{Truncation: TruncateRight, Constrained: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prefix := `Action Plan: [TYPE,PRESS_ENTER] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "jazz jazz`
+	out, err := cons.tok.EncodeNoEOS(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word, err := cons.tok.EncodeNoEOS(" jazz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, cons.cfg.VocabSize)
+	favour := func() []float32 {
+		for i := range row {
+			row[i] = 0
+		}
+		row[word[0]] = 10 // the runaway continuation
+		return row
+	}
+	// With room left, the repetition is grammatical and kept.
+	if tok := cons.nextToken(favour(), out, 5); tok != word[0] {
+		t.Fatalf("with budget: got token %d, want the favoured %d", tok, word[0])
+	}
+	// On the last allowed token, the output is closed instead.
+	tok := cons.nextToken(favour(), out, 1)
+	text := cons.tok.Decode(append(append([]int64(nil), out...), tok), tokenizer.DecodeOptions{SkipSpecial: true})
+	if !action.CompleteOutput(text) {
+		t.Fatalf("last token %d leaves %q incomplete", tok, text)
+	}
+	if _, err := action.ParseOutput(text); err != nil {
+		t.Fatalf("closed output does not parse: %v", err)
+	}
+	// End to end: a limit that cuts a golden output inside typed_text.
+	for _, c := range loadGolden(t) {
+		req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t)}
+		full, err := cons.Predict(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.ParseErr != nil || full.Action.Type != action.TypeText || len(full.Action.Text) < 2 {
+			continue
+		}
+		req.MaxNewTokens = len(full.TokenIDs) - 2 // inside the typed text, before its closing quote
+		res, err := cons.Predict(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ParseErr != nil {
+			t.Fatalf("%s: cut at %d tokens, constrained output does not parse: %q", c.ID, req.MaxNewTokens, res.Raw)
+		}
+		return
+	}
+	t.Log("no golden TYPE case with text of 2+ characters; end-to-end part skipped")
 }

@@ -45,7 +45,7 @@ func deviceGreedy(t testing.TB, p *Predictor, c goldenCase) ([]int64, Timings) {
 		if err != nil {
 			t.Fatalf("%s step %d: %v", c.ID, len(out), err)
 		}
-		tok = p.pickToken(logits, out, 0)
+		tok = p.pickToken(logits, out, 0, 1<<30)
 		out = append(out, tok)
 		if tok == eos {
 			break

@@ -364,17 +364,17 @@ func (p *Predictor) choose(row []float32, out []int64, g genLimits) int64 {
 		}
 		return p.bundle.Manifest.Tokens.EOSID
 	}
-	return p.pickToken(row, out, g.minNew)
+	return p.pickToken(row, out, g.minNew, g.maxNew)
 }
 
 // pickToken chooses the token after out from one row of logits: </s> is
 // masked while fewer than minNew tokens exist, then argmax (or the
 // grammar-constrained choice). The row is scratch.
-func (p *Predictor) pickToken(row []float32, out []int64, minNew int) int64 {
+func (p *Predictor) pickToken(row []float32, out []int64, minNew, maxNew int) int64 {
 	if len(out) < minNew {
 		row[p.bundle.Manifest.Tokens.EOSID] = float32(math.Inf(-1))
 	}
-	return p.nextToken(row, out)
+	return p.nextToken(row, out, maxNew-len(out))
 }
 
 // argmax returns the first index of the maximum, as torch.argmax does.
