@@ -127,25 +127,34 @@ func runOne(ctx context.Context, p Predictor, c Case, opts Options) (Action, err
 	if len(res.TokenIDs) != tokens {
 		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), tokens)
 	}
+	a := textAction(c, res)
+	tm := res.Timings
+	a.Stages[StageDecodeImage] = decode
+	a.Stages[StagePreprocess] = tm.Preprocess
+	a.Stages[StageVision] = tm.Vision
+	a.Stages[StageTotal] = decode + tm.Total
+	return a, nil
+}
+
+// textAction is the measured action of a result: the text-path stages (the
+// part every runner has) and the token counts.
+func textAction(c Case, res *engine.Result) Action {
 	tm := res.Timings
 	a := Action{
-		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs, Tokens: len(res.TokenIDs), DecoderCalls: tm.DecoderCalls,
+		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs,
+		Tokens: len(res.TokenIDs), DecoderCalls: tm.DecoderCalls,
 		Stages: map[string]time.Duration{
-			StageDecodeImage: decode,
-			StagePreprocess:  tm.Preprocess,
-			StageVision:      tm.Vision,
-			StageTokenize:    tm.Tokenize,
-			StageEncoder:     tm.Encoder,
-			StageFusion:      tm.Fusion,
-			StageFirstStep:   tm.FirstStep,
-			StageLaterSteps:  tm.LaterSteps,
-			StageParse:       tm.Parse,
-			StageTextPath:    tm.Tokenize + tm.Encoder + tm.Fusion + tm.FirstStep + tm.LaterSteps + tm.Parse,
-			StageTotal:       decode + tm.Total,
+			StageTokenize:   tm.Tokenize,
+			StageEncoder:    tm.Encoder,
+			StageFusion:     tm.Fusion,
+			StageFirstStep:  tm.FirstStep,
+			StageLaterSteps: tm.LaterSteps,
+			StageParse:      tm.Parse,
+			StageTextPath:   tm.Tokenize + tm.Encoder + tm.Fusion + tm.FirstStep + tm.LaterSteps + tm.Parse,
 		},
 	}
 	if tm.DecoderCalls > 1 {
 		a.Stages[StageDecodeStep] = tm.LaterSteps / time.Duration(tm.DecoderCalls-1)
 	}
-	return a, nil
+	return a
 }

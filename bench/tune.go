@@ -305,24 +305,7 @@ func runText(ctx context.Context, p Predictor, c Case, features []float32, token
 	if len(res.TokenIDs) != tokens {
 		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), tokens)
 	}
-	tm := res.Timings
-	a := Action{
-		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs,
-		Tokens: len(res.TokenIDs), DecoderCalls: tm.DecoderCalls,
-		Stages: map[string]time.Duration{
-			StageTokenize:   tm.Tokenize,
-			StageEncoder:    tm.Encoder,
-			StageFusion:     tm.Fusion,
-			StageFirstStep:  tm.FirstStep,
-			StageLaterSteps: tm.LaterSteps,
-			StageParse:      tm.Parse,
-			StageTextPath:   tm.Tokenize + tm.Encoder + tm.Fusion + tm.FirstStep + tm.LaterSteps + tm.Parse,
-		},
-	}
-	if tm.DecoderCalls > 1 {
-		a.Stages[StageDecodeStep] = tm.LaterSteps / time.Duration(tm.DecoderCalls-1)
-	}
-	return a, nil
+	return textAction(c, res), nil
 }
 
 // compareTokens checks every action's tokens against the reference's

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
-
-	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/tokenizer"
 )
 
 // PredictBatch predicts the next action for several screens (several
@@ -129,16 +126,7 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result
 	}
 
 	for _, r := range res {
-		t := time.Now()
-		r.Raw = p.tok.Decode(r.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
-		out, perr := action.ParseOutput(r.Raw)
-		if perr != nil {
-			r.ParseErr = perr
-		} else {
-			r.Action, r.Plan = out.Action, out.Plan
-		}
-		r.Timings.Parse = time.Since(t)
-		r.Timings.Total = time.Since(start)
+		p.parse(r, start)
 	}
 	return res, nil
 }

@@ -258,7 +258,15 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 
-	t = time.Now()
+	p.parse(res, start)
+	return res, nil
+}
+
+// parse detokenizes the result's tokens as Auto-UI does and parses the
+// action; an unparsable output is recorded, not an error. It closes the
+// timings (Total from start).
+func (p *Predictor) parse(res *Result, start time.Time) {
+	t := time.Now()
 	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
 	out, perr := action.ParseOutput(res.Raw)
 	if perr != nil {
@@ -268,7 +276,6 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Timings.Parse = time.Since(t)
 	res.Timings.Total = time.Since(start)
-	return res, nil
 }
 
 // encode runs the T5 encoder on one prompt: [1, n, d].
