@@ -209,7 +209,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	cases = cases[:*ncases]
 
 	if mf.model == "" {
-		return fmt.Errorf("--model is required (a bundle directory, e.g. bench-models/base-tiny-vision)")
+		return fmt.Errorf("--model is required (a bundle directory, e.g. bench-models/base-vtiny)")
 	}
 	base, err := mf.options()
 	if err != nil {
