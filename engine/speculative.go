@@ -82,9 +82,12 @@ func newDrafter(tok interface {
 	return d, nil
 }
 
-// draft returns up to max tokens that may follow seq.
+// draft returns up to max tokens that may follow seq. A match on a short
+// suffix is weak evidence, so it drafts fewer tokens: a verified position
+// costs little, but not nothing (logits over the vocabulary each).
 func (d *drafter) draft(seq []int64, max int) []int64 {
 	for n := min(maxNgram, len(seq)); n >= 1; n-- {
+		max := min(max, 2*n+2)
 		suffix := seq[len(seq)-n:]
 		// most recent earlier occurrence in the sequence itself
 		for start := len(seq) - n - 1; start >= 0; start-- {
