@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,7 +315,7 @@ func runText(ctx context.Context, p Predictor, c Case, features []float32, token
 func compareTokens(ref, got []Action) string {
 	want := map[string][]int64{}
 	for _, a := range ref {
-		if prev, ok := want[a.Case]; ok && !equalIDs(prev, a.IDs) {
+		if prev, ok := want[a.Case]; ok && !slices.Equal(prev, a.IDs) {
 			return fmt.Sprintf("the reference itself varies between runs on case %s", a.Case)
 		}
 		want[a.Case] = a.IDs
@@ -324,7 +325,7 @@ func compareTokens(ref, got []Action) string {
 		if !ok {
 			return fmt.Sprintf("case %s has no reference", a.Case)
 		}
-		if !equalIDs(w, a.IDs) {
+		if !slices.Equal(w, a.IDs) {
 			at := 0
 			for at < len(w) && at < len(a.IDs) && w[at] == a.IDs[at] {
 				at++
@@ -340,18 +341,6 @@ func idAt(ids []int64, i int) string {
 		return strconv.FormatInt(ids[i], 10)
 	}
 	return "(end)"
-}
-
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Fastest returns the setting with the lowest median pass among those whose

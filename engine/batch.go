@@ -354,13 +354,7 @@ func (p *Predictor) decodeBatch(ctx context.Context, reqs []Request, res []*Resu
 			if it.done {
 				continue
 			}
-			tm := &res[i].Timings
-			if calls == 0 {
-				tm.FirstStep = dt
-			} else {
-				tm.LaterSteps += dt
-			}
-			tm.DecoderCalls++
+			res[i].Timings.addDecoderCall(dt)
 			// row pending-1 predicts the token after the last known one;
 			// each accepted draft moves one row on
 			pending := len(it.seq) - past
@@ -497,16 +491,9 @@ func (r *batchDecodeRun) step(k int) ([]float32, error) {
 	}
 	useCache := r.pastLen > 0
 
-	var owned []ort.Value
-	defer func() { destroyAll(owned...) }()
-	tensor := func(shape ort.Shape, data []float32) (ort.Value, error) {
-		t, err := ort.NewTensor(shape, data)
-		if err != nil {
-			return nil, fmt.Errorf("decoder tensor %v: %w", shape, err)
-		}
-		owned = append(owned, t)
-		return t, nil
-	}
+	var owned callTensors
+	defer owned.destroy()
+	tensor := owned.float32s
 	in := make(map[string]ort.Value, 4+4*len(p.decoderPastNames))
 	out := make(map[string]ort.Value, 1+4*len(p.decoderPresNames))
 	idsT, err := ort.NewTensor(ort.NewShape(r.B, K), r.ids)
@@ -567,12 +554,6 @@ func (r *batchDecodeRun) truncate(n int64) {
 	if n >= r.pastLen {
 		return
 	}
-	T := r.pastLen
-	rows, dkv := r.B*int64(r.p.cfg.NumHeads), int64(r.p.cfg.DKV)
-	for _, buf := range r.selfKV[r.cur] {
-		for row := int64(1); row < rows; row++ {
-			copy(buf[row*n*dkv:(row+1)*n*dkv], buf[row*T*dkv:row*T*dkv+n*dkv])
-		}
-	}
+	keepPositions(r.selfKV[r.cur], r.B*int64(r.p.cfg.NumHeads), r.pastLen, n, int64(r.p.cfg.DKV))
 	r.pastLen = n
 }

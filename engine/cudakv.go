@@ -293,16 +293,9 @@ func (r *deviceDecodeRun) step(tokens []int64) ([]float32, error) {
 	// serves a past truncated to nothing.
 	useCache := r.cross != nil
 
-	var owned []ort.Value
-	defer func() { destroyAll(owned...) }()
-	tensor := func(shape ort.Shape, data []float32) (ort.Value, error) {
-		t, err := ort.NewTensor(shape, data)
-		if err != nil {
-			return nil, fmt.Errorf("decoder tensor %v: %w", shape, err)
-		}
-		owned = append(owned, t)
-		return t, nil
-	}
+	var owned callTensors
+	defer owned.destroy()
+	tensor := owned.float32s
 	s := &r.slot
 	idT, err := ort.NewTensor(ort.NewShape(1, k), tokens)
 	if err != nil {
@@ -359,12 +352,7 @@ func (r *deviceDecodeRun) step(tokens []int64) ([]float32, error) {
 			return nil, err
 		}
 	}
-	if r.tm.DecoderCalls == 0 {
-		r.tm.FirstStep = time.Since(t)
-	} else {
-		r.tm.LaterSteps += time.Since(t)
-	}
-	r.tm.DecoderCalls++
+	r.tm.addDecoderCall(time.Since(t))
 	r.pastLen += k
 	r.cur = next
 	return r.logits[:k*V], nil
@@ -400,13 +388,7 @@ func (r *deviceDecodeRun) truncate(n int64) {
 	if n >= r.pastLen {
 		return
 	}
-	T := r.pastLen
-	h, dkv := int64(r.p.cfg.NumHeads), int64(r.p.cfg.DKV)
-	for _, buf := range r.selfKV[r.cur] {
-		for head := int64(1); head < h; head++ {
-			copy(buf[head*n*dkv:(head+1)*n*dkv], buf[head*T*dkv:head*T*dkv+n*dkv])
-		}
-	}
+	keepPositions(r.selfKV[r.cur], int64(r.p.cfg.NumHeads), r.pastLen, n, int64(r.p.cfg.DKV))
 	r.pastLen = n
 }
 

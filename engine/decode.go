@@ -308,12 +308,7 @@ func (r *decodeRun) step(tokens []int64) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.tm.DecoderCalls == 0 {
-		r.tm.FirstStep = time.Since(t)
-	} else {
-		r.tm.LaterSteps += time.Since(t)
-	}
-	r.tm.DecoderCalls++
+	r.tm.addDecoderCall(time.Since(t))
 	r.pastLen += k
 	r.cur = next
 	return r.logits[:k*int64(p.cfg.VocabSize)], nil

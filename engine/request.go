@@ -71,6 +71,17 @@ type Timings struct {
 	DecoderCalls int
 }
 
+// addDecoderCall counts one sequential decoder call of duration d: the first
+// is FirstStep (it also projects the cross-attention K/V), the rest add up.
+func (t *Timings) addDecoderCall(d time.Duration) {
+	if t.DecoderCalls == 0 {
+		t.FirstStep = d
+	} else {
+		t.LaterSteps += d
+	}
+	t.DecoderCalls++
+}
+
 // MarshalJSON writes the stages in milliseconds, as the CLI and reports show them.
 func (t Timings) MarshalJSON() ([]byte, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -157,6 +157,22 @@ func dtypeName(t ort.TensorElementDataType) string {
 }
 
 // destroyAll releases ORT values, ignoring nils.
+// callTensors are the tensors made for one decoder call, destroyed together
+// when it returns.
+type callTensors []ort.Value
+
+// float32s wraps data as a tensor of shape owned by the call.
+func (c *callTensors) float32s(shape ort.Shape, data []float32) (ort.Value, error) {
+	t, err := ort.NewTensor(shape, data)
+	if err != nil {
+		return nil, fmt.Errorf("decoder tensor %v: %w", shape, err)
+	}
+	*c = append(*c, t)
+	return t, nil
+}
+
+func (c *callTensors) destroy() { destroyAll(*c...) }
+
 func destroyAll(vs ...ort.Value) {
 	for _, v := range vs {
 		if v != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/autoui/autoui/action"
@@ -91,7 +92,7 @@ func (d *drafter) draft(seq []int64, max int) []int64 {
 		suffix := seq[len(seq)-n:]
 		// most recent earlier occurrence in the sequence itself
 		for start := len(seq) - n - 1; start >= 0; start-- {
-			if equalTokens(seq[start:start+n], suffix) {
+			if slices.Equal(seq[start:start+n], suffix) {
 				if cont := seq[start+n : min(len(seq), start+n+max)]; len(cont) > 0 {
 					return cont
 				}
@@ -99,22 +100,13 @@ func (d *drafter) draft(seq []int64, max int) []int64 {
 		}
 		for _, ref := range d.refs {
 			for start := 0; start+n < len(ref); start++ {
-				if equalTokens(ref[start:start+n], suffix) {
+				if slices.Equal(ref[start:start+n], suffix) {
 					return ref[start+n : min(len(ref), start+n+max)]
 				}
 			}
 		}
 	}
 	return nil
-}
-
-func equalTokens(a, b []int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // speculative decodes with drafts verified in batches. It returns exactly the
@@ -175,18 +167,21 @@ func (p *Predictor) speculative(ctx context.Context, fused []float32, mask []int
 }
 
 // truncate drops cached self-attention positions past n (rejected drafts).
-// The cache is [heads, T, d_kv] per layer; keeping the first n positions of
-// each head moves each head's rows down, in order, without overlap trouble.
 func (r *decodeRun) truncate(n int64) {
 	if n >= r.pastLen {
 		return
 	}
-	T := r.pastLen
-	h, dkv := int64(r.p.cfg.NumHeads), int64(r.p.cfg.DKV)
-	for _, buf := range r.selfKV[r.cur] {
-		for head := int64(1); head < h; head++ {
-			copy(buf[head*n*dkv:(head+1)*n*dkv], buf[head*T*dkv:head*T*dkv+n*dkv])
+	keepPositions(r.selfKV[r.cur], int64(r.p.cfg.NumHeads), r.pastLen, n, int64(r.p.cfg.DKV))
+	r.pastLen = n
+}
+
+// keepPositions keeps the first n of T cached positions in each buffer,
+// laid out [rows, T, d_kv] (rows = batch x heads), as [rows, n, d_kv]:
+// each row moves down, in order, without overlap trouble.
+func keepPositions(bufs [][]float32, rows, T, n, dkv int64) {
+	for _, buf := range bufs {
+		for row := int64(1); row < rows; row++ {
+			copy(buf[row*n*dkv:(row+1)*n*dkv], buf[row*T*dkv:row*T*dkv+n*dkv])
 		}
 	}
-	r.pastLen = n
 }
