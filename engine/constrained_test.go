@@ -3,24 +3,14 @@ package engine
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/tokenizer"
 )
 
 func TestConstrainedDecoding(t *testing.T) {
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := NewPredictor(b, Options{Truncation: TruncateRight, Constrained: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
+	cons := tinyWith(t, Options{Truncation: TruncateRight, Constrained: true})
 	free := tiny(t)
 	ctx := context.Background()
 	same := 0
@@ -59,7 +49,7 @@ func TestConstrainedDecoding(t *testing.T) {
 			row[i] = float32(rng.NormFloat64())
 		}
 		tok := cons.nextToken(row, out, 1<<30)
-		if tok == b.Manifest.Tokens.EOSID {
+		if tok == cons.bundle.Manifest.Tokens.EOSID {
 			break
 		}
 		out = append(out, tok)
@@ -75,15 +65,7 @@ func TestConstrainedDecoding(t *testing.T) {
 // A model that repeats itself inside typed_text until the token limit gives
 // an output that never parses; constrained, the last allowed token closes it.
 func TestConstrainedClosesAtTokenLimit(t *testing.T) {
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := NewPredictor(b, Options{Truncation: TruncateRight, Constrained: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
+	cons := tinyWith(t, Options{Truncation: TruncateRight, Constrained: true})
 	prefix := `Action Plan: [TYPE,PRESS_ENTER] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "jazz jazz`
 	out, err := cons.tok.EncodeNoEOS(prefix)
 	if err != nil {

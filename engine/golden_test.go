@@ -138,6 +138,22 @@ func tiny(t testing.TB) *Predictor {
 	return tinyPred
 }
 
+// tinyWith opens a predictor of its own on the tiny bundle with opts, closed
+// when the test ends.
+func tinyWith(t testing.TB, opts Options) *Predictor {
+	t.Helper()
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPredictor(b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 func screen(t testing.TB, rel string) image.Image {
 	t.Helper()
 	img, err := preprocess.DecodeFile(filepath.Join(testdata, rel))

@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-
-	"github.com/autoui/autoui/models"
 )
 
 // Replay stands in for the model's choices: the output is the replayed
@@ -14,16 +11,8 @@ import (
 // would (fewer, as drafts of the format are accepted).
 func TestReplay(t *testing.T) {
 	spec := tiny(t)
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	greedy, err := NewPredictor(b, Options{Truncation: TruncateRight, Decoding: DecodeGreedy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer greedy.Close()
-	eos := b.Manifest.Tokens.EOSID
+	greedy := tinyWith(t, Options{Truncation: TruncateRight, Decoding: DecodeGreedy})
+	eos := greedy.bundle.Manifest.Tokens.EOSID
 	for _, c := range loadGolden(t)[:4] {
 		ids := c.GeneratedIDs
 		if ids[len(ids)-1] != eos {

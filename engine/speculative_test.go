@@ -2,25 +2,14 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-
-	"github.com/autoui/autoui/models"
 )
 
 // Speculative decoding must produce exactly greedy's tokens, in fewer
 // sequential decoder calls; also when </s> is suppressed (benchmark mode) and
 // when the token limit cuts the output.
 func TestSpeculativeEqualsGreedy(t *testing.T) {
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	greedy, err := NewPredictor(b, Options{Truncation: TruncateRight, Decoding: DecodeGreedy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer greedy.Close()
+	greedy := tinyWith(t, Options{Truncation: TruncateRight, Decoding: DecodeGreedy})
 	spec := tiny(t)
 	ctx := context.Background()
 	var callsG, callsS, tokens int
