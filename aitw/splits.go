@@ -3,6 +3,7 @@ package aitw
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -94,6 +95,114 @@ func ParseShard(s string) (Shard, error) {
 		return Shard{}, fmt.Errorf("bad shard %q: want I/N with 0 <= I < N", s)
 	}
 	return Shard{I: i, N: n}, nil
+}
+
+// ResolveShard turns the --shard and --shards flags into a Shard. spec is ""
+// (no sharding), "I/N", or "auto": the shard comes from the environment of a
+// Slurm array task (SLURM_ARRAY_TASK_*) or a Kubernetes Indexed Job pod
+// (JOB_COMPLETION_INDEX). shards is --shards (0: not given); a Kubernetes pod
+// does not see its Job's completion count, so there it is required, and
+// elsewhere it must agree with N when given.
+func ResolveShard(spec string, shards int, getenv func(string) string) (Shard, error) {
+	if shards < 0 {
+		return Shard{}, fmt.Errorf("--shards %d: must be >= 1", shards)
+	}
+	var sh Shard
+	var err error
+	switch spec {
+	case "":
+		if shards > 0 {
+			return Shard{}, fmt.Errorf("--shards %d needs --shard auto (or --shard I/%d)", shards, shards)
+		}
+		return Shard{}, nil
+	case "auto":
+		sh, err = shardFromEnv(shards, getenv)
+	default:
+		sh, err = ParseShard(spec)
+		if err == nil && shards > 0 && shards != sh.N {
+			err = fmt.Errorf("--shard %s has %d shards but --shards is %d", spec, sh.N, shards)
+		}
+	}
+	if err != nil {
+		return Shard{}, err
+	}
+	return sh, nil
+}
+
+func shardFromEnv(shards int, getenv func(string) string) (Shard, error) {
+	slurm, k8s := getenv("SLURM_ARRAY_TASK_ID"), getenv("JOB_COMPLETION_INDEX")
+	switch {
+	case slurm != "" && k8s != "":
+		return Shard{}, errors.New("--shard auto: both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set; pass --shard I/N")
+	case slurm != "":
+		return slurmShard(shards, getenv)
+	case k8s != "":
+		return indexedJobShard(k8s, shards)
+	}
+	return Shard{}, errors.New("--shard auto: no SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment")
+}
+
+// slurmShard numbers the tasks of an array MIN-MAX[:STEP] from 0. Arrays
+// that are lists (--array=1,3,7) have no such numbering and are rejected.
+func slurmShard(shards int, getenv func(string) string) (Shard, error) {
+	num := func(name string, def int) (int, error) {
+		v := getenv(name)
+		if v == "" {
+			if def >= 0 {
+				return def, nil
+			}
+			return 0, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID is set but %s is not", name)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("--shard auto: %s=%q is not a task number", name, v)
+		}
+		return n, nil
+	}
+	id, err := num("SLURM_ARRAY_TASK_ID", -1)
+	if err != nil {
+		return Shard{}, err
+	}
+	lo, err := num("SLURM_ARRAY_TASK_MIN", -1)
+	if err != nil {
+		return Shard{}, err
+	}
+	hi, err := num("SLURM_ARRAY_TASK_MAX", -1)
+	if err != nil {
+		return Shard{}, err
+	}
+	step, err := num("SLURM_ARRAY_TASK_STEP", 1) // absent before Slurm 17.11
+	if err != nil {
+		return Shard{}, err
+	}
+	if step < 1 || lo > hi || id < lo || id > hi || (id-lo)%step != 0 {
+		return Shard{}, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID=%d is not in the array %d-%d:%d", id, lo, hi, step)
+	}
+	n := (hi-lo)/step + 1
+	count, err := num("SLURM_ARRAY_TASK_COUNT", n)
+	if err != nil {
+		return Shard{}, err
+	}
+	if count != n {
+		return Shard{}, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_COUNT=%d but the range %d-%d:%d holds %d tasks (a list like --array=1,3,7?): use --array=MIN-MAX[:STEP] or --shard I/N", count, lo, hi, step, n)
+	}
+	if shards > 0 && shards != n {
+		return Shard{}, fmt.Errorf("--shard auto: the Slurm array %d-%d:%d has %d tasks but --shards is %d", lo, hi, step, n, shards)
+	}
+	return Shard{I: (id - lo) / step, N: n}, nil
+}
+
+// indexedJobShard reads a Kubernetes Indexed Job's 0-based completion index;
+// the completion count comes from --shards.
+func indexedJobShard(index string, shards int) (Shard, error) {
+	if shards == 0 {
+		return Shard{}, errors.New("--shard auto: JOB_COMPLETION_INDEX is set but --shards is not (pass the Job's completions as --shards N)")
+	}
+	i, err := strconv.Atoi(index)
+	if err != nil || i < 0 || i >= shards {
+		return Shard{}, fmt.Errorf("--shard auto: JOB_COMPLETION_INDEX=%q: want 0 <= index < --shards %d", index, shards)
+	}
+	return Shard{I: i, N: shards}, nil
 }
 
 // Has reports whether the episode belongs to this shard.
