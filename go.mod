@@ -10,6 +10,7 @@ require (
 	github.com/yalue/onnxruntime_go v1.36.0
 	golang.org/x/image v0.23.0
 	golang.org/x/term v0.27.0
+	golang.org/x/text v0.25.0
 	google.golang.org/protobuf v1.36.11
 	gorgonia.org/tensor v0.9.24
 )

@@ -143,6 +143,35 @@ func (p *Predictor) Close() error {
 // Bundle returns the bundle the predictor runs.
 func (p *Predictor) Bundle() *models.Bundle { return p.bundle }
 
+// Settings are a predictor's effective prediction settings: its options
+// with the bundle's defaults filled in (what a run must record to be
+// reproducible).
+type Settings struct {
+	HistoryWindow     int
+	MaxNewTokens      int
+	Truncation        Truncation
+	Decoding          Decoding
+	Constrained       bool
+	Provider          Provider
+	GraphOptimization GraphOptimization
+}
+
+// Settings returns the effective settings.
+func (p *Predictor) Settings() Settings {
+	s := Settings{
+		HistoryWindow: p.window, MaxNewTokens: p.maxNew, Truncation: p.opts.Truncation,
+		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
+		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
+	}
+	if s.Provider == "" {
+		s.Provider = ProviderCPU
+	}
+	if s.GraphOptimization == "" {
+		s.GraphOptimization = OptimizeAll
+	}
+	return s
+}
+
 // Tokenizer returns the bundle's tokenizer.
 func (p *Predictor) Tokenizer() *tokenizer.Tokenizer { return p.tok }
 

@@ -1,0 +1,221 @@
+// Package runinfo is the provenance of an evaluation run: run.json in an
+// `eval run --out` directory records the model, every option that changes
+// predictions and the data, so that a resumed run cannot append another
+// model's predictions to the file, shards of one evaluation can be checked
+// to belong together, and a report can say what it scores.
+package runinfo
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/autoui/autoui/atomicfile"
+)
+
+// File is the provenance file's name in an output directory.
+const File = "run.json"
+
+// FormatVersion is the newest run.json layout this code writes and reads.
+const FormatVersion = 1
+
+// Info is run.json.
+type Info struct {
+	Format  int     `json:"format"`
+	Version string  `json:"autoui_version"`
+	Model   Model   `json:"model"`
+	Options Options `json:"options"`
+	Data    Data    `json:"data"`
+	// Started is when the first run into this directory began; Ended when the
+	// latest one stopped (zero while one is running or after a crash).
+	Started time.Time  `json:"started"`
+	Ended   *time.Time `json:"ended,omitempty"`
+	// Complete is set when the latest run predicted every selected step.
+	Complete bool `json:"complete"`
+}
+
+// Model identifies the bundle: its manifest's SHA-256 covers every file's
+// checksum, so equal hashes mean the same graphs, tokenizer and settings.
+type Model struct {
+	Name           string `json:"name"`
+	Dir            string `json:"dir"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+}
+
+// Options are the settings that change predictions.
+type Options struct {
+	History       string `json:"history"`
+	HistoryWindow int    `json:"history_window"`
+	Truncation    string `json:"truncation"`
+	MaxNewTokens  int    `json:"max_new_tokens"`
+	Decoding      string `json:"decoding"`
+	Constrained   bool   `json:"constrained"`
+	Provider      string `json:"provider"`
+	GraphOpt      string `json:"graph_opt"`
+	Batch         int    `json:"batch"`
+}
+
+// Data is what was predicted.
+type Data struct {
+	Files  []DataFile `json:"files"`
+	Subset string     `json:"subset,omitempty"`
+	Splits string     `json:"splits,omitempty"`
+	Split  string     `json:"split,omitempty"`
+	// Shard is "I/N" when the run predicted one shard of the data.
+	Shard string `json:"shard,omitempty"`
+}
+
+// DataFile is one gold file. Files are compared by name and size, not by
+// path, so shards run on machines that mount the data elsewhere agree.
+type DataFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// DataFiles describes files by absolute path and size.
+func DataFiles(paths []string) ([]DataFile, error) {
+	out := make([]DataFile, 0, len(paths))
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("data file: %w", err)
+		}
+		out = append(out, DataFile{Path: abs, Size: st.Size()})
+	}
+	return out, nil
+}
+
+// Read reads DIR/run.json; a missing file gives (nil, nil).
+func Read(dir string) (*Info, error) {
+	path := filepath.Join(dir, File)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var in Info
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("%s: not a run.json: %w", path, err)
+	}
+	if in.Format < 1 || in.Format > FormatVersion {
+		return nil, fmt.Errorf("%s: format %d, this autoui reads 1..%d", path, in.Format, FormatVersion)
+	}
+	return &in, nil
+}
+
+// Write replaces DIR/run.json atomically.
+func (in *Info) Write(dir string) error {
+	b, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(filepath.Join(dir, File), append(b, '\n'))
+}
+
+// Diff lists, one "what: old vs new" string each, how b differs from a in
+// what changes predictions: the model, the options and the data. With
+// sameShard false the shard is not compared (shards of one evaluation).
+func Diff(a, b *Info, sameShard bool) []string {
+	var d []string
+	add := func(what string, x, y any) {
+		if x != y {
+			d = append(d, fmt.Sprintf("%s: %v vs %v", what, x, y))
+		}
+	}
+	add("model (manifest sha256)", short(a.Model.ManifestSHA256), short(b.Model.ManifestSHA256))
+	ao, bo := a.Options, b.Options
+	add("history", ao.History, bo.History)
+	add("history_window", ao.HistoryWindow, bo.HistoryWindow)
+	add("truncation", ao.Truncation, bo.Truncation)
+	add("max_new_tokens", ao.MaxNewTokens, bo.MaxNewTokens)
+	add("decoding", ao.Decoding, bo.Decoding)
+	add("constrained", ao.Constrained, bo.Constrained)
+	add("provider", ao.Provider, bo.Provider)
+	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
+	add("batch", ao.Batch, bo.Batch)
+	if !SameData(a.Data.Files, b.Data.Files) {
+		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))
+	}
+	add("subset", a.Data.Subset, b.Data.Subset)
+	add("splits", filepath.Base(a.Data.Splits), filepath.Base(b.Data.Splits))
+	add("split", a.Data.Split, b.Data.Split)
+	if sameShard {
+		add("shard", orAll(a.Data.Shard), orAll(b.Data.Shard))
+	}
+	return d
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func orAll(shard string) string {
+	if shard == "" {
+		return "all"
+	}
+	return shard
+}
+
+// fileList is the comparable form of a file list: base names and sizes, in
+// order.
+func fileList(fs []DataFile) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = fmt.Sprintf("%s (%d bytes)", filepath.Base(f.Path), f.Size)
+	}
+	if len(s) > 3 {
+		return fmt.Sprintf("%d files [%s, ...]", len(s), s[0])
+	}
+	return fmt.Sprint(s)
+}
+
+// SameData reports whether two file lists name the same files (by name and
+// size, in order).
+func SameData(a, b []DataFile) bool {
+	return slices.EqualFunc(a, b, func(x, y DataFile) bool {
+		return filepath.Base(x.Path) == filepath.Base(y.Path) && x.Size == y.Size
+	})
+}
+
+// Version is this build's version: the module version, or the VCS revision
+// for a development build ("devel+1a2b3c4d5e6f", "+dirty" with uncommitted
+// changes), or "devel" when the build carries neither (go test, go run).
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return "devel+" + short(rev) + dirty
+}

@@ -1,0 +1,97 @@
+package runinfo
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sample() *Info {
+	return &Info{
+		Format: FormatVersion, Version: "devel",
+		Model: Model{Name: "tiny", Dir: "/m/tiny", ManifestSHA256: strings.Repeat("ab", 32)},
+		Options: Options{History: "gold", HistoryWindow: 8, Truncation: "keep-goal", MaxNewTokens: 127,
+			Decoding: "speculative", Provider: "cpu", GraphOpt: "all", Batch: 8},
+		Data:    Data{Files: []DataFile{{Path: "/data/general/a.gz", Size: 10}}, Split: "test", Shard: "0/3"},
+		Started: time.Date(2026, 11, 25, 1, 2, 3, 0, time.UTC),
+	}
+}
+
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	if in, err := Read(dir); in != nil || err != nil {
+		t.Fatalf("missing run.json: %v %v", in, err)
+	}
+	in := sample()
+	if err := in.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(in, got, true); len(d) != 0 || !got.Started.Equal(in.Started) {
+		t.Errorf("round trip differs: %v", d)
+	}
+	os.WriteFile(filepath.Join(dir, File), []byte("{not json"), 0o644)
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "run.json") {
+		t.Errorf("corrupt run.json: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, File), []byte(`{"format": 9}`), 0o644)
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "format 9") {
+		t.Errorf("future format: %v", err)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	a := sample()
+	b := sample()
+	b.Model.ManifestSHA256 = strings.Repeat("cd", 32)
+	b.Options.MaxNewTokens = 64
+	b.Data.Shard = "1/3"
+	b.Data.Files = []DataFile{{Path: "/elsewhere/general/a.gz", Size: 10}} // same file, other mount
+	d := Diff(a, b, true)
+	want := []string{"model (manifest sha256): abababababab vs cdcdcdcdcdcd", "max_new_tokens: 127 vs 64", "shard: 0/3 vs 1/3"}
+	if strings.Join(d, "|") != strings.Join(want, "|") {
+		t.Errorf("Diff = %q, want %q", d, want)
+	}
+	if d := Diff(a, b, false); len(d) != 2 {
+		t.Errorf("Diff without shard = %q", d)
+	}
+	b = sample()
+	b.Data.Files[0].Size = 11
+	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "data files") {
+		t.Errorf("changed data file: %q", d)
+	}
+}
+
+func TestLockExcludes(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(dir)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second Acquire: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	l2.Release()
+	l2.Release() // idempotent
+}
+
+func TestVersion(t *testing.T) {
+	if v := Version(); v == "" {
+		t.Error("empty version")
+	}
+}
