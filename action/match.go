@@ -45,6 +45,25 @@ func IsTap(a Action) bool { return a.Type == DualPoint && tapPoints(a.Touch, a.L
 // Here an empty list simply means no box can match: taps are judged by the
 // distance rule alone, and non-tap rules are unaffected.
 func Match(pred, gold Action, boxes []Box) bool {
+	return MatchBoxes(pred, gold, boxes, BoxesFloat32)
+}
+
+// BoxPrecision is the dtype of the annotation array the matcher is given,
+// which decides where the box enlargement rounds.
+type BoxPrecision int
+
+const (
+	// BoxesFloat32: float32 arrays, as AITW's own pipeline passes them; the
+	// enlargement runs in float32 (see Enlarge).
+	BoxesFloat32 BoxPrecision = iota
+	// BoxesFloat64: float64 numpy arrays, as Auto-UI's main.py passes the
+	// positions its fetch_features.py kept (see Enlarge64).
+	BoxesFloat64
+)
+
+// MatchBoxes is Match with the annotation boxes enlarged in the given
+// precision.
+func MatchBoxes(pred, gold Action, boxes []Box, prec BoxPrecision) bool {
 	if pred.Type != DualPoint || gold.Type != DualPoint {
 		return pred.Type == gold.Type
 	}
@@ -58,6 +77,9 @@ func Match(pred, gold Action, boxes []Box) bool {
 		}
 		for _, b := range boxes {
 			e := b.Enlarge()
+			if prec == BoxesFloat64 {
+				e = b.Enlarge64()
+			}
 			if e.Contains(pred.Touch) && e.Contains(gold.Touch) {
 				return true
 			}
@@ -75,13 +97,14 @@ func swipeAxisY(a Action) bool {
 // and a swipe are both DUAL_POINT), as Auto-UI counts type_correct.
 func MatchTypeOnly(pred, gold Action) bool { return pred.Type == gold.Type }
 
-// TextMatch is Auto-UI's typed-text test: the lowercased texts (the
-// prediction also stripped of surrounding whitespace) contain one another.
+// TextMatch is Auto-UI's typed-text test: the texts, lowercased as Python's
+// str.lower does (PyLower) and the prediction stripped of surrounding
+// whitespace, contain one another.
 // An empty text is contained in everything. Auto-UI counts text_correct only
 // for steps that also Match.
 func TextMatch(pred, gold string) bool {
-	p := strings.TrimFunc(strings.ToLower(pred), isPySpace)
-	g := strings.ToLower(gold)
+	p := strings.TrimFunc(PyLower(pred), isPySpace)
+	g := PyLower(gold)
 	return strings.Contains(g, p) || strings.Contains(p, g)
 }
 
@@ -100,6 +123,26 @@ func (b Box) Enlarge() Box {
 		X: max(0, b.X-wc/2),
 		H: min(1, b.H+hc),
 		W: min(1, b.W+wc),
+	}
+}
+
+// Enlarge64 is the enlargement when the boxes reach the matcher as float64
+// numpy arrays (Auto-UI's main.py): 1.4*h, the halving, the subtraction and
+// the sum run in numpy float64, and each result is rounded to float32 once,
+// where jnp.maximum/jnp.minimum convert it (JAX without x64); the clamps then
+// run in float32. The box's own values are float32 widened exactly, as
+// fetch_features.py reads them from the record's float list.
+func (b Box) Enlarge64() Box {
+	y, x, h, w := float64(b.Y), float64(b.X), float64(b.H), float64(b.W)
+	// The conversions keep each product rounded on its own (no fused
+	// multiply-add), as numpy computes it.
+	hc := float64(1.4 * h)
+	wc := float64(1.4 * w)
+	return Box{
+		Y: max(0, float32(y-hc/2)),
+		X: max(0, float32(x-wc/2)),
+		H: min(1, float32(h+hc)),
+		W: min(1, float32(w+wc)),
 	}
 }
 

@@ -138,3 +138,19 @@ func TestTextMatch(t *testing.T) {
 		}
 	}
 }
+
+// Enlarge64 against JAX 0.4.30 (x64 off) on a float64 numpy array of the
+// same box: float32(0.462522953748703), 0.26, float32(0.4514443576335907),
+// 0.48; Enlarge (float32 array) gives 0.4625229835510254 and
+// 0.4514443278312683 instead.
+func TestEnlarge64(t *testing.T) {
+	b := Box{Y: 0.59419423, X: 0.4, H: 0.18810181, W: 0.2}
+	want := Box{Y: float32(0.462522953748703), X: float32(0.25999999046325684), H: float32(0.4514443576335907), W: float32(0.48000001907348633)}
+	if got := b.Enlarge64(); got != want {
+		t.Errorf("Enlarge64 = %+v, want %+v", got, want)
+	}
+	want32 := Box{Y: float32(0.4625229835510254), X: float32(0.25999999046325684), H: float32(0.4514443278312683), W: float32(0.48000001907348633)}
+	if got := b.Enlarge(); got != want32 {
+		t.Errorf("Enlarge = %+v, want %+v", got, want32)
+	}
+}

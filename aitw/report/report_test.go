@@ -22,7 +22,7 @@ func TestHTMLReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, results := score.Score(eps, ps.ByStep)
+	rep, results := score.Score(eps, ps.ByStep, score.Options{})
 	right, wrong := Sample(results, 3, 1)
 	if len(right) != 3 || len(wrong) != 3 {
 		t.Fatalf("sample %d right %d wrong", len(right), len(wrong))

@@ -20,8 +20,10 @@ import (
 //     accuracy, as AITW's paper averages;
 //   - action_type_accuracy: predicted type equals the gold type;
 //   - click_accuracy / scroll_accuracy: match rate over gold taps / swipes;
-//   - text_accuracy: over gold TYPE steps, the prediction matches and the
-//     texts contain one another, case-insensitive (action.TextMatch).
+//   - text_accuracy: aitw protocol: over gold TYPE steps, the prediction
+//     matches and the texts contain one another, case-insensitive
+//     (action.TextMatch); autoui protocol: the same test over all steps, as
+//     Auto-GUI's main.py counts it.
 //
 // Steps without a prediction count as wrong everywhere and are counted in
 // missing.
@@ -40,6 +42,12 @@ type Metrics struct {
 // Report is the --json output: overall is the mean of each metric over the
 // subsets present (counts are summed).
 type Report struct {
+	// Protocol names the rules used; ScrollMap is the autoui protocol's
+	// rewrite of gold swipes.
+	Protocol  Protocol `json:"protocol"`
+	ScrollMap string   `json:"scroll_map,omitempty"`
+	// About says what was scored (set by the caller; nil: not known).
+	About   *About             `json:"about,omitempty"`
 	Overall Metrics            `json:"overall"`
 	Subsets map[string]Metrics `json:"subsets"`
 	// Unmatched counts predictions for steps not in the gold data (not in
@@ -80,13 +88,14 @@ type counter struct {
 	match, typeMatch         int
 	taps, tapMatch           int
 	swipes, swipeMatch       int
-	types, textMatch         int
+	textSteps, textMatch     int
 	episodeAccSum            float64
 }
 
-// Score scores preds against the gold episodes. Results come in episode
-// order (as given), steps in order.
-func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report, []StepResult) {
+// Score scores preds against the gold episodes under opts' rules. Results
+// come in episode order (as given), steps in order.
+func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction, opts Options) (*Report, []StepResult) {
+	rules := opts.rules()
 	counts := map[string]*counter{}
 	results := make([]StepResult, 0, len(eps)*8)
 	used := 0
@@ -103,7 +112,7 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report,
 		c.episodes++
 		epMatch := 0
 		for _, s := range ep.Steps {
-			r := StepResult{EpisodeID: ep.ID, StepID: s.StepID, Subset: ep.Subset, Gold: s.Action}
+			r := StepResult{EpisodeID: ep.ID, StepID: s.StepID, Subset: ep.Subset, Gold: rules.gold(s.Action)}
 			p, ok := preds[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
 			switch {
 			case s.Action.Type == action.TypeText:
@@ -116,9 +125,9 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report,
 			if ok {
 				used++
 				r.Pred = p.Action
-				r.Match = action.Match(p.Action, s.Action, s.Boxes)
-				r.TypeMatch = p.Action.Type == s.Action.Type
-				r.TextMatch = r.Kind == KindType && r.Match && action.TextMatch(p.Action.Text, s.Action.Text)
+				r.Match = rules.match(p.Action, r.Gold, s.Boxes)
+				r.TypeMatch = p.Action.Type == r.Gold.Type
+				r.TextMatch = (r.Kind == KindType || rules.textOverAll) && r.Match && action.TextMatch(p.Action.Text, r.Gold.Text)
 			} else {
 				r.Missing = true
 				c.missing++
@@ -148,8 +157,9 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report,
 				if r.Match {
 					c.swipeMatch++
 				}
-			case KindType:
-				c.types++
+			}
+			if r.Kind == KindType || rules.textOverAll {
+				c.textSteps++
 				if r.TextMatch {
 					c.textMatch++
 				}
@@ -158,7 +168,10 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report,
 		}
 		c.episodeAccSum += float64(epMatch) / float64(len(ep.Steps))
 	}
-	rep := &Report{Subsets: map[string]Metrics{}, Unmatched: len(preds) - used, Confusion: conf}
+	rep := &Report{Protocol: rules.protocol, Subsets: map[string]Metrics{}, Unmatched: len(preds) - used, Confusion: conf}
+	if rules.protocol == AutoUI {
+		rep.ScrollMap = opts.ScrollMap.String()
+	}
 	names := make([]string, 0, len(counts))
 	for name := range counts {
 		names = append(names, name)
@@ -179,7 +192,7 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction) (*Report,
 			ActionTypeAccuracy: pct(c.typeMatch, c.steps),
 			ClickAccuracy:      pct(c.tapMatch, c.taps),
 			ScrollAccuracy:     pct(c.swipeMatch, c.swipes),
-			TextAccuracy:       pct(c.textMatch, c.types),
+			TextAccuracy:       pct(c.textMatch, c.textSteps),
 			Steps:              c.steps, Episodes: c.episodes, Missing: c.missing,
 		}
 		if c.episodes > 0 {

@@ -39,7 +39,7 @@ func loadFixture(t testing.TB) ([]aitw.Episode, *aitw.PredictionSet) {
 // and compares the --json report with the committed one.
 func TestGoldenReport(t *testing.T) {
 	eps, ps := loadFixture(t)
-	rep, results := Score(eps, ps.ByStep)
+	rep, results := Score(eps, ps.ByStep, Options{})
 	got, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestScoreRules(t *testing.T) {
 		{EpisodeID: "b", StepID: 0}:   {Action: back},
 		{EpisodeID: "zzz", StepID: 0}: {Action: back},
 	}
-	rep, _ := Score(eps, preds)
+	rep, _ := Score(eps, preds, Options{})
 	g := rep.Subsets["general"]
 	if !near(g.ScreenAccuracy, 100*2.0/3) || !near(g.EpisodeAccuracy, 100*2.0/3) || !near(g.ClickAccuracy, 100) || !near(g.TextAccuracy, 100) ||
 		g.ScrollAccuracy != nil || g.Missing != 1 || g.Steps != 3 {
@@ -178,7 +178,7 @@ func BenchmarkScore100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, _ := Score(eps, ps.ByStep)
+		rep, _ := Score(eps, ps.ByStep, Options{})
 		if rep.Overall.Steps != 100000 {
 			b.Fatal(rep.Overall.Steps)
 		}
@@ -192,7 +192,7 @@ func TestSynthSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _ := Score(eps, ps.ByStep)
+	rep, _ := Score(eps, ps.ByStep, Options{})
 	if rep.Overall.Steps != 100 || rep.Overall.Missing != 0 {
 		t.Fatalf("%+v", rep.Overall)
 	}
