@@ -6,13 +6,13 @@ import "testing"
 func TestPyLower(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"Hello World", "hello world"},
-		{"ΣΊΣΥΦΟΣ", "σίσυφος"},               // final sigma at the end only
-		{"ΌΣΟΣ Σ", "όσος σ"},                 // a lone Σ is not final (nothing cased before it)
-		{"AΣ.B", "aσ.b"},                     // '.' is case-ignorable: B follows, not final
-		{"ΑΣ'Β", "ασ'β"},                     // so is the apostrophe
-		{"aΣ\u0301", "aς\u0301"},             // a combining mark after Σ keeps it final
-		{"aΣ\u0301b", "aσ\u0301b"},           // ... unless a cased letter follows
-		{"İstanbul", "i\u0307stanbul"},       // dotted capital I: two code points
+		{"ΣΊΣΥΦΟΣ", "σίσυφος"},         // final sigma at the end only
+		{"ΌΣΟΣ Σ", "όσος σ"},           // a lone Σ is not final (nothing cased before it)
+		{"AΣ.B", "aσ.b"},               // '.' is case-ignorable: B follows, not final
+		{"ΑΣ'Β", "ασ'β"},               // so is the apostrophe
+		{"aΣ\u0301", "aς\u0301"},       // a combining mark after Σ keeps it final
+		{"aΣ\u0301b", "aσ\u0301b"},     // ... unless a cased letter follows
+		{"İstanbul", "i\u0307stanbul"}, // dotted capital I: two code points
 		{"ÄPFEL", "äpfel"},
 		{"ß", "ß"},
 		{"ᾼ", "ᾳ"},
