@@ -26,8 +26,11 @@ type Episode struct {
 type ReadOptions struct {
 	// Subset overrides the subset guessed from each file's path.
 	Subset string
-	// SkipCorrupt skips bad records (counting them in ReadStats) instead of
-	// failing, and emits episodes left incomplete by them.
+	// SkipCorrupt skips bad records and empty files, and drops episodes
+	// whose records disagree (duplicate steps, episode_length differing or
+	// exceeded, step_id out of range), counting and listing them in
+	// ReadStats instead of failing; it emits episodes left incomplete by
+	// skipped records.
 	SkipCorrupt bool
 	// KeepPixels keeps a copy of each step's raw screenshot. Off, Pixels is
 	// nil (scoring does not need them, and AITW screens are MBs each).
@@ -43,10 +46,32 @@ type ReadOptions struct {
 type ReadStats struct {
 	Files      int
 	Records    int // good records read (AITW) or steps (pickles)
-	Skipped    int // bad records skipped (SkipCorrupt)
+	Skipped    int // bad records, empty files and records of episodes already emitted, skipped (SkipCorrupt)
 	Incomplete int // episodes emitted with missing steps (SkipCorrupt)
-	// Problems holds the first few skip reasons, for reporting.
+	// DroppedEpisodes counts episodes left out whole because their records
+	// disagree (SkipCorrupt).
+	DroppedEpisodes int
+	// Warnings counts faults that lose no data, read through with or
+	// without SkipCorrupt: a gzip file lacking its trailer.
+	Warnings int
+	// Problems holds the first few skip and warning reasons, for reporting.
 	Problems []string
+}
+
+// Summary is one line counting what was skipped, dropped or warned about,
+// or "" when the read was clean; Problems has the details.
+func (st ReadStats) Summary() string {
+	var parts []string
+	count := func(what string, n int) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", what, n))
+		}
+	}
+	count("skipped (corrupt records or files)", st.Skipped)
+	count("dropped episodes (inconsistent records)", st.DroppedEpisodes)
+	count("incomplete episodes", st.Incomplete)
+	count("warnings", st.Warnings)
+	return strings.Join(parts, "; ")
 }
 
 const maxProblems = 20
@@ -168,6 +193,11 @@ func StreamEpisodes(files []string, opts ReadOptions, fn func(Episode) error) (R
 		} else {
 			err = readRecordFile(f, subset, opts, &st, asm, fn)
 		}
+		if opts.SkipCorrupt && errors.Is(err, ErrEmptyFile) {
+			st.Skipped++
+			st.problem("%v; skipped", err)
+			err = nil
+		}
 		if err != nil {
 			return st, err
 		}
@@ -224,9 +254,14 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		return err
 	}
 	defer rr.Close()
+	intact := 0 // records read whole from this file, for the missing-trailer warning
 	for {
 		payload, off, err := rr.Next()
 		if err == io.EOF {
+			if rr.TrailerMissing() {
+				st.Warnings++
+				st.problem("%s: gzip stream truncated (no trailer); %d intact records read", path, intact)
+			}
 			return nil
 		}
 		if err != nil {
@@ -256,7 +291,11 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 			return err
 		}
 		st.Records++
+		intact++
 		if opts.Keep != nil && !opts.Keep(s.EpisodeID) {
+			if err := asm.emitHeldUnless(s.EpisodeID, fn); err != nil {
+				return err
+			}
 			continue
 		}
 		s.Subset = subset
@@ -272,22 +311,48 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 	}
 }
 
+// EpisodeError says why the records of one episode cannot be assembled.
+type EpisodeError struct {
+	Source    string // the offending record, "file@offset"
+	EpisodeID string
+	Problem   string
+}
+
+func (e *EpisodeError) Error() string {
+	return fmt.Sprintf("%s: episode %s: %s", e.Source, e.EpisodeID, e.Problem)
+}
+
 // assembler groups steps into episodes and emits each once complete.
+//
+// A complete episode is held until a record of another episode arrives (or
+// the read ends), so a duplicate or extra record right after its last step
+// still counts against it. AITW files keep an episode's records together,
+// so that is where such records sit; holding one episode keeps memory
+// bounded.
 type assembler struct {
 	opts    ReadOptions
 	st      *ReadStats
-	pending map[string]*Episode
-	order   []string // first-seen order of pending ids, for a stable finish
-	done    map[string]bool
+	pending map[string]*Episode // incomplete, and the held one
+	order   []string            // first-seen order of pending ids, for a stable finish
+	held    *Episode            // complete, not yet emitted
+	emitted map[string]bool
+	dropped map[string]bool // episodes left out for inconsistent records (SkipCorrupt)
 }
 
 func newAssembler(opts ReadOptions, st *ReadStats) *assembler {
-	return &assembler{opts: opts, st: st, pending: map[string]*Episode{}, done: map[string]bool{}}
+	return &assembler{opts: opts, st: st, pending: map[string]*Episode{},
+		emitted: map[string]bool{}, dropped: map[string]bool{}}
 }
 
 func (a *assembler) add(s Step, fn func(Episode) error) error {
-	if a.done[s.EpisodeID] {
-		return fmt.Errorf("%s: episode %s step %d comes after the episode was complete (duplicate record?)", s.Source, s.EpisodeID, s.StepID)
+	if err := a.emitHeldUnless(s.EpisodeID, fn); err != nil {
+		return err
+	}
+	switch {
+	case a.dropped[s.EpisodeID]:
+		return nil // the rest of an episode already left out
+	case a.emitted[s.EpisodeID]:
+		return a.lateRecord(s)
 	}
 	ep := a.pending[s.EpisodeID]
 	if ep == nil {
@@ -295,29 +360,86 @@ func (a *assembler) add(s Step, fn func(Episode) error) error {
 		a.pending[s.EpisodeID] = ep
 		a.order = append(a.order, s.EpisodeID)
 	}
-	if n := len(ep.Steps); n > 0 && ep.Steps[0].EpisodeLength != s.EpisodeLength {
-		return fmt.Errorf("%s: episode %s step %d says episode_length %d, step %d said %d",
-			s.Source, s.EpisodeID, s.StepID, s.EpisodeLength, ep.Steps[0].StepID, ep.Steps[0].EpisodeLength)
-	}
-	for _, o := range ep.Steps {
-		if o.StepID == s.StepID {
-			return fmt.Errorf("%s: episode %s has step %d twice (also at %s)", s.Source, s.EpisodeID, s.StepID, o.Source)
-		}
-	}
-	if s.StepID < 0 || s.StepID >= s.EpisodeLength {
-		return fmt.Errorf("%s: episode %s step_id %d is outside episode_length %d", s.Source, s.EpisodeID, s.StepID, s.EpisodeLength)
+	if problem := stepConflict(ep, s); problem != "" {
+		return a.drop(&EpisodeError{Source: s.Source, EpisodeID: s.EpisodeID, Problem: problem})
 	}
 	ep.Steps = append(ep.Steps, s)
 	if len(ep.Steps) == s.EpisodeLength {
-		delete(a.pending, s.EpisodeID)
-		a.done[s.EpisodeID] = true
-		sortSteps(ep)
-		return fn(*ep)
+		a.held = ep
 	}
 	return nil
 }
 
+// stepConflict says why s cannot join ep's steps, or "" when it can.
+func stepConflict(ep *Episode, s Step) string {
+	if len(ep.Steps) > 0 && ep.Steps[0].EpisodeLength != s.EpisodeLength {
+		first := ep.Steps[0]
+		return fmt.Sprintf("step %d says episode_length %d, step %d (%s) said %d",
+			s.StepID, s.EpisodeLength, first.StepID, first.Source, first.EpisodeLength)
+	}
+	if s.StepID < 0 || s.StepID >= s.EpisodeLength {
+		return fmt.Sprintf("step_id %d is out of range for episode_length %d", s.StepID, s.EpisodeLength)
+	}
+	for _, o := range ep.Steps {
+		if o.StepID == s.StepID {
+			return fmt.Sprintf("has step %d twice (also at %s)", s.StepID, o.Source)
+		}
+	}
+	return ""
+}
+
+// drop leaves out the episode e names (SkipCorrupt) or returns e.
+func (a *assembler) drop(e *EpisodeError) error {
+	if !a.opts.SkipCorrupt {
+		return e
+	}
+	if a.held != nil && a.held.ID == e.EpisodeID {
+		a.held = nil
+	}
+	delete(a.pending, e.EpisodeID)
+	a.dropped[e.EpisodeID] = true
+	a.st.DroppedEpisodes++
+	a.st.problem("%v; episode dropped", e)
+	return nil
+}
+
+// lateRecord handles a record of an episode already emitted: it can no
+// longer be recalled, so with SkipCorrupt only the record is skipped.
+func (a *assembler) lateRecord(s Step) error {
+	e := &EpisodeError{Source: s.Source, EpisodeID: s.EpisodeID,
+		Problem: fmt.Sprintf("step %d comes after the episode was read complete (a duplicate record, or more records than episode_length?)", s.StepID)}
+	if !a.opts.SkipCorrupt {
+		return e
+	}
+	a.st.Skipped++
+	a.st.problem("%v; record skipped", e)
+	return nil
+}
+
+// emitHeldUnless emits the held complete episode unless it is episodeID's.
+func (a *assembler) emitHeldUnless(episodeID string, fn func(Episode) error) error {
+	if a.held == nil || a.held.ID == episodeID {
+		return nil
+	}
+	return a.emitHeld(fn)
+}
+
+func (a *assembler) emitHeld(fn func(Episode) error) error {
+	ep := a.held
+	if ep == nil {
+		return nil
+	}
+	a.held = nil
+	delete(a.pending, ep.ID)
+	a.emitted[ep.ID] = true
+	sortSteps(ep)
+	return fn(*ep)
+}
+
 func (a *assembler) finish(fn func(Episode) error) error {
+	if err := a.emitHeld(fn); err != nil {
+		return err
+	}
 	for _, id := range a.order {
 		ep := a.pending[id]
 		if ep == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"os"
@@ -46,7 +47,11 @@ func readPickleFile(path, subset string, opts ReadOptions, st *ReadStats, fn fun
 		return fmt.Errorf("gold data: %w", err)
 	}
 	defer f.Close()
-	u := pickle.NewUnpickler(bufio.NewReaderSize(f, 1<<20))
+	br := bufio.NewReaderSize(f, 1<<20)
+	if _, err := br.Peek(1); err == io.EOF {
+		return fmt.Errorf("%s: %w", path, ErrEmptyFile)
+	}
+	u := pickle.NewUnpickler(br)
 	u.FindClass = findPickleClass
 	obj, err := u.Load()
 	if err != nil {

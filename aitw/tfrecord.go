@@ -6,6 +6,7 @@ package aitw
 
 import (
 	"bufio"
+	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -27,10 +28,13 @@ func maskedCRC(b []byte) uint32 {
 }
 
 // ErrCorrupt marks a record whose CRC does not match or whose framing is
-// invalid. ErrTruncated marks a file that ends inside a record.
+// invalid. ErrTruncated marks a file that ends inside a record, or a gzip
+// stream cut inside its compressed data. ErrEmptyFile marks a 0-byte file
+// (a download that never started): not even a gzip header.
 var (
 	ErrCorrupt   = errors.New("corrupt record")
 	ErrTruncated = errors.New("truncated record")
+	ErrEmptyFile = errors.New("empty file (0 bytes)")
 )
 
 // RecordError says which record of which file is bad. Offset is the byte
@@ -60,12 +64,13 @@ type RecordReader struct {
 	off     int64 // uncompressed offset of the next record
 	maxSize int
 	buf     []byte
-	err     error // sticky
-	closer  io.Closer
+	err     error   // sticky
+	gz      *gunzip // nil for a plain file
 }
 
 // NewRecordReader reads records from r; name is used in errors.
-// maxSize <= 0 means DefaultMaxRecordSize.
+// maxSize <= 0 means DefaultMaxRecordSize. Empty input is an error
+// wrapping ErrEmptyFile.
 func NewRecordReader(r io.Reader, name string, maxSize int) (*RecordReader, error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxRecordSize
@@ -73,18 +78,27 @@ func NewRecordReader(r io.Reader, name string, maxSize int) (*RecordReader, erro
 	br := bufio.NewReaderSize(r, 1<<16)
 	rr := &RecordReader{name: name, maxSize: maxSize}
 	magic, err := br.Peek(2)
+	if len(magic) == 0 && err == io.EOF {
+		return nil, fmt.Errorf("%s: %w", name, ErrEmptyFile)
+	}
 	if err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		gz, err := newGunzip(br)
 		if err != nil {
 			return nil, fmt.Errorf("open gzip %s: %w", name, err)
 		}
-		rr.closer = zr
-		rr.r = bufio.NewReaderSize(zr, 1<<16)
+		rr.gz = gz
+		rr.r = bufio.NewReaderSize(gz, 1<<16)
 	} else {
 		rr.r = br
 	}
 	return rr, nil
 }
+
+// TrailerMissing reports, once Next has returned io.EOF, whether the gzip
+// stream ended without (all of) its 8-byte trailer: every record was read
+// and checked by its own CRC, only the stream's CRC32 could not be checked.
+// A download cut a few bytes short looks like this.
+func (rr *RecordReader) TrailerMissing() bool { return rr.gz != nil && rr.gz.trailerMissing }
 
 // Offset is the uncompressed byte offset of the next record.
 func (rr *RecordReader) Offset() int64 { return rr.off }
@@ -137,10 +151,17 @@ func (rr *RecordReader) Next() ([]byte, int64, error) {
 
 // fail records a read error inside a record: a short read is a truncation.
 func (rr *RecordReader) fail(start int64, part string, got int, err error) error {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	switch {
+	case errors.Is(err, errGzipCut) && got == 0:
+		rr.err = &RecordError{File: rr.name, Offset: start, Err: ErrTruncated,
+			Reason: "gzip stream cut short at a record boundary (the records from here on are lost)"}
+	case errors.Is(err, errGzipCut):
+		rr.err = &RecordError{File: rr.name, Offset: start, Err: ErrTruncated,
+			Reason: fmt.Sprintf("gzip stream cut short inside the record %s (%d bytes of the record read)", part, got)}
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		rr.err = &RecordError{File: rr.name, Offset: start, Err: ErrTruncated,
 			Reason: fmt.Sprintf("file ends inside the record %s (%d bytes of the record read)", part, got)}
-	} else {
+	default:
 		rr.err = &RecordError{File: rr.name, Offset: start, Err: err, Reason: err.Error()}
 	}
 	return rr.err
@@ -148,10 +169,105 @@ func (rr *RecordReader) fail(start int64, part string, got int, err error) error
 
 // Close releases the gzip reader, if any (not the underlying reader).
 func (rr *RecordReader) Close() error {
-	if rr.closer != nil {
-		return rr.closer.Close()
+	if rr.gz != nil {
+		return rr.gz.Close()
 	}
 	return nil
+}
+
+// errGzipCut marks compressed data that ends before its deflate stream
+// does: whatever followed the cut is lost.
+var errGzipCut = fmt.Errorf("gzip stream cut short: %w", io.ErrUnexpectedEOF)
+
+// gunzip inflates a gzip file, member after member as gzip.Reader does. It
+// exists because gzip.Reader reports a file cut inside its compressed data
+// and one lacking only its 8-byte trailer (every byte of data present) the
+// same way, as io.ErrUnexpectedEOF; here the first is errGzipCut and the
+// second a clean end with trailerMissing set.
+type gunzip struct {
+	src            *bufio.Reader // an io.ByteReader, so flate reads no byte past its stream
+	header         gzip.Reader   // parses member headers only
+	inflate        io.ReadCloser
+	crc, size      uint32 // of the current member's data so far, for its trailer
+	trailerMissing bool
+	err            error // sticky
+}
+
+func newGunzip(src *bufio.Reader) (*gunzip, error) {
+	g := &gunzip{src: src}
+	if err := g.openMember(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// openMember reads a member header and starts inflating the member's data.
+// gzip.Reader parses the header: given a ByteReader it reads exactly the
+// header, and its own decompressor reads nothing until used.
+func (g *gunzip) openMember() error {
+	if err := g.header.Reset(g.src); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return errGzipCut
+		}
+		return err
+	}
+	if g.inflate == nil {
+		g.inflate = flate.NewReader(g.src)
+	} else if err := g.inflate.(flate.Resetter).Reset(g.src, nil); err != nil {
+		return err
+	}
+	g.crc, g.size = 0, 0
+	return nil
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for g.err == nil {
+		n, err := g.inflate.Read(p)
+		g.crc = crc32.Update(g.crc, crc32.IEEETable, p[:n])
+		g.size += uint32(n)
+		switch {
+		case err == io.EOF:
+			g.err = g.endMember()
+		case err == io.ErrUnexpectedEOF:
+			g.err = errGzipCut
+		case err != nil:
+			g.err = err
+		}
+		if n > 0 {
+			return n, nil // the error, if any, comes with the next call
+		}
+	}
+	return 0, g.err
+}
+
+// endMember checks a member's trailer (CRC32 and size of its data) and opens
+// the next member, if any. A missing or partial trailer at the end of the
+// file is not an error: all the data is there, only unchecked.
+func (g *gunzip) endMember() error {
+	var trailer [8]byte
+	if _, err := io.ReadFull(g.src, trailer[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			g.trailerMissing = true
+			return io.EOF
+		}
+		return err
+	}
+	if binary.LittleEndian.Uint32(trailer[:4]) != g.crc || binary.LittleEndian.Uint32(trailer[4:]) != g.size {
+		return gzip.ErrChecksum
+	}
+	if _, err := g.src.Peek(1); err == io.EOF {
+		return io.EOF
+	}
+	return g.openMember()
+}
+
+// Close releases the decompressors (not the underlying reader).
+func (g *gunzip) Close() error {
+	g.header.Close()
+	return g.inflate.Close()
 }
 
 // AppendRecord appends one framed record holding payload to dst (for tests
