@@ -17,9 +17,13 @@ import (
 	"golang.org/x/term"
 
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw/report"
+	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/aitw/runner"
 	"github.com/autoui/autoui/aitw/score"
+	"github.com/autoui/autoui/atomicfile"
+	"github.com/autoui/autoui/engine"
 )
 
 func init() {
@@ -67,7 +71,7 @@ func (d *dataFlags) add(fs *flag.FlagSet, name, what string) {
 	fs.StringVar(&d.subset, "subset", "", "AITW subset of all the data ("+strings.Join(aitw.Subsets, ", ")+"); default: from each file's path")
 	fs.StringVar(&d.splits, "splits", "", "split file: AITW's standard split JSON (train/validation/test) or Auto-UI's *_texts_splits.json (train/val/test)")
 	fs.StringVar(&d.split, "split", "", "split to use from --splits (train, val/validation, test); default: every episode in the data")
-	fs.BoolVar(&d.skipCorrupt, "skip-corrupt", false, "skip corrupt or truncated records (counted and reported) instead of failing")
+	fs.BoolVar(&d.skipCorrupt, "skip-corrupt", false, "skip (count and list) corrupt or truncated records, empty files and episodes with duplicate steps, inconsistent episode_length or out-of-range step_id, instead of failing")
 }
 
 // open checks the flags and returns the files, read options and split ids.
@@ -115,8 +119,8 @@ func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[strin
 }
 
 func (d *dataFlags) report(w io.Writer, st aitw.ReadStats) {
-	if st.Skipped > 0 || st.Incomplete > 0 {
-		fmt.Fprintf(w, "skipped %d corrupt records; %d episodes incomplete\n", st.Skipped, st.Incomplete)
+	if s := st.Summary(); s != "" {
+		fmt.Fprintln(w, s)
 		for _, p := range st.Problems {
 			fmt.Fprintln(w, "  "+p)
 		}
@@ -130,8 +134,10 @@ func runEvalRun(ctx context.Context, args []string) error {
 	df.add(fs, "data", "gold data to predict")
 	history := fs.String("history", "gold", "previous actions given to the model: gold (the paper's protocol) or predicted (its own)")
 	limit := fs.Int("limit", 0, "stop after this many new predictions (0: all)")
-	shard := fs.String("shard", "", "predict only shard I of N (I/N, 0-based; episodes split by a hash of their id)")
-	out := fs.String("out", "", "output directory: predictions.jsonl is appended to, and re-running resumes; required")
+	shard := fs.String("shard", "", "predict only shard I/N (0-based; episodes split by a hash of their id), or auto: from a Slurm array task (SLURM_ARRAY_TASK_*) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with --shards)")
+	shards := fs.Int("shards", 0, "with --shard auto: the number of shards (needed for a Kubernetes Indexed Job; checked against a Slurm array's size)")
+	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
+	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
 	fs.Usage = func() {
@@ -148,24 +154,48 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	sh, err := aitw.ParseShard(*shard)
+	sh, err := aitw.ResolveShard(*shard, *shards, os.Getenv)
 	if err != nil {
 		return err
 	}
 	if *limit < 0 {
 		return fmt.Errorf("--limit %d: must be >= 0", *limit)
 	}
+	if *batch < 0 {
+		return fmt.Errorf("--batch %d: must be >= 0", *batch)
+	}
 	files, ro, ids, err := df.open("data")
 	if err != nil {
 		return err
 	}
+	// Lock before loading the model, so a second run on the same --out
+	// stops at once instead of after a long load.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	lock, err := runinfo.Acquire(*out)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	p, closeModel, err := mf.open()
 	if err != nil {
 		return err
 	}
 	defer closeModel()
+	set := p.Settings()
+	if *batch == 0 {
+		*batch = runner.DefaultBatch(string(set.Provider))
+	}
+	info, err := newRunInfo(mf.model, set, hist, *batch, files, df, sh)
+	if err != nil {
+		return err
+	}
+	if err := startRun(*out, info); err != nil {
+		return err
+	}
 	opts := runner.Options{
-		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out,
+		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch,
 		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 	if !*noCache {
@@ -176,6 +206,12 @@ func runEvalRun(ctx context.Context, args []string) error {
 		opts.CacheKey = modelFingerprint(mf.model)
 	}
 	sum, err := runner.Run(ctx, p, opts)
+	ended := time.Now().UTC()
+	info.Ended = &ended
+	info.Complete = err == nil && !sum.Interrupted && !sum.LimitHit
+	if werr := info.Write(*out); werr != nil && err == nil {
+		err = werr
+	}
 	df.report(os.Stderr, sum.Read)
 	if sum.TornTail {
 		fmt.Fprintln(os.Stderr, "cut a torn last line from "+sum.Path+" (the previous run was killed mid-write)")
@@ -198,6 +234,65 @@ func runEvalRun(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "stopped at --limit %d; re-run to continue\n", *limit)
 	}
 	return nil
+}
+
+// newRunInfo records what a run predicts with: the bundle, the effective
+// settings and the data.
+func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch int, files []string, df dataFlags, sh aitw.Shard) (*runinfo.Info, error) {
+	man, err := os.ReadFile(filepath.Join(modelDir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var named struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(man, &named) // the bundle loaded, so the manifest parses
+	sum := sha256.Sum256(man)
+	absModel, _ := filepath.Abs(modelDir)
+	data, err := runinfo.DataFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	in := &runinfo.Info{
+		Format: runinfo.FormatVersion, Version: runinfo.Version(),
+		Model: runinfo.Model{Name: named.Name, Dir: absModel, ManifestSHA256: hex.EncodeToString(sum[:])},
+		Options: runinfo.Options{
+			History: string(hist), HistoryWindow: set.HistoryWindow, Truncation: set.Truncation.String(),
+			MaxNewTokens: set.MaxNewTokens, Decoding: set.Decoding.String(), Constrained: set.Constrained,
+			Provider: string(set.Provider), GraphOpt: string(set.GraphOptimization), Batch: batch,
+		},
+		Data:    runinfo.Data{Files: data, Subset: df.subset, Split: df.split},
+		Started: time.Now().UTC(),
+	}
+	if df.splits != "" {
+		in.Data.Splits, _ = filepath.Abs(df.splits)
+	}
+	if sh.N > 1 {
+		in.Data.Shard = sh.String()
+	}
+	return in, nil
+}
+
+// startRun checks that predictions already in out were made the same way
+// (else it refuses, touching nothing) and records this run's start.
+func startRun(out string, in *runinfo.Info) error {
+	old, err := runinfo.Read(out)
+	if err != nil {
+		return fmt.Errorf("%w (fix or remove it, or use another --out)", err)
+	}
+	if old == nil {
+		if st, err := os.Stat(filepath.Join(out, runinfo.PredictionsFile)); err == nil && st.Size() > 0 {
+			return fmt.Errorf("%s holds predictions without a %s (from an older autoui or another tool): their model and options are unknown, so nothing is appended; use another --out",
+				out, runinfo.File)
+		}
+	} else {
+		if d := runinfo.Diff(old, in, true); len(d) > 0 {
+			return fmt.Errorf("%s holds predictions made differently; resuming would mix them (%s): use the same model and options to resume, or another --out",
+				out, strings.Join(d, "; "))
+		}
+		in.Started = old.Started
+	}
+	return in.Write(out)
 }
 
 // modelFingerprint keys the feature cache: the vision graph's SHA-256 from
@@ -226,20 +321,31 @@ func runEvalScore(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("eval score", flag.ContinueOnError)
 	var df dataFlags
 	df.add(fs, "gold", "gold data")
-	pred := fs.String("pred", "", "predictions JSONL: {\"episode_id\", \"step_id\", \"action_type\", \"touch_point\", \"lift_point\", \"typed_text\"} per line; required")
+	var preds listFlag
+	fs.Var(&preds, "pred", "predictions: an eval run --out directory or a JSONL file ({\"episode_id\", \"step_id\", \"action_type\", \"touch_point\", \"lift_point\", \"typed_text\"} per line); repeat or comma-separate to merge shards (their run.json must agree, no step twice); required")
+	protocol := fs.String("protocol", "aitw", "scoring rules: aitw (AITW's matcher on the raw gold) or autoui (the number Auto-GUI's main.py prints: gold rewritten as training targets; see docs/eval.md)")
+	scrollMap := fs.String("scroll-map", "fixed", "with --protocol autoui, how gold swipes are rewritten: fixed (current Auto-GUI) or legacy (pre-2024: left/right as up/down, what the released checkpoints learned)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	perStep := fs.String("per-step", "", "write {\"episode_id\", \"step_id\", \"match\", \"type_match\"} per gold step to this JSONL file")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report (table, confusion matrix, annotated screens) to this file")
 	samples := fs.Int("html-samples", 12, "right and wrong steps shown in the HTML report (each)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui eval score --gold PATHS --pred FILE [--json] [--per-step FILE] [--html FILE] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: autoui eval score --gold PATHS --pred DIR|FILE [--pred ...] [--protocol aitw|autoui] [--json] [--per-step FILE] [--html FILE] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *pred == "" {
+	if len(preds) == 0 {
 		return errors.New("--pred is required")
+	}
+	var so score.Options
+	var err error
+	if so.Protocol, err = score.ParseProtocol(*protocol); err != nil {
+		return fmt.Errorf("--protocol: %w", err)
+	}
+	if so.ScrollMap, err = action.ParseScrollMap(*scrollMap); err != nil {
+		return fmt.Errorf("--scroll-map: %w", err)
 	}
 	files, ro, ids, err := df.open("gold")
 	if err != nil {
@@ -256,19 +362,17 @@ func runEvalScore(ctx context.Context, args []string) error {
 	if len(eps) == 0 {
 		return errors.New("no gold episodes selected")
 	}
-	ps, err := aitw.ReadPredictions(*pred)
+	ps, err := runinfo.ReadPredictions(splitList(preds))
 	if err != nil {
 		return err
 	}
-	if ps.TornTail {
-		fmt.Fprintln(os.Stderr, "ignored a torn last line in "+*pred)
+	for _, n := range ps.Notes {
+		fmt.Fprintln(os.Stderr, n)
 	}
-	if ps.Duplicates > 0 {
-		fmt.Fprintf(os.Stderr, "%d predictions repeat a step; the last one counts\n", ps.Duplicates)
-	}
-	rep, results := score.Score(eps, ps.ByStep)
+	rep, results := score.Score(eps, ps.ByStep, so)
+	rep.About = about(df, ps)
 	if *perStep != "" {
-		if err := writeFileWith(*perStep, func(w io.Writer) error { return score.WritePerStep(w, results) }); err != nil {
+		if err := atomicfile.Write(*perStep, func(w io.Writer) error { return score.WritePerStep(w, results) }); err != nil {
 			return err
 		}
 	}
@@ -278,12 +382,8 @@ func runEvalScore(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		notes := []string{"gold: " + strings.Join(df.paths, ", "), "predictions: " + *pred}
-		if df.split != "" {
-			notes = append(notes, "split: "+df.split)
-		}
-		err = writeFileWith(*htmlOut, func(w io.Writer) error {
-			return report.WriteHTML(w, rep, rs, ws, report.Options{Title: "AITW evaluation", Notes: notes})
+		err = atomicfile.Write(*htmlOut, func(w io.Writer) error {
+			return report.WriteHTML(w, rep, rs, ws, report.Options{Title: "AITW evaluation", Notes: rep.Describe()})
 		})
 		if err != nil {
 			return err
@@ -294,17 +394,39 @@ func runEvalScore(ctx context.Context, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	for _, line := range rep.Describe() {
+		fmt.Println(line)
+	}
+	fmt.Println()
 	return rep.WriteTable(os.Stdout)
 }
 
-func writeFileWith(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+// splitList splits comma-separated values of a repeatable flag.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
 	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	return out
+}
+
+// about is the report's provenance: the gold, the predictions and the run
+// that made them.
+func about(df dataFlags, ps *runinfo.Predictions) *score.About {
+	a := &score.About{Date: time.Now().UTC().Format(time.RFC3339), Gold: df.paths, Split: df.split}
+	for _, s := range ps.Sources {
+		a.Predictions = append(a.Predictions, s.Path)
 	}
-	return f.Close()
+	if len(ps.Sources) > 0 && ps.Sources[0].Info != nil {
+		run := *ps.Sources[0].Info
+		if len(ps.Sources) > 1 {
+			run.Data.Shard = fmt.Sprintf("%d shards merged", len(ps.Sources))
+		}
+		a.Run = &run
+	}
+	return a
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/autoui/autoui/aitw/runinfo"
 )
 
 // TestEvalScoreCommand runs `autoui eval score` on the AITW fixtures and
@@ -30,6 +33,12 @@ func TestEvalScoreCommand(t *testing.T) {
 	if err := json.NewDecoder(r).Decode(&got); err != nil {
 		t.Fatal(err)
 	}
+	// The provenance varies (date, paths); the scores must not.
+	about, _ := got["about"].(map[string]any)
+	if about == nil || about["date"] == "" || about["run"] != nil {
+		t.Errorf("about = %v: want a date and no run (hand-made predictions)", got["about"])
+	}
+	delete(got, "about")
 	b, _ := os.ReadFile("../../aitw/score/testdata/golden_report.json")
 	json.Unmarshal(b, &want)
 	gb, _ := json.Marshal(got)
@@ -54,6 +63,11 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "x", "--subset", "nope"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "3/3"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--history", "oracle"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "-1"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "auto"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "paper"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "autoui", "--scroll-map", "diagonal"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl,../../aitw/testdata/predictions.jsonl"},
 		{"frobnicate"},
 	} {
 		if err := runEval(context.Background(), args); err == nil {
@@ -113,5 +127,126 @@ func TestEvalRunThenScoreWithTinyBundle(t *testing.T) {
 	}
 	if len(cached) == 0 {
 		t.Log("note: no feature cache files found under feature_cache/*/*")
+	}
+}
+
+// run.json records the run; resuming with another setting, into a
+// directory of unknown predictions, or while another run holds --out is
+// refused without touching predictions.jsonl.
+func TestEvalRunProvenanceAndLock(t *testing.T) {
+	out := t.TempDir()
+	data := "../../aitw/testdata/records/general"
+	run := func(extra ...string) error {
+		_, err := captureStdout(t, func() error {
+			return runEval(context.Background(), append([]string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--no-feature-cache"}, extra...))
+		})
+		return err
+	}
+	if err := run("--limit", "3"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := runinfo.Read(out)
+	if err != nil || info == nil {
+		t.Fatalf("run.json: %v %v", info, err)
+	}
+	if info.Model.Name == "" || len(info.Model.ManifestSHA256) != 64 || info.Options.MaxNewTokens <= 0 ||
+		info.Options.History != "gold" || info.Options.Batch < 1 || len(info.Data.Files) == 0 || info.Ended == nil || info.Complete {
+		t.Errorf("run.json after --limit 3: %+v", info)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, runinfo.PredictionsFile))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-new-tokens", "20"}, "max_new_tokens"},
+		{[]string{"--history", "predicted"}, "history: gold vs predicted"},
+		{[]string{"--decoding", "greedy"}, "decoding"},
+		{[]string{"--shard", "0/2"}, "shard: all vs 0/2"},
+	} {
+		err := run(c.args...)
+		if err == nil || !strings.Contains(err.Error(), "made differently") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("resume with %v: %v", c.args, err)
+		}
+	}
+	lock, err := runinfo.Acquire(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in use by pid %d", os.Getpid())) {
+		t.Errorf("second run on a locked --out: %v", err)
+	}
+	lock.Release()
+	after, _ := os.ReadFile(filepath.Join(out, runinfo.PredictionsFile))
+	if string(after) != string(before) {
+		t.Fatal("a refused run changed predictions.jsonl")
+	}
+	if err := run(); err != nil { // same settings: resumes to the end
+		t.Fatal(err)
+	}
+	if info, _ = runinfo.Read(out); !info.Complete {
+		t.Errorf("complete run: %+v", info)
+	}
+	// Predictions without provenance are not appended to.
+	os.Remove(filepath.Join(out, runinfo.File))
+	if err := run(); err == nil || !strings.Contains(err.Error(), "without a run.json") {
+		t.Errorf("predictions without run.json: %v", err)
+	}
+}
+
+// Shards scored together equal one run; shards of different runs, or the
+// same shard twice, are refused.
+func TestEvalScoreMergesShards(t *testing.T) {
+	data := "../../aitw/testdata/records/general"
+	base := t.TempDir()
+	run := func(dir string, extra ...string) {
+		t.Helper()
+		_, err := captureStdout(t, func() error {
+			return runEval(context.Background(), append([]string{"run", "--model", tinyBundle, "--data", data, "--out", filepath.Join(base, dir), "--no-feature-cache"}, extra...))
+		})
+		if err != nil {
+			t.Fatalf("eval run %s: %v", dir, err)
+		}
+	}
+	run("all")
+	run("s0", "--shard", "0/2")
+	run("s1", "--shard", "1/2")
+	run("other", "--shard", "1/2", "--max-new-tokens", "20")
+	score := func(preds ...string) (map[string]any, error) {
+		args := []string{"score", "--gold", data, "--json"}
+		for _, p := range preds {
+			args = append(args, "--pred", filepath.Join(base, p))
+		}
+		s, err := captureStdout(t, func() error { return runEval(context.Background(), args) })
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("%v: %s", err, s)
+		}
+		return m, nil
+	}
+	one, err := score("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := score("s0", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(one["overall"])
+	b, _ := json.Marshal(merged["overall"])
+	if string(a) != string(b) {
+		t.Errorf("merged shards score %s, one run %s", b, a)
+	}
+	run0 := merged["about"].(map[string]any)["run"].(map[string]any)
+	if run0["model"].(map[string]any)["manifest_sha256"] == "" {
+		t.Errorf("merged report has no model: %v", run0)
+	}
+	if _, err := score("s0", "other"); err == nil || !strings.Contains(err.Error(), "max_new_tokens") {
+		t.Errorf("merging runs with different options: %v", err)
+	}
+	if _, err := score("s1", "s1"); err == nil || !strings.Contains(err.Error(), "predicted in both") {
+		t.Errorf("merging a shard with itself: %v", err)
 	}
 }
