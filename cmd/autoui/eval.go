@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/report"
 	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/aitw/runner"
