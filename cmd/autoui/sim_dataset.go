@@ -25,8 +25,9 @@ func runDataset(ctx context.Context, args []string) error {
 	seed := fs.Int64("seed", 0, "seed of the first episode; episode i uses seed+i")
 	size := fs.String("size", "360x800", "screen size WIDTHxHEIGHT in pixels")
 	families := fs.String("families", "", "comma-separated task families (default: all: "+strings.Join(tasks.Families, ",")+")")
+	overwrite := fs.Bool("overwrite", false, "replace a dataset already in --out (a non-empty --out is refused otherwise)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui dataset [--out DIR] [--episodes N] [--seed S] [--size WxH] [--families F,...]")
+		fmt.Fprintln(fs.Output(), "usage: autoui dataset [--out DIR] [--overwrite] [--episodes N] [--seed S] [--size WxH] [--families F,...]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -41,7 +42,7 @@ func runDataset(ctx context.Context, args []string) error {
 		return err
 	}
 	t0 := time.Now()
-	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Log: os.Stderr})
+	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Log: os.Stderr, Overwrite: *overwrite})
 	if err != nil {
 		return err
 	}

@@ -10,16 +10,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 )
@@ -60,6 +65,10 @@ type Options struct {
 	Families      []string // nil means tasks.Families
 	// Log receives a progress line per file; nil discards them.
 	Log io.Writer
+	// Overwrite clears an existing dataset in Dir first; without it a
+	// non-empty Dir is refused, so stale files of an earlier dataset can
+	// never be read as part of this one.
+	Overwrite bool
 }
 
 func (o *Options) defaults() error {
@@ -191,6 +200,9 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	if err := prepareDir(o.Dir, o.Overwrite); err != nil {
+		return nil, err
+	}
 	// Episode plan: family -> its seeds in order.
 	plan := map[string][]int64{}
 	for i := 0; i < o.Episodes; i++ {
@@ -267,16 +279,18 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 func writeFamily(ctx context.Context, o Options, fam string, seeds []int64) (map[string][]string, map[string]int, int64, error) {
 	ids := map[string][]string{}
 	steps := map[string]int{}
-	files := map[string]*os.File{}
+	// Each file is written under a temporary name and renamed when whole,
+	// so an interrupted run leaves no torn file for eval to read.
+	files := map[string]*atomicfile.File{}
 	writers := map[string]*aitw.RecordWriter{}
 	closeAll := func() {
 		for _, f := range files {
-			f.Close()
+			f.Abort()
 		}
 	}
 	for _, sp := range Splits {
 		path := filepath.Join(o.Dir, FileName(sp, fam))
-		f, err := os.Create(path)
+		f, err := atomicfile.Create(path)
 		if err != nil {
 			closeAll()
 			return nil, nil, 0, fmt.Errorf("dataset: %w", err)
@@ -315,8 +329,11 @@ func writeFamily(ctx context.Context, o Options, fam string, seeds []int64) (map
 		if err == nil {
 			total += fi.Size()
 		}
-		if err := files[sp].Close(); err != nil {
-			return nil, nil, 0, fmt.Errorf("dataset: close %s: %w", files[sp].Name(), err)
+	}
+	for _, sp := range Splits {
+		if err := files[sp].Commit(); err != nil {
+			closeAll()
+			return nil, nil, 0, fmt.Errorf("dataset: %w", err)
 		}
 	}
 	return ids, steps, total, nil
@@ -329,8 +346,53 @@ func writeJSON(path string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("dataset: encode %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
 	return nil
+}
+
+// prepareDir makes dir ready for a new dataset: created if missing; if it
+// holds anything, refused unless overwrite, which removes an earlier
+// dataset's files first. A directory with other files is never cleared.
+func prepareDir(dir string, overwrite bool) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	if !overwrite {
+		return fmt.Errorf("dataset: %s is not empty (%d entries): pass --overwrite to replace the dataset in it, or use another --out", dir, len(ents))
+	}
+	var foreign []string
+	for _, e := range ents {
+		if !isDatasetEntry(e) {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("dataset: %s holds files that are not a dataset's (%s): refusing to clear it", dir, strings.Join(foreign, ", "))
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("dataset: clear %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// isDatasetEntry reports whether a directory entry is something Write
+// makes: a split directory, splits.json, dataset.json or a temporary file
+// left by an interrupted run.
+func isDatasetEntry(e fs.DirEntry) bool {
+	name := e.Name()
+	if e.IsDir() {
+		return slices.Contains(Splits, name)
+	}
+	return name == "splits.json" || name == "dataset.json" || strings.HasPrefix(name, ".")
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,4 +179,61 @@ func TestOptionsChecked(t *testing.T) {
 			t.Errorf("%+v: no error", o)
 		}
 	}
+}
+
+// A used --out is refused; --overwrite replaces the earlier dataset whole
+// (no stale family file survives), but never clears a directory holding
+// other files; no temporary file is left behind.
+func TestWriteIntoUsedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := Write(ctx, Options{Dir: dir, Episodes: 6, Seed: 6, Width: 90, Height: 200, Families: []string{"open_app", "navigate"}}); err != nil {
+		t.Fatal(err)
+	}
+	small := Options{Dir: dir, Episodes: 3, Seed: 6, Width: 90, Height: 200, Families: []string{"open_app"}}
+	if _, err := Write(ctx, small); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("non-empty --out: %v", err)
+	}
+	small.Overwrite = true
+	st, err := Write(ctx, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			got = append(got, rel)
+		}
+		return nil
+	})
+	want := append(append([]string{}, st.Files...), "dataset.json", "splits.json")
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("after --overwrite the directory holds %v, want %v", got, want)
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := Write(ctx, small); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("clearing a directory with foreign files: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Error("a foreign file was removed")
+	}
+}
+
+// An interrupted write leaves no record file, torn or temporary.
+func TestWriteInterruptedLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Write(ctx, Options{Dir: dir, Episodes: 3, Width: 90, Height: 200}); err == nil {
+		t.Fatal("cancelled write succeeded")
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("left %s", p)
+		}
+		return nil
+	})
 }
