@@ -23,7 +23,11 @@ from transformers.modeling_outputs import BaseModelOutput
 BLIP2_IMAGE_DIM = 1408
 PAD_ID, EOS_ID, UNK_ID = 0, 1, 2
 MAX_SOURCE_TOKENS = 512
+# Auto-UI's output_len: targets are truncated to 128 tokens (with </s>) in training, and
+# evaluation runs generate(max_length=128), which counts the decoder start token: so at most
+# 127 new tokens. MAX_NEW_TOKENS is the generation cap a bundle records (max_target_tokens).
 MAX_TARGET_TOKENS = 128
+MAX_NEW_TOKENS = MAX_TARGET_TOKENS - 1
 HISTORY_WINDOW = 8
 
 # T5 backbones. base/large are FLAN-Alpaca (FLAN-T5) sizes; tiny is for fixtures.
@@ -101,7 +105,7 @@ class AutoUIModel(T5ForConditionalGeneration):
     @torch.no_grad()
     def generate_action(self, input_ids: torch.Tensor, image_features: torch.Tensor,
                         attention_mask: Optional[torch.Tensor] = None,
-                        max_new_tokens: int = MAX_TARGET_TOKENS) -> torch.Tensor:
+                        max_new_tokens: int = MAX_NEW_TOKENS) -> torch.Tensor:
         """Greedy decoding as Auto-UI evaluates (no sampling, one beam). Returns the ids
         including the decoder start token, like HF generate."""
         if attention_mask is None:
@@ -124,76 +128,113 @@ def random_model(size: str, vocab_size: int, image_dim: int, seed: int) -> AutoU
 # Keys a checkpoint may carry or omit: the embeddings tied to `shared` (old torch.save
 # checkpoints store them, safetensors drops them as duplicates).
 TIED_EMBEDDING_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
+# With tie_word_embeddings (original T5 configs; the default when config.json omits it)
+# lm_head is shared.weight too, and safetensors checkpoints leave it out.
+TIED_HEAD_KEY = "lm_head.weight"
+# Some transformers versions saved a cross-attention position bias T5 never uses;
+# transformers and Auto-UI's model.py ignore it on load, so do we. Nothing else is ignored.
+IGNORED_KEYS = ("decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight",)
 
 
 class CheckpointError(ValueError):
     pass
 
 
-def _read_state_dict(ckpt_dir: str) -> dict:
-    st = os.path.join(ckpt_dir, "model.safetensors")
-    st_index = os.path.join(ckpt_dir, "model.safetensors.index.json")
-    pt = os.path.join(ckpt_dir, "pytorch_model.bin")
-    pt_index = os.path.join(ckpt_dir, "pytorch_model.bin.index.json")
-    if os.path.exists(st):
-        from safetensors.torch import load_file
-        return load_file(st)
-    if os.path.exists(pt):
-        return torch.load(pt, map_location="cpu", weights_only=True)
-    for index, loader in ((st_index, "st"), (pt_index, "pt")):
+def _load_weights_file(path: str) -> dict:
+    try:
+        if path.endswith(".safetensors"):
+            from safetensors.torch import load_file
+            return load_file(path)
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # safetensors, pickle and zip errors alike: name the file
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CheckpointError(f"{path}: cannot read weights ({detail})") from e
+
+
+def _read_state_dict(ckpt_dir: str) -> tuple[dict, str]:
+    """The checkpoint's tensors and the file they came from (for error messages)."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = os.path.join(ckpt_dir, name)
+        if os.path.exists(path):
+            return _load_weights_file(path), path
+    for name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        index = os.path.join(ckpt_dir, name)
         if os.path.exists(index):
-            with open(index) as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
+            try:
+                with open(index) as f:
+                    shards = sorted(set(json.load(f)["weight_map"].values()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+                raise CheckpointError(f"{index}: not a weight index ({type(e).__name__}: {e})") from e
             out = {}
             for shard in shards:
-                path = os.path.join(ckpt_dir, shard)
-                if loader == "st":
-                    from safetensors.torch import load_file
-                    out.update(load_file(path))
-                else:
-                    out.update(torch.load(path, map_location="cpu", weights_only=True))
-            return out
+                out.update(_load_weights_file(os.path.join(ckpt_dir, shard)))
+            return out, index
     raise CheckpointError(f"checkpoint {ckpt_dir}: no model.safetensors or pytorch_model.bin")
+
+
+def _read_config(ckpt_dir: str) -> T5Config:
+    path = os.path.join(ckpt_dir, "config.json")
+    if not os.path.exists(path):
+        raise CheckpointError(f"checkpoint {ckpt_dir}: no config.json")
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(cfg, dict) or cfg.get("model_type", "t5") != "t5":
+        kind = cfg.get("model_type") if isinstance(cfg, dict) else type(cfg).__name__
+        raise CheckpointError(f"{path}: model_type {kind!r}, want t5 (an Auto-UI checkpoint is a T5)")
+    return T5Config.from_dict(cfg)
+
+
+def _optional_keys(config: T5Config) -> tuple[str, ...]:
+    return TIED_EMBEDDING_KEYS + ((TIED_HEAD_KEY,) if config.tie_word_embeddings else ())
+
+
+def _drop_tied_copies(state: dict, optional: Sequence[str], where: str) -> None:
+    """Remove copies of shared.weight; a copy that differs is an error (the model ties them)."""
+    for key in optional:
+        if key in state:
+            if "shared.weight" in state and not torch.equal(state[key], state["shared.weight"]):
+                raise CheckpointError(f"{where}: {key} differs from shared.weight, but the model ties them")
+            state.pop(key)
 
 
 def load_checkpoint(ckpt_dir: str) -> AutoUIModel:
     """Load an Auto-UI checkpoint directory (HF save_pretrained of T5ForMultimodalGeneration).
 
-    The image dimension comes from image_dense.weight. Any missing or unexpected key fails.
+    The image dimension comes from image_dense.weight. Any missing or unexpected key fails,
+    except the tied copies of shared.weight (TIED_*) and IGNORED_KEYS.
     """
-    cfg_path = os.path.join(ckpt_dir, "config.json")
-    if not os.path.exists(cfg_path):
-        raise CheckpointError(f"checkpoint {ckpt_dir}: no config.json")
-    with open(cfg_path) as f:
-        cfg = json.load(f)
-    config = T5Config.from_dict(cfg)
-    state = _read_state_dict(ckpt_dir)
+    config = _read_config(ckpt_dir)
+    state, where = _read_state_dict(ckpt_dir)
     if "image_dense.weight" not in state:
-        raise CheckpointError(f"checkpoint {ckpt_dir}: missing key image_dense.weight (not an Auto-UI checkpoint?)")
+        raise CheckpointError(f"{where}: missing key image_dense.weight (not an Auto-UI checkpoint?)")
     image_dim = int(state["image_dense.weight"].shape[1])
     with torch.device("meta"):
         skeleton = AutoUIModel(config, image_dim=image_dim)
     expected = set(skeleton.state_dict().keys())
-    state = dict(state)
-    for key in TIED_EMBEDDING_KEYS:
-        if key in state:
-            if "shared.weight" in state and not torch.equal(state[key], state["shared.weight"]):
-                raise CheckpointError(f"checkpoint {ckpt_dir}: {key} differs from shared.weight")
-            state.pop(key)
-    required = expected - set(TIED_EMBEDDING_KEYS)
+    state = {k: v for k, v in state.items() if k not in IGNORED_KEYS}
+    optional = _optional_keys(config)
+    _drop_tied_copies(state, optional, where)
+    required = expected - set(optional)
     missing = sorted(required - set(state))
     unexpected = sorted(set(state) - required)
     if missing or unexpected:
-        raise CheckpointError(f"checkpoint {ckpt_dir}: missing keys {missing}, unexpected keys {unexpected}")
-    model = AutoUIModel(config, image_dim=image_dim)
+        raise CheckpointError(f"{where}: missing keys {missing}, unexpected keys {unexpected}")
     for k, v in skeleton.state_dict().items():
         if k in state and tuple(state[k].shape) != tuple(v.shape):
-            raise CheckpointError(f"checkpoint {ckpt_dir}: {k} has shape {tuple(state[k].shape)}, want {tuple(v.shape)}")
+            raise CheckpointError(f"{where}: {k} has shape {tuple(state[k].shape)}, want {tuple(v.shape)}")
+    # post_init ties lm_head (and the embeddings) to shared when the config says so, so
+    # loading shared.weight fills them all.
+    model = AutoUIModel(config, image_dim=image_dim)
     state = {k: v.float() for k, v in state.items()}
     result = model.load_state_dict(state, strict=False)
-    leftover = [k for k in result.missing_keys if k not in TIED_EMBEDDING_KEYS]
+    leftover = [k for k in result.missing_keys if k not in optional]
     if leftover or result.unexpected_keys:
-        raise CheckpointError(f"checkpoint {ckpt_dir}: missing {leftover}, unexpected {result.unexpected_keys}")
+        raise CheckpointError(f"{where}: missing {leftover}, unexpected {result.unexpected_keys}")
+    if config.tie_word_embeddings and model.lm_head.weight is not model.shared.weight:
+        raise CheckpointError(f"{where}: tie_word_embeddings is set but lm_head is not tied to shared")
     return model.eval()
 
 

@@ -8,7 +8,8 @@ Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_model_m
 (HF optimum layout: an If on use_cache_branch over a no-past and a with-past graph sharing
 initializers), tokenizer.json and manifest.json (docs/bundle-format.md). Every graph is
 checked against PyTorch with ONNX Runtime before the manifest is written; a failed check
-aborts. The same command gives byte-identical files.
+aborts. The same command gives byte-identical files. A checkpoint without tokenizer.json
+gets one converted from its spiece.model by transformers (recorded in the manifest).
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ TOLERANCES = {
 
 class ExportCheckError(RuntimeError):
     pass
+
+
+# manifest exporter.tokenizer_source for a tokenizer.json taken as is (the checkpoint's or --tokenizer)
+TOKENIZER_JSON = "tokenizer.json"
 
 
 def log(msg: str) -> None:
@@ -510,6 +515,71 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
     return report
 
 
+# ---------------------------------------------------------------- tokenizer
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def check_tokenizer(path: str, vocab_size: int) -> None:
+    """The bundle's tokenizer must load with T5's special ids and fit the model's vocabulary."""
+    try:
+        tok = am.load_tokenizer(path)
+    except Exception as e:  # tokenizers' parse errors are plain Exceptions
+        raise ValueError(f"tokenizer {path}: cannot load ({_first_line(e)})") from e
+    if len(tok) > vocab_size:
+        raise ValueError(f"tokenizer {path}: {len(tok)} ids, more than the model's vocab_size {vocab_size}")
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    # The slow T5 tokenizer warns about its default `legacy` mode on every load.
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def convert_spiece(ckpt_dir: str, out_path: str) -> str:
+    """Write tokenizer.json converted from ckpt_dir/spiece.model by transformers' slow->fast
+    converter; returns the manifest's tokenizer_source. Loading the directory (not the file)
+    applies its tokenizer_config.json / special_tokens_map.json as Auto-UI's AutoTokenizer does."""
+    import transformers
+    from transformers import T5TokenizerFast
+    spiece = os.path.join(ckpt_dir, "spiece.model")
+    try:
+        with _quiet_transformers():
+            fast = T5TokenizerFast.from_pretrained(ckpt_dir, from_slow=True, local_files_only=True)
+        fast.backend_tokenizer.save(out_path)
+    except Exception as e:  # sentencepiece/protobuf errors for a bad file: name it
+        raise am.CheckpointError(f"{spiece}: cannot convert to tokenizer.json ({_first_line(e)})") from e
+    return f"converted from spiece.model by transformers {transformers.__version__}"
+
+
+def checkpoint_tokenizer(ckpt_dir: str, explicit: str | None, tmp: str) -> tuple[str, str]:
+    """(tokenizer.json path, tokenizer_source) for a checkpoint export: --tokenizer, else the
+    checkpoint's tokenizer.json, else one converted from its spiece.model into tmp."""
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise am.CheckpointError(f"--tokenizer {explicit}: no such file")
+        return explicit, TOKENIZER_JSON
+    path = os.path.join(ckpt_dir, "tokenizer.json")
+    if os.path.isfile(path):
+        return path, TOKENIZER_JSON
+    if os.path.isfile(os.path.join(ckpt_dir, "spiece.model")):
+        out = os.path.join(tmp, "tokenizer.json")
+        source = convert_spiece(ckpt_dir, out)
+        log(f"tokenizer: {source}")
+        return out, source
+    raise am.CheckpointError(f"checkpoint {ckpt_dir}: no tokenizer.json or spiece.model (pass --tokenizer)")
+
+
 # ---------------------------------------------------------------- manifest
 
 def sha256_file(path: str) -> str:
@@ -543,7 +613,7 @@ def versions() -> dict:
 
 
 def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.VisionTower, graphs_ext: dict,
-                   source: str, opset: int, scroll_map: str) -> dict:
+                   source: str, opset: int, scroll_map: str, tokenizer_source: str = TOKENIZER_JSON) -> dict:
     cfg, vcfg = model.config, tower.config
     files = {}
     for role, fname in FILES.items():
@@ -570,10 +640,11 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
                    "decoder_start_id": cfg.decoder_start_token_id},
         "preprocess": vis.preprocess_config(vcfg.image_size),
         "prompt": {"history_window": am.HISTORY_WINDOW, "max_source_tokens": am.MAX_SOURCE_TOKENS,
-                   "max_target_tokens": am.MAX_TARGET_TOKENS},
+                   "max_target_tokens": am.MAX_NEW_TOKENS},
         "action": {"scroll_map": scroll_map},
         "precision": "fp32",
-        "exporter": {"tool": "scripts.export", "source": source, "opset": opset, "versions": versions()},
+        "exporter": {"tool": "scripts.export", "source": source, "tokenizer_source": tokenizer_source,
+                     "opset": opset, "versions": versions()},
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
@@ -582,7 +653,8 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
 
 
 def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path: str, out_dir: str, *,
-                  name: str, source: str, opset: int = 17, scroll_map: str = "fixed", check: bool = True) -> dict:
+                  name: str, source: str, opset: int = 17, scroll_map: str = "fixed", check: bool = True,
+                  tokenizer_source: str = TOKENIZER_JSON) -> dict:
     if not 14 <= opset <= 20:
         # ORT 1.29 reads up to 26, but torch 2.5's TorchScript exporter writes at most 20.
         raise ValueError(f"opset {opset}: want 14..20 (torch 2.5 exporter range; ORT 1.29 reads up to 26)")
@@ -590,6 +662,7 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
         raise ValueError(f"scroll map {scroll_map!r}: want fixed or legacy")
     if model.image_dim != tower.config.hidden_size:
         raise ValueError(f"model image_dim {model.image_dim} != vision output {tower.config.hidden_size}")
+    check_tokenizer(tokenizer_path, model.config.vocab_size)
     model.eval()
     tower.eval()
     torch.manual_seed(0)  # the dummy inputs of tracing; they do not end up in the graphs
@@ -607,7 +680,7 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
         report = check_bundle(out_dir, model, tower)
         log(f"ORT vs PyTorch checks passed in {time.time() - t1:.1f}s; worst |diff|: "
             + ", ".join(f"{k} {v:.2g}" for k, v in report.items()))
-    return write_manifest(out_dir, name, model, tower, ext, source, opset, scroll_map)
+    return write_manifest(out_dir, name, model, tower, ext, source, opset, scroll_map, tokenizer_source)
 
 
 def write_blip2_vision_dir(tower: vis.VisionTower, out_dir: str) -> None:
@@ -626,7 +699,7 @@ def write_blip2_vision_dir(tower: vis.VisionTower, out_dir: str) -> None:
     save_file(state, os.path.join(out_dir, "model.safetensors"))
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Export an Auto-UI model to an autoui ONNX bundle.")
     p.add_argument("--out", required=True, help="bundle directory to write")
     src = p.add_mutually_exclusive_group(required=True)
@@ -641,45 +714,55 @@ def main(argv=None) -> int:
     p.add_argument("--scroll-map", choices=sorted(am.SCROLL_MAPS), default=None,
                    help="swipe normalization the model was trained with (default: legacy for --checkpoint, "
                         "whose public releases predate the fix; fixed for --random)")
-    p.add_argument("--tokenizer", help="tokenizer.json (default: the checkpoint's, else the test tokenizer)")
+    p.add_argument("--tokenizer", help="tokenizer.json (default: the checkpoint's tokenizer.json, else one "
+                                       "converted from its spiece.model; the test tokenizer with --random)")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--name", help="bundle name (default: the size or the checkpoint directory name)")
     p.add_argument("--no-check", action="store_true", help="skip the ORT vs PyTorch checks")
     p.add_argument("--int8", metavar="DIR", help="also write the int8 variant of the bundle to DIR (scripts.quantize)")
-    args = p.parse_args(argv)
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    return p
 
-    if args.random:
-        vsize = args.vision_size or ("tiny" if args.size == "tiny" else "vitg")
-        tok = args.tokenizer or DEFAULT_TOKENIZER
-        vocab = am.round_vocab(_tokenizer_size(tok)) if args.size == "tiny" else am.FLAN_VOCAB_SIZE
+
+def _random_inputs(args) -> dict:
+    vsize = args.vision_size or ("tiny" if args.size == "tiny" else "vitg")
+    tok = args.tokenizer or DEFAULT_TOKENIZER
+    vocab = am.round_vocab(_tokenizer_size(tok)) if args.size == "tiny" else am.FLAN_VOCAB_SIZE
+    tower = vis.random_vision(vsize, args.seed)
+    model = am.random_model(args.size, vocab, tower.config.hidden_size, args.seed)
+    source = f"random:{args.size}:seed={args.seed}" + ("" if vsize == "tiny" and args.size == "tiny"
+                                                      else f";vision=random:{vsize}")
+    return dict(model=model, tower=tower, tokenizer_path=tok, tokenizer_source=TOKENIZER_JSON, source=source,
+                name=args.name or args.size, scroll_map=args.scroll_map or "fixed")
+
+
+def _checkpoint_inputs(args, tmp: str) -> dict:
+    model = am.load_checkpoint(args.checkpoint)
+    ck_name = os.path.basename(os.path.normpath(args.checkpoint))
+    tok, tok_source = checkpoint_tokenizer(args.checkpoint, args.tokenizer, tmp)  # before the (slow) vision load
+    if args.vision == "random":
+        vsize = args.vision_size or ("tiny" if model.image_dim == 64 else "vitg")
         tower = vis.random_vision(vsize, args.seed)
-        model = am.random_model(args.size, vocab, tower.config.hidden_size, args.seed)
-        source = f"random:{args.size}:seed={args.seed}" + ("" if vsize == "tiny" and args.size == "tiny"
-                                                          else f";vision=random:{vsize}")
-        name = args.name or args.size
-        scroll = args.scroll_map or "fixed"
+        vsource = f"random:{vsize}:seed={args.seed}"
     else:
-        if not args.vision:
-            p.error("--checkpoint needs --vision (a local BLIP-2 directory, or 'random')")
-        model = am.load_checkpoint(args.checkpoint)
-        ck_name = os.path.basename(os.path.normpath(args.checkpoint))
-        if args.vision == "random":
-            vsize = args.vision_size or ("tiny" if model.image_dim == 64 else "vitg")
-            tower = vis.random_vision(vsize, args.seed)
-            vsource = f"random:{vsize}:seed={args.seed}"
-        else:
-            tower = vis.load_vision(args.vision)
-            vsource = "blip2:" + os.path.basename(os.path.normpath(args.vision))
-        tok = args.tokenizer or os.path.join(args.checkpoint, "tokenizer.json")
-        if not os.path.exists(tok):
-            p.error(f"no tokenizer: {tok} does not exist (pass --tokenizer)")
-        source = f"checkpoint:{ck_name};vision={vsource}"
-        name = args.name or ck_name
-        scroll = args.scroll_map or "legacy"
+        tower = vis.load_vision(args.vision)
+        vsource = "blip2:" + os.path.basename(os.path.normpath(args.vision))
+    return dict(model=model, tower=tower, tokenizer_path=tok, tokenizer_source=tok_source,
+                source=f"checkpoint:{ck_name};vision={vsource}", name=args.name or ck_name,
+                scroll_map=args.scroll_map or "legacy")
+
+
+def main(argv=None) -> int:
+    """Export as the command line says; errors raise (see _cli for the one-line form)."""
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.checkpoint and not args.vision:
+        p.error("--checkpoint needs --vision (a local BLIP-2 directory, or 'random')")
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t0 = time.time()
-    manifest = export_bundle(model, tower, tok, args.out, name=name, source=source, opset=args.opset,
-                             scroll_map=scroll, check=not args.no_check)
+    with tempfile.TemporaryDirectory(prefix="autoui-export-tok-") as tmp:
+        inputs = _random_inputs(args) if args.random else _checkpoint_inputs(args, tmp)
+        model, tower, tok = inputs.pop("model"), inputs.pop("tower"), inputs.pop("tokenizer_path")
+        manifest = export_bundle(model, tower, tok, args.out, opset=args.opset, check=not args.no_check, **inputs)
     total = sum(f["size"] + sum(e["size"] for e in f.get("external_data", [])) for f in manifest["files"].values())
     log(f"bundle {args.out}: {total / 1e6:.1f} MB in {time.time() - t0:.1f}s")
     if args.int8:
@@ -688,9 +771,18 @@ def main(argv=None) -> int:
     return 0
 
 
+def _cli(argv=None) -> int:
+    """main for a user: a bad checkpoint, tokenizer or failed check is one line, not a traceback."""
+    try:
+        return main(argv)
+    except (am.CheckpointError, ExportCheckError, ValueError, OSError) as e:
+        log(f"export: error: {e}")
+        return 1
+
+
 def _tokenizer_size(path: str) -> int:
     return len(am.load_tokenizer(path))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_cli())

@@ -41,6 +41,8 @@ def test_manifest_matches_files(bundle):
                                  "dims": ["batch_size", "decoder_sequence_length", 2112]}
     assert manifest["files"]["vision"]["outputs"][0]["dims"] == ["batch_size", 64]
     assert manifest["files"]["fusion"]["inputs"][1]["name"] == "attention_mask"
+    assert manifest["prompt"]["max_target_tokens"] == 127  # generate(max_length=128) counts the start token
+    assert manifest["exporter"]["tokenizer_source"] == "tokenizer.json"
 
 
 def test_greedy_ort_equals_torch(bundle, tokenizer):

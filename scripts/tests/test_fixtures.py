@@ -43,6 +43,15 @@ def test_manifest_shas(manifest):
             assert export.sha256_file(p) == f["sha256"], role
     assert manifest["model"]["vocab_size"] % 64 == 0
     assert manifest["model"]["image_dim"] == manifest["vision"]["output_dim"]
+    # generate(max_length=128) counts the decoder start token: 127 new tokens at most.
+    assert manifest["prompt"]["max_target_tokens"] == am.MAX_NEW_TOKENS == 127
+
+
+def test_default_manifest_limits():
+    with open(os.path.join(TESTDATA, "..", "default", "manifest.json")) as f:
+        default = json.load(f)
+    assert default["prompt"]["max_target_tokens"] == am.MAX_NEW_TOKENS
+    assert default["exporter"]["tokenizer_source"] == "tokenizer.json"
 
 
 def test_screens_present():
@@ -95,3 +104,7 @@ def test_reexport_is_byte_identical(manifest, tmp_path):
         again = json.load(f)
     for role in ("vision", "encoder", "fusion", "decoder", "tokenizer"):
         assert again["files"][role]["sha256"] == manifest["files"][role]["sha256"], role
+    # The committed manifest is what the exporter writes today (tool versions aside).
+    for m in (again, manifest):
+        m["exporter"].pop("versions")
+    assert again == manifest
