@@ -222,7 +222,9 @@ func TestWriteIntoUsedDirectory(t *testing.T) {
 	}
 }
 
-// An interrupted write leaves no record file, torn or temporary.
+// An interrupted write leaves no torn or temporary file (files of families
+// finished before the interrupt are whole), and no dataset.json: the
+// dataset is visibly incomplete.
 func TestWriteInterruptedLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -231,8 +233,14 @@ func TestWriteInterruptedLeavesNoFile(t *testing.T) {
 		t.Fatal("cancelled write succeeded")
 	}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") || d.Name() == "dataset.json" {
 			t.Errorf("left %s", p)
+		}
+		if _, _, err := aitw.LoadEpisodes([]string{p}, aitw.ReadOptions{Subset: "general"}); err != nil {
+			t.Errorf("torn file: %v", err)
 		}
 		return nil
 	})
