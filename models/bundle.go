@@ -123,6 +123,9 @@ func (m *Manifest) validate() error {
 	if p.Resample != "" && p.Resample != "bicubic" {
 		return fmt.Errorf("preprocess resample %q: only bicubic is supported: %w", p.Resample, ErrBadManifest)
 	}
+	if m.Prompt.MaxTargetTokens == 0 {
+		m.Prompt.MaxTargetTokens = DefaultMaxTargetTokens
+	}
 	if m.Prompt.MaxSourceTokens <= 0 || m.Prompt.MaxTargetTokens <= 0 || m.Prompt.HistoryWindow < 0 {
 		return fmt.Errorf("prompt config incomplete: %w", ErrBadManifest)
 	}

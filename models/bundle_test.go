@@ -41,7 +41,7 @@ func fakeBundle(t *testing.T, edit func(m map[string]any)) string {
 		"files":      files,
 		"tokens":     map[string]any{"pad_id": 0, "eos_id": 1, "unk_id": 2, "decoder_start_id": 0},
 		"preprocess": map[string]any{"height": 224, "width": 224, "resample": "bicubic", "rescale_factor": 1.0 / 255, "mean": []float64{0.5, 0.5, 0.5}, "std": []float64{0.5, 0.5, 0.5}},
-		"prompt":     map[string]any{"history_window": 8, "max_source_tokens": 512, "max_target_tokens": 128},
+		"prompt":     map[string]any{"history_window": 8, "max_source_tokens": 512, "max_target_tokens": 127},
 		"action":     map[string]any{"scroll_map": "fixed"},
 		"precision":  "fp32",
 	}
@@ -70,6 +70,18 @@ func TestLoadValid(t *testing.T) {
 	}
 	if got := b.Manifest.Files[RoleVision].Inputs[0].Dims; !got[0].Dynamic() || got[1].Size != 3 {
 		t.Fatalf("dims parsed as %v", got)
+	}
+}
+
+// A manifest without max_target_tokens gets Auto-UI's cap of 127 new tokens.
+func TestMaxTargetTokensDefault(t *testing.T) {
+	dir := fakeBundle(t, func(m map[string]any) { delete(m["prompt"].(map[string]any), "max_target_tokens") })
+	b, err := Load(dir, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Manifest.Prompt.MaxTargetTokens; got != 127 {
+		t.Errorf("max_target_tokens %d, want 127", got)
 	}
 }
 

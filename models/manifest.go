@@ -161,8 +161,14 @@ type Preprocess struct {
 type PromptConfig struct {
 	HistoryWindow   int `json:"history_window"`
 	MaxSourceTokens int `json:"max_source_tokens"`
+	// MaxTargetTokens caps generated tokens; absent, DefaultMaxTargetTokens.
 	MaxTargetTokens int `json:"max_target_tokens"`
 }
+
+// DefaultMaxTargetTokens is Auto-UI's generation cap: its reference
+// generate(max_length=128) counts the decoder start token, so it generates
+// at most 127 new tokens.
+const DefaultMaxTargetTokens = 127
 
 // ActionConfig says how the model's training data normalized swipes.
 type ActionConfig struct {
@@ -175,4 +181,7 @@ type Exporter struct {
 	Source   string            `json:"source"`
 	Opset    int               `json:"opset"`
 	Versions map[string]string `json:"versions"`
+	// TokenizerSource says where tokenizer.json came from: the checkpoint's
+	// own, or converted from its spiece.model by the transformers converter.
+	TokenizerSource string `json:"tokenizer_source,omitempty"`
 }

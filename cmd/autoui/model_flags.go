@@ -31,7 +31,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.StringVar(&m.ortLib, "ort-lib", "", "path to libonnxruntime.so 1.29 (default: $"+engine.LibraryEnv+", then third_party/onnxruntime)")
 	fs.StringVar(&m.truncation, "truncation", "keep-goal", "prompt over the token limit: keep-goal (drop oldest history first) or right (Auto-UI's)")
 	fs.IntVar(&m.history, "history-window", 0, "previous actions in the prompt (0: the bundle's, 8 for Auto-UI; -1: none)")
-	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 128 for Auto-UI)")
+	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 127 for Auto-UI, as its generate(max_length=128) counts the start token)")
 	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
 	fs.StringVar(&m.decoding, "decoding", "speculative", "speculative (drafts the output format's fixed tokens, verified in one call) or greedy (one call per token); same tokens")
 	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
