@@ -19,7 +19,7 @@ DEMO_GOAL ?= Open Calendar
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
 
-.PHONY: setup setup-go setup-ort setup-python setup-adb build demo test test-go test-python lint fixtures clean bench bench-models bench-node setup-cuda
+.PHONY: setup setup-go setup-ort setup-python setup-adb setup-slurm build demo test test-go test-python lint fixtures clean bench bench-models bench-node setup-cuda
 
 setup: setup-go setup-ort setup-python setup-adb
 
@@ -46,6 +46,14 @@ setup-adb:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null; \
 	  else echo "adb not found: sudo apt-get install adb"; exit 1; fi; }
 
+# Debian's Slurm and munge: cmd/autoui's Slurm test runs a private single-node cluster
+# (as root; elsewhere it is skipped).
+setup-slurm:
+	@for b in sbatch sinfo scancel slurmctld slurmd munged; do PATH=$$PATH:/usr/sbin command -v $$b >/dev/null || missing=1; done; \
+	[ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	  else echo "slurm not found (the Slurm test will be skipped): sudo apt-get install slurm-wlm munge"; fi; }
+
 # Optional: the CUDA build of ONNX Runtime 1.29 and its CUDA 13 libraries (see docs/cuda.md).
 setup-cuda:
 	./scripts/setup_cuda.sh .venv-cuda
@@ -63,7 +71,7 @@ lint: setup-go
 
 test: setup lint test-go test-python
 
-test-go: setup-go setup-ort setup-adb
+test-go: setup-go setup-ort setup-adb setup-slurm
 	$(GO) test -race -count=1 $(GOTEST_FLAGS) ./...
 
 test-python: setup-python
