@@ -1,0 +1,49 @@
+package score
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/autoui/autoui/aitw/runinfo"
+)
+
+// About says what a report scores, so that a published number can be traced
+// to the model, options and data that produced it.
+type About struct {
+	Date        string   `json:"date"`
+	Gold        []string `json:"gold"`
+	Split       string   `json:"split,omitempty"`
+	Predictions []string `json:"predictions"`
+	// Run is the predictions' provenance (their run.json; merged shards
+	// agree on everything but the shard, so one stands for all); nil when
+	// the predictions came without one.
+	Run *runinfo.Info `json:"run,omitempty"`
+}
+
+// Describe gives the report's provenance as lines of text, for the text
+// table and the HTML report.
+func (r *Report) Describe() []string {
+	proto := "protocol: " + string(r.Protocol)
+	if r.ScrollMap != "" {
+		proto += " (gold swipes rewritten with the " + r.ScrollMap + " scroll map)"
+	}
+	lines := []string{proto}
+	a := r.About
+	if a == nil {
+		return lines
+	}
+	if run := a.Run; run != nil {
+		o := run.Options
+		lines = append(lines,
+			fmt.Sprintf("model: %s (manifest sha256 %s), autoui %s", run.Model.Name, run.Model.ManifestSHA256, run.Version),
+			fmt.Sprintf("options: history %s, history window %d, truncation %s, max new tokens %d, decoding %s, constrained %v, provider %s, graph opt %s, batch %d",
+				o.History, o.HistoryWindow, o.Truncation, o.MaxNewTokens, o.Decoding, o.Constrained, o.Provider, o.GraphOpt, o.Batch))
+	} else {
+		lines = append(lines, "model: unknown (the predictions have no run.json)")
+	}
+	gold := "gold: " + strings.Join(a.Gold, ", ")
+	if a.Split != "" {
+		gold += "; split " + a.Split
+	}
+	return append(lines, gold, "predictions: "+strings.Join(a.Predictions, ", "), "date: "+a.Date)
+}

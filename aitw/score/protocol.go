@@ -1,0 +1,73 @@
+package score
+
+import (
+	"fmt"
+
+	"github.com/autoui/autoui/action"
+)
+
+// Protocol names a set of scoring rules.
+type Protocol string
+
+// The scoring protocols.
+const (
+	// AITW: AITW's matcher (action.Match, all float32) against the gold
+	// record's own values.
+	AITW Protocol = "aitw"
+	// AutoUI: the number Auto-GUI's main.py prints (the paper's tables). The
+	// gold is first rewritten as Auto-UI renders its training targets
+	// (action.Normalize: a tap's touch rounded like Python's round(x, 4) with
+	// lift = touch, a swipe replaced by its direction's fixed vector, typed
+	// text without \ " ' and with whitespace runs collapsed); the boxes are
+	// enlarged from float64 arrays (action.BoxesFloat64); a step without
+	// annotations is a miss whatever the types (the real matcher raises on
+	// an empty list and main.py counts the exception as a miss); and text
+	// accuracy is counted over all steps.
+	AutoUI Protocol = "autoui"
+)
+
+// ParseProtocol reads a --protocol value ("" is aitw).
+func ParseProtocol(s string) (Protocol, error) {
+	switch Protocol(s) {
+	case "", AITW:
+		return AITW, nil
+	case AutoUI:
+		return AutoUI, nil
+	}
+	return "", fmt.Errorf("unknown protocol %q (want aitw or autoui)", s)
+}
+
+// Options select the scoring rules. The zero value is the aitw protocol.
+type Options struct {
+	Protocol Protocol
+	// ScrollMap is how the autoui protocol rewrites gold swipes: ScrollFixed
+	// (the current Auto-GUI) or ScrollLegacy (the map the released
+	// checkpoints were trained with).
+	ScrollMap action.ScrollMap
+}
+
+// rules is a protocol's per-step behaviour.
+type rules struct {
+	protocol    Protocol
+	gold        func(action.Action) action.Action
+	match       func(pred, gold action.Action, boxes []action.Box) bool
+	textOverAll bool // text accuracy over all steps, not only gold TYPE steps
+}
+
+func (o Options) rules() rules {
+	if o.Protocol != AutoUI {
+		return rules{
+			protocol: AITW,
+			gold:     func(a action.Action) action.Action { return a },
+			match:    action.Match,
+		}
+	}
+	return rules{
+		protocol: AutoUI,
+		gold:     func(a action.Action) action.Action { return action.Normalize(a, o.ScrollMap) },
+		match: func(pred, gold action.Action, boxes []action.Box) bool {
+			return len(boxes) > 0 && action.MatchBoxes(pred, gold, boxes, action.BoxesFloat64)
+		},
+		textOverAll: true,
+	}
+}
