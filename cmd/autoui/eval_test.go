@@ -54,6 +54,11 @@ func TestEvalScoreCommand(t *testing.T) {
 	if strings.Count(string(page), "data:image/png;base64,") != 4 {
 		t.Errorf("html report has no screens")
 	}
+	for _, want := range []string{"protocol: aitw", "model: unknown", "predictions: ../../aitw/testdata/predictions.jsonl", "date: "} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("html report does not say %q", want)
+		}
+	}
 }
 
 func TestEvalFlagErrors(t *testing.T) {
