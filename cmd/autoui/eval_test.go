@@ -255,3 +255,17 @@ func TestEvalScoreMergesShards(t *testing.T) {
 		t.Errorf("merging a shard with itself: %v", err)
 	}
 }
+
+// --protocol autoui scores the fixtures under Auto-GUI's rules and says so.
+func TestEvalScoreProtocolFlag(t *testing.T) {
+	out, err := captureStdout(t, func() error {
+		return runEval(context.Background(), []string{"score", "--gold", "../../aitw/testdata/records",
+			"--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "autoui", "--scroll-map", "legacy"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "protocol: autoui (gold swipes rewritten with the legacy scroll map)\n") || !strings.Contains(out, "overall") {
+		t.Errorf("text report:\n%s", out)
+	}
+}
