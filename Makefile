@@ -59,7 +59,7 @@ setup-cuda:
 	./scripts/setup_cuda.sh .venv-cuda
 
 build: setup-go
-	$(GO) build -o $(BIN) ./cmd/autoui
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/autoui
 
 demo: setup-go setup-ort build
 	$(BIN) predict --model $(DEMO_MODEL) --screen $(DEMO_SCREEN) --goal "$(DEMO_GOAL)" --annotate build/demo_annotated.png
