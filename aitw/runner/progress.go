@@ -17,7 +17,7 @@ type progress struct {
 	total    int // episodes, 0 if unknown
 	start    time.Time
 	last     time.Time
-	episodes int
+	episodes int // finished: every step predicted or already done
 }
 
 func newProgress(opts Options, total int) *progress {
@@ -34,8 +34,10 @@ func newProgress(opts Options, total int) *progress {
 
 func (p *progress) step(sum *Summary) { p.maybe(sum, false) }
 
+// episodeDone counts an episode whose steps are all written; with batches
+// that can be well after it was read.
 func (p *progress) episodeDone(sum *Summary) {
-	p.episodes = sum.Episodes
+	p.episodes++
 	p.maybe(sum, false)
 }
 

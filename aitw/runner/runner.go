@@ -4,14 +4,9 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,10 +17,11 @@ import (
 	"github.com/autoui/autoui/engine/preprocess"
 )
 
-// Predictor is what a run needs from a model (engine.Predictor has it).
+// Predictor is what a run needs from a model (engine.Predictor has it). A
+// batch of one is a single prediction; requests without features carry the
+// screen, and the result returns the features computed for it.
 type Predictor interface {
-	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
-	ImageFeatures(ctx context.Context, img image.Image) ([]float32, error)
+	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
 }
 
 // History says which previous actions the model sees.
@@ -57,6 +53,12 @@ type Options struct {
 	History History
 	// Limit stops after this many new predictions (0: no limit).
 	Limit int
+	// Batch is the most steps predicted per PredictBatch call (0 or 1: one
+	// at a time; see DefaultBatch). With gold history any pending steps
+	// share a call and lines keep Batch 1's order; with predicted history
+	// a call holds the next step of up to Batch different episodes, so
+	// lines interleave those episodes. Predictions are the same either way.
+	Batch int
 	// OutDir receives predictions.jsonl.
 	OutDir string
 	// CacheDir holds vision features keyed by a hash of CacheKey and the
@@ -90,6 +92,8 @@ type Summary struct {
 
 // DecodeStats sums the text path of a run's predictions, so decoding
 // settings (speculative or greedy, constrained) can be compared on real data.
+// They measure the work done: a batched engine call counts once, however
+// many steps it served, so per-step figures are amortized over the batch.
 type DecodeStats struct {
 	Calls    int           // sequential decoder calls
 	Tokens   int           // generated tokens
@@ -97,16 +101,29 @@ type DecodeStats struct {
 	Decode   time.Duration // decoder calls
 }
 
-func (d *DecodeStats) add(t engine.Timings, tokens int) {
-	d.Calls += t.DecoderCalls
-	d.Tokens += tokens
-	d.Decode += t.FirstStep + t.LaterSteps
-	d.TextPath += t.Tokenize + t.Encoder + t.Fusion + t.FirstStep + t.LaterSteps
+// addBatch adds one PredictBatch call's results. PredictBatch gives every
+// item the full time of each shared call it took part in, so the shared
+// stages are taken once: encoder and fusion from any item, decoding from
+// the item that decoded longest (it took part in every decoder call).
+func (d *DecodeStats) addBatch(res []*engine.Result) {
+	var calls int
+	var decode time.Duration
+	for _, r := range res {
+		t := r.Timings
+		d.Tokens += len(r.TokenIDs)
+		d.TextPath += t.Tokenize // each item's own
+		calls = max(calls, t.DecoderCalls)
+		decode = max(decode, t.FirstStep+t.LaterSteps)
+	}
+	d.Calls += calls
+	d.Decode += decode
+	d.TextPath += res[0].Timings.Encoder + res[0].Timings.Fusion + decode
 }
 
 // PredictionsFile is the file name a run writes in its output directory.
 const PredictionsFile = "predictions.jsonl"
 
+// errStop ends the episode stream early (limit reached or interrupted).
 var errStop = errors.New("stop")
 
 // Run predicts the selected episodes' steps not yet in OutDir's
@@ -115,6 +132,9 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	var sum Summary
 	if opts.History == "" {
 		opts.History = HistoryGold
+	}
+	if opts.Batch < 0 {
+		return sum, fmt.Errorf("eval run: batch %d: must be >= 0", opts.Batch)
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return sum, fmt.Errorf("eval run: %w", err)
@@ -127,28 +147,33 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	defer w.Close()
 	sum.TornTail = done.TornTail
 
-	total := 0 // episodes to visit, when known up front (a split is given)
-	if opts.Split != nil {
-		for id := range opts.Split {
-			if opts.Shard.Has(id) {
-				total++
-			}
-		}
-	}
-	prog := newProgress(opts, total)
+	prog := newProgress(opts, episodesToVisit(opts))
 	defer prog.finish(&sum)
+	r := &run{ctx: ctx, p: p, opts: opts, done: done, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
+	var s scheduler = &goldQueue{r: r}
+	if opts.History == HistoryPredicted {
+		s = &episodeSet{r: r}
+	}
 
 	ro := opts.Read
 	ro.KeepPixels = true
 	ro.Keep = func(id string) bool {
 		return (opts.Split == nil || opts.Split[id]) && opts.Shard.Has(id)
 	}
+	stopped := false // by the scheduler: limit, interrupt or a failed call
 	sum.Read, err = aitw.StreamEpisodes(opts.Files, ro, func(ep aitw.Episode) error {
 		sum.Episodes++
-		err := runEpisode(ctx, p, opts, ep, done, w, &sum, prog)
-		prog.episodeDone(&sum)
+		err := s.add(ep)
+		stopped = err != nil
 		return err
 	})
+	if !stopped {
+		// Steps read before a read error are still predicted, as Batch 1
+		// predicts them before reading on.
+		if ferr := s.finish(); ferr != nil && !errors.Is(ferr, errStop) {
+			err = errors.Join(err, ferr)
+		}
+	}
 	if errors.Is(err, errStop) {
 		err = nil
 	}
@@ -158,62 +183,188 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	return sum, err
 }
 
-func runEpisode(ctx context.Context, p Predictor, opts Options, ep aitw.Episode, done *aitw.PredictionSet,
-	w *aitw.PredictionWriter, sum *Summary, prog *progress) error {
-	var history []action.Action
-	for _, s := range ep.Steps {
-		key := aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}
-		if prev, ok := done.ByStep[key]; ok {
-			sum.AlreadyDone++
-			history = appendHistory(history, opts.History, s.Action, prev.Action)
+// episodesToVisit is the number of episodes a run will visit when known up
+// front (a split is given), else 0.
+func episodesToVisit(opts Options) int {
+	total := 0
+	for id := range opts.Split {
+		if opts.Shard.Has(id) {
+			total++
+		}
+	}
+	return total
+}
+
+// scheduler groups pending steps into engine calls: add takes each episode
+// as it is read, finish predicts what is still pending at the end.
+type scheduler interface {
+	add(ep aitw.Episode) error
+	finish() error
+}
+
+// run is the state one Run shares with its scheduler.
+type run struct {
+	ctx   context.Context
+	p     Predictor
+	opts  Options
+	done  *aitw.PredictionSet
+	w     *aitw.PredictionWriter
+	sum   *Summary
+	prog  *progress
+	batch int
+}
+
+// job is one step waiting for its prediction.
+type job struct {
+	episode aitw.Episode // ID and Subset only: Steps is not kept
+	step    aitw.Step    // a copy: holds this step's pixels only
+	req     engine.Request
+	// cache is where the features computed for this step go ("" when they
+	// were given or found, or the cache is off).
+	cache string
+	// last marks the episode's last pending step: the episode is finished
+	// once it is written.
+	last bool
+}
+
+func (j *job) key() aitw.StepKey { return aitw.StepKey{EpisodeID: j.episode.ID, StepID: j.step.StepID} }
+
+func (j *job) String() string {
+	return fmt.Sprintf("episode %s step %d (%s)", j.episode.ID, j.step.StepID, j.step.Source)
+}
+
+// room is how many more predictions the limit allows.
+func (r *run) room() int {
+	if r.opts.Limit <= 0 {
+		return int(^uint(0) >> 1)
+	}
+	return r.opts.Limit - r.sum.Predicted
+}
+
+// isDone reports whether the step is in the predictions file.
+func (r *run) isDone(ep aitw.Episode, s aitw.Step) (aitw.Prediction, bool) {
+	p, ok := r.done.ByStep[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
+	return p, ok
+}
+
+// stop ends the stream: the context's error wins over the limit.
+func (r *run) stop() error {
+	if r.ctx.Err() != nil {
+		r.sum.Interrupted = true
+	} else {
+		r.sum.LimitHit = true
+	}
+	return errStop
+}
+
+// newJob prepares a step's request: features given by the source or found
+// in the cache, else the screen's pixels, whose features the engine computes
+// (batched with the others) and the run then caches.
+func (r *run) newJob(ep aitw.Episode, s aitw.Step, history []action.Action) job {
+	j := job{episode: aitw.Episode{ID: ep.ID, Subset: ep.Subset}, step: s}
+	j.req = engine.Request{Goal: s.Goal, History: history, Features: s.Features}
+	if s.Features != nil || r.opts.CacheDir == "" {
+		return j
+	}
+	path := cachePath(r.opts.CacheDir, r.opts.CacheKey, s)
+	if f, err := readFeatures(path); err == nil {
+		r.sum.CacheHits++
+		j.req.Features = f
+		return j
+	}
+	j.cache = path
+	return j
+}
+
+// predict runs one engine call for jobs and writes their predictions in
+// order, returning them. A call cut short by the context writes nothing.
+func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
+	if r.ctx.Err() != nil {
+		r.sum.Interrupted = true
+		return nil, errStop
+	}
+	reqs, err := requests(jobs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.p.PredictBatch(r.ctx, reqs)
+	if err == nil && len(res) != len(jobs) {
+		err = fmt.Errorf("%d results for %d requests", len(res), len(jobs))
+	}
+	if err != nil {
+		if r.ctx.Err() != nil {
+			r.sum.Interrupted = true // the steps in flight are dropped, not half-written
+			return nil, errStop
+		}
+		return nil, fmt.Errorf("%s: %w", describe(jobs), err)
+	}
+	r.sum.Decode.addBatch(res)
+	preds := make([]aitw.Prediction, len(jobs))
+	for i := range jobs {
+		if preds[i], err = r.write(&jobs[i], res[i]); err != nil {
+			return nil, err
+		}
+	}
+	return preds, nil
+}
+
+// requests are the jobs' requests, with the screen decoded for those whose
+// features the engine must compute.
+func requests(jobs []job) ([]engine.Request, error) {
+	reqs := make([]engine.Request, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		reqs[i] = j.req
+		if j.req.Features != nil {
 			continue
 		}
-		if opts.Limit > 0 && sum.Predicted >= opts.Limit {
-			sum.LimitHit = true
-			return errStop
-		}
-		if ctx.Err() != nil {
-			sum.Interrupted = true
-			return errStop
-		}
-		req := engine.Request{Goal: s.Goal, History: history}
-		if s.Features != nil {
-			req.Features = s.Features
-		} else {
-			feat, err := features(ctx, p, opts, s, sum)
-			if err != nil {
-				if ctx.Err() != nil {
-					sum.Interrupted = true
-					return errStop
-				}
-				return fmt.Errorf("episode %s step %d (%s): %w", ep.ID, s.StepID, s.Source, err)
-			}
-			req.Features = feat
-		}
-		res, err := p.Predict(ctx, req)
+		s := &j.step
+		img, err := preprocess.FromRaw(s.Pixels, s.Height, s.Width, s.Channels)
 		if err != nil {
-			if ctx.Err() != nil {
-				sum.Interrupted = true // the step in flight is dropped, not half-written
-				return errStop
-			}
-			return fmt.Errorf("episode %s step %d (%s): %w", ep.ID, s.StepID, s.Source, err)
+			return nil, fmt.Errorf("%s: %w", j, err)
 		}
-		pred := aitw.Prediction{EpisodeID: ep.ID, StepID: s.StepID, Subset: ep.Subset, Action: res.Action, Raw: res.Raw}
-		if res.ParseErr != nil {
-			pred.Action = action.Action{Touch: action.NoPoint, Lift: action.NoPoint} // type 0: matches nothing
-			pred.ParseError = res.ParseErr.Error()
-			sum.ParseErrors++
-		}
-		if err := w.Write(pred); err != nil {
-			return err
-		}
-		done.ByStep[key] = pred
-		sum.Predicted++
-		sum.Decode.add(res.Timings, len(res.TokenIDs))
-		prog.step(sum)
-		history = appendHistory(history, opts.History, s.Action, pred.Action)
+		reqs[i].Screen = img
 	}
-	return nil
+	return reqs, nil
+}
+
+// write caches the step's computed features and appends its prediction.
+func (r *run) write(j *job, res *engine.Result) (aitw.Prediction, error) {
+	if j.req.Features == nil {
+		if len(res.Features) == 0 {
+			return aitw.Prediction{}, fmt.Errorf("%s: the predictor returned no vision features", j)
+		}
+		r.sum.CacheMisses++
+		if j.cache != "" {
+			if err := writeFeatures(j.cache, res.Features); err != nil {
+				return aitw.Prediction{}, fmt.Errorf("%s: %w", j, err)
+			}
+		}
+	}
+	pred := aitw.Prediction{EpisodeID: j.episode.ID, StepID: j.step.StepID, Subset: j.episode.Subset, Action: res.Action, Raw: res.Raw}
+	if res.ParseErr != nil {
+		pred.Action = action.Action{Touch: action.NoPoint, Lift: action.NoPoint} // type 0: matches nothing
+		pred.ParseError = res.ParseErr.Error()
+		r.sum.ParseErrors++
+	}
+	if err := r.w.Write(pred); err != nil {
+		return pred, err
+	}
+	r.done.ByStep[j.key()] = pred
+	r.sum.Predicted++
+	r.prog.step(r.sum)
+	if j.last {
+		r.prog.episodeDone(r.sum)
+	}
+	return pred, nil
+}
+
+// describe names the steps of a failed call for its error.
+func describe(jobs []job) string {
+	if len(jobs) == 1 {
+		return jobs[0].String()
+	}
+	return fmt.Sprintf("batch of %d steps, %s to %s", len(jobs), &jobs[0], &jobs[len(jobs)-1])
 }
 
 func appendHistory(h []action.Action, mode History, gold, pred action.Action) []action.Action {
@@ -224,90 +375,4 @@ func appendHistory(h []action.Action, mode History, gold, pred action.Action) []
 		return append(h, pred)
 	}
 	return append(h, gold)
-}
-
-// features returns the step's vision features, from the cache when present.
-func features(ctx context.Context, p Predictor, opts Options, s aitw.Step, sum *Summary) ([]float32, error) {
-	var path string
-	if opts.CacheDir != "" {
-		path = cachePath(opts.CacheDir, opts.CacheKey, s)
-		if f, err := readFeatures(path); err == nil {
-			sum.CacheHits++
-			return f, nil
-		}
-	}
-	img, err := preprocess.FromRaw(s.Pixels, s.Height, s.Width, s.Channels)
-	if err != nil {
-		return nil, err
-	}
-	f, err := p.ImageFeatures(ctx, img)
-	if err != nil {
-		return nil, err
-	}
-	sum.CacheMisses++
-	if path != "" {
-		if err := writeFeatures(path, f); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
-}
-
-// cachePath is DIR/ab/abcdef...f32, the hash covering the cache key, the
-// image shape and the pixels.
-func cachePath(dir, key string, s aitw.Step) string {
-	h := sha256.New()
-	var hdr [12]byte
-	binary.LittleEndian.PutUint32(hdr[0:], uint32(s.Height))
-	binary.LittleEndian.PutUint32(hdr[4:], uint32(s.Width))
-	binary.LittleEndian.PutUint32(hdr[8:], uint32(s.Channels))
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write(hdr[:])
-	h.Write(s.Pixels)
-	name := hex.EncodeToString(h.Sum(nil))
-	return filepath.Join(dir, name[:2], name+".f32")
-}
-
-func readFeatures(path string) ([]float32, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 0 || len(b)%4 != 0 {
-		return nil, fmt.Errorf("feature cache %s: bad size %d", path, len(b))
-	}
-	f := make([]float32, len(b)/4)
-	for i := range f {
-		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return f, nil
-}
-
-// writeFeatures writes atomically (temp file + rename), so a killed run never
-// leaves a partial entry.
-func writeFeatures(path string, f []float32) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("feature cache: %w", err)
-	}
-	b := make([]byte, 4*len(f))
-	for i, v := range f {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("feature cache: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("feature cache: %w", err)
-	}
-	return nil
 }

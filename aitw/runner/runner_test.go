@@ -7,6 +7,7 @@ import (
 	"image"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,46 +20,57 @@ import (
 
 // fakePredictor answers deterministically from the request: a tap whose y
 // encodes the history length, so tests can check what history was given.
+// Like the engine, it computes features for requests that carry a screen.
 type fakePredictor struct {
 	mu          sync.Mutex
 	predicts    int
 	vision      int
-	cancelAt    int // cancel on this Predict call (1-based); 0: never
+	cancelAt    int // cancel on this item (1-based, counted over batches); 0: never
 	cancel      context.CancelFunc
-	histories   map[string][]action.Action // goal/step -> history seen
+	batches     []int // size of each PredictBatch call
 	lastFeature []float32
 }
 
-func (f *fakePredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (f *fakePredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.predicts++
-	if f.cancelAt > 0 && f.predicts == f.cancelAt {
-		f.cancel()
-		return nil, ctx.Err()
+	f.batches = append(f.batches, len(reqs))
+	out := make([]*engine.Result, len(reqs))
+	for i, req := range reqs {
+		f.predicts++
+		if f.cancelAt > 0 && f.predicts == f.cancelAt {
+			f.cancel()
+			return nil, ctx.Err()
+		}
+		if req.Features == nil {
+			if req.Screen == nil {
+				return nil, fmt.Errorf("no features and no screen")
+			}
+			f.vision++
+			req.Features = fakeFeatures(req.Screen)
+		}
+		f.lastFeature = req.Features
+		out[i] = fakeResult(req)
 	}
-	if len(req.Features) == 0 {
-		return nil, fmt.Errorf("no features")
-	}
-	f.lastFeature = req.Features
+	return out, nil
+}
+
+func fakeFeatures(img image.Image) []float32 {
+	b := img.Bounds()
+	r, g, bl, _ := img.At(b.Min.X, b.Min.Y).RGBA()
+	return []float32{float32(r >> 8), float32(g >> 8), float32(bl >> 8), float32(b.Dx()), float32(b.Dy())}
+}
+
+func fakeResult(req engine.Request) *engine.Result {
 	y := 0.01 + 0.1*float64(len(req.History))
 	a := action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.5}, Lift: action.Point{Y: y, X: 0.5}}
-	res := &engine.Result{Action: a, Raw: "raw", TokenIDs: []int64{5, 6, 7, 1},
+	res := &engine.Result{Action: a, Raw: "raw", TokenIDs: []int64{5, 6, 7, 1}, Features: req.Features,
 		Timings: engine.Timings{DecoderCalls: 2, Encoder: 3 * time.Millisecond, FirstStep: time.Millisecond, LaterSteps: time.Millisecond}}
 	if len(req.History) == 2 {
 		res.Action = action.Action{}
 		res.ParseErr = fmt.Errorf("bad text")
 	}
-	return res, nil
-}
-
-func (f *fakePredictor) ImageFeatures(ctx context.Context, img image.Image) ([]float32, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.vision++
-	b := img.Bounds()
-	r, g, bl, _ := img.At(b.Min.X, b.Min.Y).RGBA()
-	return []float32{float32(r >> 8), float32(g >> 8), float32(bl >> 8), float32(b.Dx()), float32(b.Dy())}, nil
+	return res
 }
 
 func testOptions(t *testing.T, out string) Options {
@@ -69,9 +81,18 @@ func testOptions(t *testing.T, out string) Options {
 	return Options{Files: files, OutDir: out, CacheDir: filepath.Join(out, "features"), CacheKey: "fake", History: HistoryGold}
 }
 
+// An interrupt drops the call in flight: with batches of B, the lines
+// written are the whole batches before it. A resume completes the file.
 func TestRunResumeAfterInterrupt(t *testing.T) {
+	for _, batch := range []int{1, 4} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testResumeAfterInterrupt(t, batch) })
+	}
+}
+
+func testResumeAfterInterrupt(t *testing.T, batch int) {
 	out := t.TempDir()
 	opts := testOptions(t, out)
+	opts.Batch = batch
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fp := &fakePredictor{cancelAt: 8, cancel: cancel}
@@ -79,11 +100,12 @@ func TestRunResumeAfterInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum.Interrupted || sum.Predicted != 7 {
-		t.Fatalf("first run: %+v", sum)
+	want := 7 / batch * batch
+	if !sum.Interrupted || sum.Predicted != want {
+		t.Fatalf("first run: %+v, want %d predicted", sum, want)
 	}
 	ps, err := aitw.ReadPredictions(sum.Path)
-	if err != nil || ps.Lines != 7 {
+	if err != nil || ps.Lines != want {
 		t.Fatalf("after interrupt: %v lines, %v", ps, err)
 	}
 	// Simulate a kill mid-write: a torn last line.
@@ -96,7 +118,7 @@ func TestRunResumeAfterInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum2.TornTail || sum2.AlreadyDone != 7 || sum2.Predicted != 55-7 || sum2.Interrupted {
+	if !sum2.TornTail || sum2.AlreadyDone != want || sum2.Predicted != 55-want || sum2.Interrupted {
 		t.Fatalf("resume: %+v", sum2)
 	}
 	ps, err = aitw.ReadPredictions(sum.Path)
@@ -115,14 +137,19 @@ func TestFeatureCache(t *testing.T) {
 	out := t.TempDir()
 	opts := testOptions(t, out)
 	opts.Limit = 5
+	opts.Batch = 3
 	fp := &fakePredictor{}
 	sum, err := Run(context.Background(), fp, opts)
 	if err != nil || sum.Predicted != 5 || !sum.LimitHit || fp.vision != 5 || sum.CacheMisses != 5 {
 		t.Fatalf("%+v %v vision=%d", sum, err, fp.vision)
 	}
+	if fmt.Sprint(fp.batches) != "[3 2]" {
+		t.Errorf("batches %v, want [3 2] (limit 5)", fp.batches)
+	}
 	// Same screens in a fresh output dir sharing the cache: no vision calls.
 	opts2 := opts
 	opts2.OutDir = t.TempDir()
+	opts2.Batch = 1
 	fp2 := &fakePredictor{}
 	sum2, err := Run(context.Background(), fp2, opts2)
 	if err != nil || fp2.vision != 0 || sum2.CacheHits != 5 {
@@ -141,55 +168,135 @@ func TestFeatureCache(t *testing.T) {
 	}
 }
 
+// Each step sees the right history in both modes at every batch size;
+// gold batches are full until the last, predicted batches hold distinct
+// episodes (at most Batch of them).
 func TestHistoryModes(t *testing.T) {
 	for _, mode := range []History{HistoryGold, HistoryPredicted} {
-		out := t.TempDir()
-		opts := testOptions(t, out)
-		opts.History = mode
-		sp, err := aitw.ReadSplits("../testdata/splits/standard.json")
-		if err != nil {
-			t.Fatal(err)
+		for _, batch := range []int{0, 3, 4} {
+			t.Run(fmt.Sprintf("%s/batch=%d", mode, batch), func(t *testing.T) { testHistoryMode(t, mode, batch) })
 		}
-		opts.Split, _ = sp.IDs("test")
-		rec := &recordingPredictor{goals: goalIndex}
-		sum, err := Run(context.Background(), rec, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gold, _, _ := aitw.LoadEpisodes(opts.Files, aitw.ReadOptions{Keep: func(id string) bool { return opts.Split[id] }})
-		steps := 0
-		for _, ep := range gold {
-			steps += len(ep.Steps)
-		}
-		if sum.Predicted != steps || sum.Episodes != 5 {
-			t.Fatalf("%s: %+v, want %d steps", mode, sum, steps)
-		}
-		for _, ep := range gold {
-			for i, s := range ep.Steps {
-				h := rec.seen[ep.ID+"/"+fmt.Sprint(s.StepID)]
-				if len(h) != i {
-					t.Fatalf("%s: %s step %d history %d", mode, ep.ID, i, len(h))
+	}
+}
+
+func testHistoryMode(t *testing.T, mode History, batch int) {
+	out := t.TempDir()
+	opts := testOptions(t, out)
+	opts.History = mode
+	opts.Batch = batch
+	sp, err := aitw.ReadSplits("../testdata/splits/standard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Split, _ = sp.IDs("test")
+	rec := &recordingPredictor{goals: goalIndex}
+	sum, err := Run(context.Background(), rec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold, _, _ := aitw.LoadEpisodes(opts.Files, aitw.ReadOptions{Keep: func(id string) bool { return opts.Split[id] }})
+	steps := 0
+	for _, ep := range gold {
+		steps += len(ep.Steps)
+	}
+	if sum.Predicted != steps || sum.Episodes != 5 {
+		t.Fatalf("%+v, want %d steps", sum, steps)
+	}
+	for _, ep := range gold {
+		for i, s := range ep.Steps {
+			h := rec.seen[ep.ID+"/"+fmt.Sprint(s.StepID)]
+			if len(h) != i {
+				t.Fatalf("%s step %d history %d", ep.ID, i, len(h))
+			}
+			for j := range h {
+				want := ep.Steps[j].Action
+				if mode == HistoryPredicted {
+					want = rec.answer(ep.ID, j)
 				}
-				for j := range h {
-					want := ep.Steps[j].Action
-					if mode == HistoryPredicted {
-						want = rec.answer(ep.ID, j)
-					}
-					if h[j] != want {
-						t.Errorf("%s: %s step %d history[%d] = %+v, want %+v", mode, ep.ID, i, j, h[j], want)
-					}
+				if h[j] != want {
+					t.Errorf("%s step %d history[%d] = %+v, want %+v", ep.ID, i, j, h[j], want)
+				}
+			}
+		}
+	}
+	checkBatches(t, rec.batches, mode, max(batch, 1), steps)
+}
+
+func checkBatches(t *testing.T, batches [][]string, mode History, batch, steps int) {
+	t.Helper()
+	n := 0
+	for i, b := range batches {
+		n += len(b)
+		if len(b) == 0 || len(b) > batch {
+			t.Errorf("call %d has %d items, batch %d", i, len(b), batch)
+		}
+		if mode == HistoryGold && i < len(batches)-1 && len(b) != batch {
+			t.Errorf("gold call %d has %d items, want a full batch of %d", i, len(b), batch)
+		}
+		if mode == HistoryPredicted && len(slices.Compact(slices.Sorted(slices.Values(b)))) != len(b) {
+			t.Errorf("predicted call %d repeats an episode: %v", i, b)
+		}
+	}
+	if n != steps {
+		t.Errorf("%d items over all calls, want %d", n, steps)
+	}
+	if batch > 1 && len(batches) == steps {
+		t.Errorf("batch %d: every call had one item", batch)
+	}
+}
+
+// --limit stops at exactly the limit, whatever the batch; a limit equal to
+// the steps left is not "hit".
+func TestLimitExact(t *testing.T) {
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		for _, batch := range []int{1, 4, 7} {
+			for _, limit := range []int{10, 55} {
+				opts := testOptions(t, t.TempDir())
+				opts.History, opts.Batch, opts.Limit = mode, batch, limit
+				fp := &fakePredictor{}
+				sum, err := Run(context.Background(), fp, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps, err := aitw.ReadPredictions(sum.Path)
+				if err != nil || ps.Lines != limit || sum.Predicted != limit || sum.LimitHit != (limit < 55) || fp.predicts != limit {
+					t.Errorf("%s batch %d limit %d: %+v, %d lines, %d predicted by the engine, %v", mode, batch, limit, sum, ps.Lines, fp.predicts, err)
 				}
 			}
 		}
 	}
 }
 
+// DecodeStats take a batched call's shared stages once: encoder and fusion
+// from any item, decoding from the item that took part in every call.
+func TestDecodeStatsBatch(t *testing.T) {
+	ms := time.Millisecond
+	res := []*engine.Result{
+		{TokenIDs: make([]int64, 10), Timings: engine.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 8 * ms, DecoderCalls: 9}},
+		{TokenIDs: make([]int64, 20), Timings: engine.Timings{Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 18 * ms, DecoderCalls: 19}},
+		{TokenIDs: make([]int64, 5), Timings: engine.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 3 * ms, DecoderCalls: 4}},
+	}
+	var d DecodeStats
+	d.addBatch(res)
+	want := DecodeStats{Calls: 19, Tokens: 35, Decode: 20 * ms, TextPath: 4*ms + 4*ms + ms + 20*ms}
+	if d != want {
+		t.Errorf("got %+v, want %+v", d, want)
+	}
+	// A batch of one is Predict's own timings.
+	var one DecodeStats
+	one.addBatch(res[:1])
+	if want := (DecodeStats{Calls: 9, Tokens: 10, Decode: 10 * ms, TextPath: 16 * ms}); one != want {
+		t.Errorf("one item: got %+v, want %+v", one, want)
+	}
+}
+
 // recordingPredictor remembers each request's history, keyed by the step it
 // must be for (goal carries the episode; history length is the step).
 type recordingPredictor struct {
-	mu    sync.Mutex
-	seen  map[string][]action.Action
-	goals map[string]string
+	mu      sync.Mutex
+	seen    map[string][]action.Action
+	goals   map[string]string
+	batches [][]string // episode of each item, per call
 }
 
 func (r *recordingPredictor) answer(ep string, step int) action.Action {
@@ -197,21 +304,23 @@ func (r *recordingPredictor) answer(ep string, step int) action.Action {
 	return action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.1}, Lift: action.Point{Y: y, X: 0.1}}
 }
 
-func (r *recordingPredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (r *recordingPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {
 		r.seen = map[string][]action.Action{}
 	}
-	// Recover the episode id from the features (see ImageFeatures: none), so
-	// use the goal, which the fixtures make unique per episode via a lookup.
-	id := r.goals[req.Goal]
-	r.seen[id+"/"+fmt.Sprint(len(req.History))] = append([]action.Action(nil), req.History...)
-	return &engine.Result{Action: r.answer(id, len(req.History))}, nil
-}
-
-func (r *recordingPredictor) ImageFeatures(ctx context.Context, img image.Image) ([]float32, error) {
-	return []float32{1}, nil
+	r.batches = append(r.batches, nil)
+	out := make([]*engine.Result, len(reqs))
+	for i, req := range reqs {
+		// The goal identifies the episode (the fixtures' goals are unique);
+		// the history length is the step.
+		id := r.goals[req.Goal]
+		r.batches[len(r.batches)-1] = append(r.batches[len(r.batches)-1], id)
+		r.seen[id+"/"+fmt.Sprint(len(req.History))] = append([]action.Action(nil), req.History...)
+		out[i] = &engine.Result{Action: r.answer(id, len(req.History)), Features: []float32{1}}
+	}
+	return out, nil
 }
 
 func init() {
@@ -283,5 +392,78 @@ func TestParseErrorsRecorded(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "steps/s") || strings.Contains(buf.String(), "\r") {
 		t.Errorf("progress %q", buf.String())
+	}
+}
+
+// failingPredictor fails every call that holds its n-th item (1-based).
+type failingPredictor struct {
+	fakePredictor
+	n int
+}
+
+func (f *failingPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	f.mu.Lock()
+	seen := f.predicts
+	f.mu.Unlock()
+	if seen < f.n && seen+len(reqs) >= f.n {
+		f.mu.Lock()
+		f.predicts += len(reqs)
+		f.mu.Unlock()
+		return nil, fmt.Errorf("engine broke")
+	}
+	return f.fakePredictor.PredictBatch(ctx, reqs)
+}
+
+// A failed call stops the run with an error naming its steps; the calls
+// before it are written and it is not retried.
+func TestEngineErrorStops(t *testing.T) {
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		opts := testOptions(t, t.TempDir())
+		opts.History, opts.Batch = mode, 4
+		fp := &failingPredictor{n: 10}
+		sum, err := Run(context.Background(), fp, opts)
+		if err == nil || !strings.Contains(err.Error(), "engine broke") || !strings.Contains(err.Error(), "batch of 4 steps, episode ") {
+			t.Fatalf("%s: error %v", mode, err)
+		}
+		if sum.Predicted != 8 || fp.predicts != 12 {
+			t.Errorf("%s: %d written, %d items sent, want 8 and 12: %+v", mode, sum.Predicted, fp.predicts, sum)
+		}
+		checkLines(t, sum.Path, 8)
+	}
+}
+
+// A corrupt file stops reading with its error, but the steps read before
+// it are predicted first, as with Batch 1.
+func TestReadErrorPredictsWhatWasRead(t *testing.T) {
+	good, err := aitw.ExpandPaths([]string{"../testdata/records/general"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int
+	for _, batch := range []int{1, 4} {
+		for _, mode := range []History{HistoryGold, HistoryPredicted} {
+			opts := testOptions(t, t.TempDir())
+			opts.Files = append(good, "../testdata/corrupt/truncated.tfrecord.gz")
+			opts.History, opts.Batch = mode, batch
+			sum, err := Run(context.Background(), &fakePredictor{}, opts)
+			if err == nil {
+				t.Fatalf("%s batch %d: no error for a corrupt file", mode, batch)
+			}
+			if want == 0 {
+				want = sum.Predicted
+			}
+			if sum.Predicted == 0 || sum.Predicted != want {
+				t.Errorf("%s batch %d: %d predicted, batch 1 %d", mode, batch, sum.Predicted, want)
+			}
+			checkLines(t, sum.Path, sum.Predicted)
+		}
+	}
+}
+
+func checkLines(t *testing.T, path string, n int) {
+	t.Helper()
+	ps, err := aitw.ReadPredictions(path)
+	if err != nil || ps.TornTail || ps.Lines != n || len(ps.ByStep) != n {
+		t.Fatalf("%s: %+v %v, want %d whole lines", path, ps, err, n)
 	}
 }

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+)
+
+// BenchmarkRunBatch measures `eval run` throughput (steps/s) by batch size
+// on a random-weight T5-base bundle (`make bench-models`; skipped when
+// absent), 2 threads, over the 55 fixture steps. Features come from a
+// pre-filled feature cache, so no step runs vision: the text path alone, as
+// from Auto-UI's pickles. Random weights never stop by themselves, so every
+// step replays bench.TypicalAction (engine.Request.Replay: real decoder
+// calls, a trained model's output and speculative acceptance) with the
+// limit at its length + </s>. Each iteration runs every batch size in turn,
+// so on a shared machine the sizes see the same load; the metrics are
+// steps/s and decoder calls per step at each size.
+//
+//	go test ./aitw/runner/ -run '^$' -bench RunBatch -benchtime=2x
+func BenchmarkRunBatch(b *testing.B) {
+	dir := filepath.Join("..", "..", "bench-models", "base-vtiny")
+	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
+		b.Skipf("no base bundle (make bench-models): %v", err)
+	}
+	bundle, err := models.Load(dir, models.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := engine.NewPredictor(bundle, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 2}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	replay, err := p.Tokenizer().EncodeNoEOS(bench.TypicalAction)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := aitw.ExpandPaths([]string{"../testdata/records"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := b.TempDir()
+	steps := fillCache(b, files, cache, bundle.Manifest.Model.ImageDim)
+	rp := replayPredictor{p: p, replay: replay}
+	sizes := []int{1, 4, 8, 16}
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		b.Run(string(mode), func(b *testing.B) {
+			b.Logf("load average before: %s", loadAverage())
+			elapsed := make([]time.Duration, len(sizes))
+			calls := make([]int, len(sizes))
+			for i := 0; i < b.N; i++ {
+				for k, batch := range sizes {
+					opts := Options{Files: files, OutDir: b.TempDir(), CacheDir: cache, CacheKey: "bench", History: mode, Batch: batch}
+					t := time.Now()
+					sum, err := Run(context.Background(), rp, opts)
+					elapsed[k] += time.Since(t)
+					if err != nil || sum.Predicted != steps || sum.CacheMisses != 0 || sum.Decode.Tokens != steps*(len(replay)+1) {
+						b.Fatalf("batch %d: %+v %v", batch, sum, err)
+					}
+					calls[k] += sum.Decode.Calls
+				}
+			}
+			n := float64(b.N * steps)
+			for k, batch := range sizes {
+				b.ReportMetric(n/elapsed[k].Seconds(), fmt.Sprintf("steps/s@B%d", batch))
+				b.ReportMetric(float64(calls[k])/n, fmt.Sprintf("calls/step@B%d", batch))
+			}
+			b.ReportMetric(0, "ns/op") // an op is every size's run: the per-size figures are the result
+			b.Logf("load average after: %s; %d tokens per step", loadAverage(), len(replay)+1)
+		})
+	}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// replayPredictor makes every request decode the given tokens (see
+// engine.Request.Replay), then </s>.
+type replayPredictor struct {
+	p      *engine.Predictor
+	replay []int64
+}
+
+func (r replayPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	for i := range reqs {
+		reqs[i].Replay, reqs[i].MaxNewTokens = r.replay, len(r.replay)+1
+	}
+	return r.p.PredictBatch(ctx, reqs)
+}
+
+// fillCache writes made-up features for every step of files into the
+// feature cache, as a previous run would, and returns the step count.
+func fillCache(b *testing.B, files []string, dir string, dim int) int {
+	steps := 0
+	_, err := aitw.StreamEpisodes(files, aitw.ReadOptions{KeepPixels: true}, func(ep aitw.Episode) error {
+		for _, s := range ep.Steps {
+			f := make([]float32, dim)
+			for i := range f {
+				f[i] = float32((i+steps)%11) / 11
+			}
+			steps++
+			if err := writeFeatures(cachePath(dir, "bench", s), f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return steps
+}

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"slices"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/aitw"
+)
+
+// goldQueue batches steps in reading order. With gold history a step's
+// prompt is known as soon as its episode is read, so pending steps of one
+// episode or of several share a call, and lines come out in Batch 1's order.
+// At most Batch-1 steps wait beyond the episode being read.
+type goldQueue struct {
+	r    *run
+	jobs []job
+}
+
+func (q *goldQueue) add(ep aitw.Episode) error {
+	r := q.r
+	last := lastPending(r, ep)
+	if last < 0 {
+		r.prog.episodeDone(r.sum)
+	}
+	var history []action.Action
+	for i, s := range ep.Steps {
+		if _, ok := r.isDone(ep, s); ok {
+			r.sum.AlreadyDone++
+		} else if err := q.push(ep, s, history, i == last); err != nil {
+			return err
+		}
+		// Later appends never touch the prefix queued jobs hold.
+		history = append(history, s.Action)
+	}
+	return nil
+}
+
+// push queues a step, predicting the queue once it holds a batch. A step
+// past the limit (or after Ctrl-C) predicts what is queued and stops.
+func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, history []action.Action, last bool) error {
+	r := q.r
+	if r.ctx.Err() != nil || r.room() <= len(q.jobs) {
+		if err := q.flush(); err != nil {
+			return err
+		}
+		return r.stop()
+	}
+	j := r.newJob(ep, s, history)
+	j.last = last
+	q.jobs = append(q.jobs, j)
+	if len(q.jobs) >= r.batch {
+		return q.flush()
+	}
+	return nil
+}
+
+func (q *goldQueue) finish() error { return q.flush() }
+
+func (q *goldQueue) flush() error {
+	if len(q.jobs) == 0 {
+		return nil
+	}
+	_, err := q.r.predict(q.jobs)
+	clear(q.jobs) // drop the pixels
+	q.jobs = q.jobs[:0]
+	return err
+}
+
+// lastPending is the index of the episode's last step not yet predicted,
+// -1 if none.
+func lastPending(r *run, ep aitw.Episode) int {
+	for i := len(ep.Steps) - 1; i >= 0; i-- {
+		if _, ok := r.isDone(ep, ep.Steps[i]); !ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// episodeSet batches across episodes for predicted history: a step's prompt
+// holds its own episode's previous predictions, so a call takes the next
+// step of up to Batch episodes, each moving on once its prediction is
+// written. At most Batch episodes are held beyond the one being read.
+type episodeSet struct {
+	r      *run
+	active []*episodeRun // each with a pending step, oldest first
+}
+
+// episodeRun is an episode being predicted.
+type episodeRun struct {
+	ep      aitw.Episode
+	next    int // index of its next step to predict
+	history []action.Action
+}
+
+func (e *episodeSet) add(ep aitw.Episode) error {
+	x := &episodeRun{ep: ep}
+	if !e.skipDone(x) {
+		e.r.prog.episodeDone(e.r.sum)
+		return nil
+	}
+	e.active = append(e.active, x)
+	for len(e.active) >= e.r.batch {
+		if err := e.round(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *episodeSet) finish() error {
+	for len(e.active) > 0 {
+		if err := e.round(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// round predicts the next step of the oldest active episodes, as many as
+// the limit allows, and drops the episodes that are finished.
+func (e *episodeSet) round() error {
+	r := e.r
+	n := min(len(e.active), r.room())
+	if n <= 0 || r.ctx.Err() != nil {
+		return r.stop()
+	}
+	jobs := make([]job, n)
+	for i, x := range e.active[:n] {
+		jobs[i] = r.newJob(x.ep, x.ep.Steps[x.next], x.history)
+	}
+	preds, err := r.predict(jobs)
+	if err != nil {
+		return err
+	}
+	for i, x := range e.active[:n] {
+		// Later appends never touch the prefix the jobs held.
+		x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, preds[i].Action)
+		x.next++
+	}
+	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {
+		if e.skipDone(x) {
+			return false
+		}
+		r.prog.episodeDone(r.sum)
+		return true
+	})
+	return nil
+}
+
+// skipDone moves x past steps already in the predictions file (their
+// predictions join its history) and reports whether a step is left.
+func (e *episodeSet) skipDone(x *episodeRun) bool {
+	for ; x.next < len(x.ep.Steps); x.next++ {
+		s := x.ep.Steps[x.next]
+		prev, ok := e.r.isDone(x.ep, s)
+		if !ok {
+			return true
+		}
+		e.r.sum.AlreadyDone++
+		x.history = appendHistory(x.history, HistoryPredicted, s.Action, prev.Action)
+	}
+	return false
+}
