@@ -8,6 +8,8 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/screendiff"
+	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 )
 
@@ -25,6 +27,11 @@ type OnlineOptions struct {
 	// RepeatLimit ends an episode when the model predicts the same action
 	// this many times in a row; 0 means 3, as `autoui run` does.
 	RepeatLimit int
+	// OnNoEffect is what to do when an action leaves the screen unchanged
+	// (screendiff.OnNoEffect*; "" means continue).
+	OnNoEffect string
+	// Diff tunes the before/after screen comparison.
+	Diff screendiff.Options
 }
 
 // Stop reasons of an online episode (the same words `autoui run` uses).
@@ -34,18 +41,21 @@ const (
 	StopMaxSteps   = "max_steps"
 	StopRepeated   = "repeated"
 	StopUnparsable = "unparsable"
+	StopNoEffect   = "no_effect" // --on-no-effect stop
 )
 
 // Episode is the outcome of one online task.
 type Episode struct {
-	Family  string          `json:"family"`
-	Seed    int64           `json:"seed"`
-	Goal    string          `json:"goal"`
-	Success bool            `json:"success"` // read from the phone's state
-	Steps   int             `json:"steps"`
-	Stop    string          `json:"stop"`
-	Actions []action.Action `json:"-"`
-	Raw     []string        `json:"-"`
+	Family  string `json:"family"`
+	Seed    int64  `json:"seed"`
+	Goal    string `json:"goal"`
+	Success bool   `json:"success"` // read from the phone's state
+	Steps   int    `json:"steps"`
+	Stop    string `json:"stop"`
+	// Effects counts what the performed actions visibly did.
+	Effects screendiff.Counts `json:"effects"`
+	Actions []action.Action   `json:"-"`
+	Raw     []string          `json:"-"`
 }
 
 // RunOnline plays one task in process, the way `autoui run` drives a
@@ -96,17 +106,44 @@ func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOption
 			ep.Stop = StopRepeated
 			break
 		}
-		if tasks.Apply(p, a) {
+		if isStatus(a) {
+			tasks.Apply(p, a)
 			ep.Stop = StopComplete
 			if a.Type == action.StatusTaskImpossible {
 				ep.Stop = StopImpossible
 			}
 			break
 		}
+		effect := applyObserved(p, a, o, &ep.Effects)
 		history = append(history, a)
+		if effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectStop {
+			ep.Stop = StopNoEffect
+			break
+		}
 	}
 	ep.Success = t.Success(p)
 	return ep, nil
+}
+
+func isStatus(a action.Action) bool {
+	return a.Type == action.StatusTaskComplete || a.Type == action.StatusTaskImpossible
+}
+
+// applyObserved performs a on the phone and compares the screen before and
+// after, as `autoui run` does with the settled screenshot; under the retry
+// policy an action without effect is performed once more. It returns the
+// final effect and counts it.
+func applyObserved(p *sim.Phone, a action.Action, o OnlineOptions, counts *screendiff.Counts) string {
+	before := screendiff.NewFrame(p.Image())
+	tasks.Apply(p, a)
+	effect := screendiff.Effect(before, screendiff.NewFrame(p.Image()), o.Diff)
+	if effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectRetry {
+		counts.Retried++
+		tasks.Apply(p, a)
+		effect = screendiff.Effect(before, screendiff.NewFrame(p.Image()), o.Diff)
+	}
+	counts.Add(effect)
+	return effect
 }
 
 // FamilyScore is the success rate of one family.
@@ -116,6 +153,10 @@ type FamilyScore struct {
 	Successes int     `json:"successes"`
 	Rate      float64 `json:"rate"`
 	MeanSteps float64 `json:"mean_steps"`
+	// Effects sums what the performed actions visibly did; NoEffectRate is
+	// Effects.None over the actions with a known effect.
+	Effects      screendiff.Counts `json:"effects"`
+	NoEffectRate float64           `json:"no_effect_rate"`
 }
 
 // Summarize scores episodes per family (in tasks.Families order) and
@@ -132,6 +173,10 @@ func Summarize(eps []Episode) []FamilyScore {
 		for _, x := range []*FamilyScore{s, all} {
 			x.Tasks++
 			x.MeanSteps += float64(e.Steps)
+			x.Effects.Changed += e.Effects.Changed
+			x.Effects.None += e.Effects.None
+			x.Effects.Unknown += e.Effects.Unknown
+			x.Effects.Retried += e.Effects.Retried
 			if e.Success {
 				x.Successes++
 			}
@@ -152,17 +197,21 @@ func Summarize(eps []Episode) []FamilyScore {
 			out[i].Rate = float64(out[i].Successes) / float64(out[i].Tasks)
 			out[i].MeanSteps /= float64(out[i].Tasks)
 		}
+		if known := out[i].Effects.Changed + out[i].Effects.None; known > 0 {
+			out[i].NoEffectRate = float64(out[i].Effects.None) / float64(known)
+		}
 	}
 	return out
 }
 
 // WriteTable prints per-family success rates.
 func WriteTable(w io.Writer, scores []FamilyScore) error {
-	if _, err := fmt.Fprintf(w, "%-16s %6s %9s %8s %10s\n", "family", "tasks", "successes", "success", "mean steps"); err != nil {
+	if _, err := fmt.Fprintf(w, "%-16s %6s %9s %8s %10s %8s %9s\n", "family", "tasks", "successes", "success", "mean steps", "actions", "no effect"); err != nil {
 		return err
 	}
 	for _, s := range scores {
-		if _, err := fmt.Fprintf(w, "%-16s %6d %9d %7.1f%% %10.1f\n", s.Family, s.Tasks, s.Successes, 100*s.Rate, s.MeanSteps); err != nil {
+		performed := s.Effects.Changed + s.Effects.None + s.Effects.Unknown
+		if _, err := fmt.Fprintf(w, "%-16s %6d %9d %7.1f%% %10.1f %8d %8.1f%%\n", s.Family, s.Tasks, s.Successes, 100*s.Rate, s.MeanSteps, performed, 100*s.NoEffectRate); err != nil {
 			return err
 		}
 	}

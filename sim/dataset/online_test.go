@@ -145,3 +145,57 @@ func TestDefaultBundleCompletesTask(t *testing.T) {
 		}
 	}
 }
+
+// The screen comparison never calls an expert action ineffective: every
+// action of the scripted expert changes the screen, on every family.
+func TestRunOnlineExpertActionsHaveEffect(t *testing.T) {
+	for _, fam := range tasks.Families {
+		for _, seed := range tasks.Seeds("test", 0, 3) {
+			task := tasks.Generate(fam, seed)
+			p, err := task.NewPhone(tasks.Options{Width: testW, Height: testH})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw []string
+			for _, a := range task.Solve(p, 40) {
+				raw = append(raw, answer(a))
+			}
+			ep, err := RunOnline(context.Background(), &replayPredictor{raw: raw}, task, OnlineOptions{Width: testW, Height: testH, RepeatLimit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ep.Success || ep.Effects.None != 0 || ep.Effects.Unknown != 0 || ep.Effects.Changed != len(raw)-1 {
+				t.Errorf("%s/%d: success %v, effects %+v over %d actions", fam, seed, ep.Success, ep.Effects, len(raw)-1)
+			}
+		}
+	}
+}
+
+// A tap on nothing changes nothing: counted as no effect; retry sends it
+// once more, stop ends the episode there.
+func TestRunOnlineNoEffectPolicies(t *testing.T) {
+	task := tasks.Generate(tasks.Navigate, 2)
+	back := answer(action.Action{Type: action.PressBack, Touch: action.NoPoint, Lift: action.NoPoint})
+	home := answer(action.Action{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint})
+	done := answer(action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint})
+	// On the home screen HOME and BACK change nothing.
+	script := []string{home, back, home, done}
+	for _, c := range []struct {
+		policy      string
+		steps, none int
+		retried     int
+		stop        string
+	}{
+		{"continue", 4, 3, 0, StopComplete},
+		{"retry", 4, 3, 3, StopComplete},
+		{"stop", 1, 1, 0, StopNoEffect},
+	} {
+		ep, err := RunOnline(context.Background(), &replayPredictor{raw: script}, task, OnlineOptions{Width: testW, Height: testH, OnNoEffect: c.policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep.Steps != c.steps || ep.Effects.None != c.none || ep.Effects.Retried != c.retried || ep.Stop != c.stop {
+			t.Errorf("%s: %+v", c.policy, ep)
+		}
+	}
+}
