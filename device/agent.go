@@ -15,6 +15,7 @@ import (
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/screendiff"
 )
 
 // Predictor is what the agent needs from the engine; *engine.Predictor
@@ -42,14 +43,29 @@ type AgentOptions struct {
 	DryRun bool
 	// Confirm, when set, is asked before every dispatch (not in dry runs).
 	Confirm func(ctx context.Context, s *Step) (Decision, error)
-	// OutDir receives the trajectory; "" writes nothing.
-	OutDir string
-	// SettleTimeout bounds the wait for the screen to stop changing after a
-	// dispatch; 0 means 5 s, negative means do not wait.
+	// OutDir receives the trajectory; "" writes nothing. A directory that
+	// already holds files is refused unless Overwrite, which clears an
+	// earlier trajectory (and refuses a directory with other files).
+	OutDir    string
+	Overwrite bool
+	// SettleMin is the wait after an action before the first settle
+	// capture; 0 means 1 s, negative means none.
+	SettleMin time.Duration
+	// SettleTimeout bounds the whole wait for the screen to settle after
+	// an action, SettleMin included; 0 means 5 s, negative means do not
+	// wait nor capture (effects are then unknown).
 	SettleTimeout time.Duration
 	// SettleInterval is the pause between settle captures; 0 means none
 	// (a capture itself takes a few hundred ms on a phone).
 	SettleInterval time.Duration
+	// StableFrames is how many consecutive captures must match (within
+	// Diff's tolerance) for the screen to count as settled; 0 means 3.
+	StableFrames int
+	// Diff tunes screen comparisons (status bar mask, tolerances).
+	Diff screendiff.Options
+	// OnNoEffect is what to do when the settled screen equals the one the
+	// model saw (screendiff.OnNoEffect*); "" means continue.
+	OnNoEffect string
 	// RepeatLimit stops the episode when the model predicts the same action
 	// this many times in a row; 0 means 3. The last repeat is not sent.
 	RepeatLimit int
@@ -71,8 +87,17 @@ func NewAgent(dev *Device, pred Predictor, opts AgentOptions) *Agent {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 30
 	}
+	if opts.SettleMin == 0 {
+		opts.SettleMin = time.Second
+	}
 	if opts.SettleTimeout == 0 {
 		opts.SettleTimeout = 5 * time.Second
+	}
+	if opts.StableFrames <= 0 {
+		opts.StableFrames = 3
+	}
+	if opts.OnNoEffect == "" {
+		opts.OnNoEffect = screendiff.OnNoEffectContinue
 	}
 	if opts.RepeatLimit <= 0 {
 		opts.RepeatLimit = 3
@@ -92,7 +117,10 @@ func NewAgent(dev *Device, pred Predictor, opts AgentOptions) *Agent {
 func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{Goal: a.opts.Goal, Serial: a.dev.Serial(), Model: a.dev.Model(), DryRun: a.opts.DryRun, Output: a.opts.OutDir}
-	traj, err := newTrajectory(a.opts.OutDir)
+	if !screendiff.ValidOnNoEffect(a.opts.OnNoEffect) {
+		return sum, fmt.Errorf("on-no-effect %q: want continue, retry or stop", a.opts.OnNoEffect)
+	}
+	traj, err := newTrajectory(a.opts.OutDir, a.opts.Overwrite, a.opts.DryRun)
 	if err != nil {
 		return sum, err
 	}
@@ -119,13 +147,22 @@ func describeStop(s *Summary) string {
 	return s.StopReason
 }
 
+// episode is the state carried from step to step.
+type episode struct {
+	a       *Agent
+	sum     *Summary
+	traj    *trajectory
+	history []action.Action
+	// shot is the screen the next step starts from: the settled capture of
+	// the last action, or nil to capture afresh.
+	shot    *Screenshot
+	frame   *screendiff.Frame
+	last    *action.Action
+	repeats int
+}
+
 func (a *Agent) loop(ctx context.Context, sum *Summary, traj *trajectory) error {
-	var (
-		history []action.Action
-		shot    *Screenshot // the settled screen of the last dispatch, if any
-		repeats int
-		last    *action.Action
-	)
+	e := &episode{a: a, sum: sum, traj: traj}
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -134,198 +171,279 @@ func (a *Agent) loop(ctx context.Context, sum *Summary, traj *trajectory) error 
 			sum.StopReason = StopMaxSteps
 			return nil
 		}
-		stepStart := time.Now()
-		st := &Step{Step: i, Goal: a.opts.Goal, History: append([]action.Action{}, history...), DryRun: a.opts.DryRun, Commands: []string{}}
-		finish := func(performed bool) error {
-			st.Timings.Total = time.Since(stepStart)
-			sum.Steps++
-			sum.Capture += st.Timings.Capture
-			sum.Predict += st.Timings.Predict
-			sum.Dispatch += st.Timings.Dispatch
-			sum.Settle += st.Timings.Settle
-			if st.Dispatched {
-				sum.Dispatched++
-			}
-			return traj.writeStep(st, performed)
-		}
-		fail := func(err error) error {
-			st.Error = err.Error()
-			if werr := finish(false); werr != nil {
-				return errors.Join(err, werr)
-			}
-			return err
-		}
-
-		if shot == nil {
-			t0 := time.Now()
-			s, err := a.dev.Screenshot(ctx)
-			st.Timings.Capture = time.Since(t0)
-			if err != nil {
-				return fail(fmt.Errorf("step %d: capture: %w", i, err))
-			}
-			shot = s
-		}
-		b := shot.Image.Bounds()
-		st.ImageSize = [2]int{b.Dx(), b.Dy()}
-		st.ScreenshotVia = shot.Via
-		if traj != nil {
-			st.Screenshot = fmt.Sprintf("step_%03d.png", i)
-			if err := traj.writeFile(st.Screenshot, shot.PNG); err != nil {
-				return fail(err)
-			}
-		}
-		w, h, err := a.dev.ScreenSize(ctx)
-		if err != nil {
-			return fail(fmt.Errorf("step %d: screen size: %w", i, err))
-		}
-		st.InputSize = [2]int{w, h}
-
-		t0 := time.Now()
-		res, err := a.pred.Predict(ctx, engine.Request{Screen: shot.Image, Goal: a.opts.Goal, History: history})
-		st.Timings.Predict = time.Since(t0)
-		if err != nil {
-			return fail(fmt.Errorf("step %d: predict: %w", i, err))
-		}
-		st.Raw, st.Timings.Engine = res.Raw, res.Timings
-		for _, t := range res.Plan {
-			st.Plan = append(st.Plan, t.String())
-		}
-		if res.ParseErr != nil {
-			st.ParseError = res.ParseErr.Error()
-			sum.StopReason = StopUnparsable
-			// The parse error quotes the raw text (shortened); steps.jsonl has all of it.
-			sum.Error = fmt.Sprintf("step %d: the model output does not parse as an Auto-UI action: %v", i, res.ParseErr)
-			fmt.Fprintf(a.opts.Log, "step %d: unparsable model output %q\n", i, shorten(res.Raw, 160))
-			return finish(false)
-		}
-		act := res.Action
-		st.Action = &act
-		plan := a.dev.PlanAction(act, w, h)
-		st.Gesture = gestureRecord(plan.Gesture)
-		st.Commands = append(st.Commands, plan.Commands...)
-		if traj != nil && !a.opts.NoAnnotate {
-			st.Annotated = fmt.Sprintf("step_%03d_annotated.png", i)
-			if err := traj.writeFile(st.Annotated, encodePNG(annotate.Action(shot.Image, act))); err != nil {
-				return fail(err)
-			}
-		}
-		shot = nil
-
-		if last != nil && *last == act {
-			repeats++
-		} else {
-			repeats = 1
-		}
-		last = &act
-		fmt.Fprintf(a.opts.Log, "step %d: %s %s\n", i, describeAction(act, plan), strings.Join(plan.Commands, "; "))
-		if repeats >= a.opts.RepeatLimit {
-			sum.StopReason = StopRepeated
-			sum.Error = fmt.Sprintf("the model predicted the same action %d times in a row: %s", repeats, act.String())
-			return finish(false)
-		}
-		switch plan.Gesture.Kind {
-		case action.GestureStop:
-			sum.StopReason = StopComplete
-			if act.Type == action.StatusTaskImpossible {
-				sum.StopReason = StopImpossible
-			}
-			return finish(true)
-		case action.GestureNone:
-			return fail(fmt.Errorf("step %d: action type %s has no device gesture", i, act.Type))
-		}
-
-		if a.opts.DryRun {
-			history = append(history, act)
-			if err := finish(true); err != nil {
-				return err
-			}
-			continue
-		}
-		if a.opts.Confirm != nil {
-			d, err := a.opts.Confirm(ctx, st)
-			if err != nil {
-				return fail(fmt.Errorf("step %d: confirm: %w", i, err))
-			}
-			switch d {
-			case Quit:
-				sum.StopReason = StopUserQuit
-				st.Skipped = true
-				return finish(false)
-			case Skip:
-				st.Skipped = true
-				last, repeats = nil, 0
-				if err := finish(false); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		t0 = time.Now()
-		err = a.dev.Run(ctx, plan.Commands)
-		st.Timings.Dispatch = time.Since(t0)
-		if err != nil {
-			return fail(fmt.Errorf("step %d: dispatch: %w", i, err))
-		}
-		st.Dispatched = true
-		history = append(history, act)
-
-		t0 = time.Now()
-		settled, ok, err := a.settle(ctx)
-		st.Timings.Settle = time.Since(t0)
-		if err != nil {
-			return fail(fmt.Errorf("step %d: wait for the screen to settle: %w", i, err))
-		}
-		if a.opts.SettleTimeout > 0 {
-			st.Settled = &ok
-		}
-		shot = settled
-		if err := finish(true); err != nil {
+		done, err := e.step(ctx, i)
+		if err != nil || done {
 			return err
 		}
 	}
 }
 
-// settle captures until two consecutive screenshots are identical or the
-// timeout passes; it returns the last capture (nil when not waiting).
-func (a *Agent) settle(ctx context.Context) (*Screenshot, bool, error) {
-	if a.opts.SettleTimeout < 0 {
-		return nil, true, nil
+// stepRun is one step being played: its record and the helpers that end it.
+type stepRun struct {
+	e     *episode
+	st    *Step
+	start time.Time
+}
+
+// finish records the step; performed says whether it belongs in the
+// AndroidWorld export.
+func (r *stepRun) finish(performed bool) error {
+	st, sum := r.st, r.e.sum
+	st.Timings.Total = time.Since(r.start)
+	sum.Steps++
+	sum.Capture += st.Timings.Capture
+	sum.Predict += st.Timings.Predict
+	sum.Dispatch += st.Timings.Dispatch
+	sum.Settle += st.Timings.Settle
+	if st.Dispatched {
+		sum.Dispatched++
 	}
-	deadline := time.Now().Add(a.opts.SettleTimeout)
-	prev, err := a.dev.Screenshot(ctx)
+	if st.Settled != nil && !*st.Settled {
+		sum.SettleTimeouts++
+	}
+	if st.BlackFrame {
+		sum.BlackFrames++
+	}
+	sum.Effects.Add(st.Effect)
+	if st.Retried {
+		sum.Effects.Retried++
+	}
+	return r.e.traj.writeStep(st, performed)
+}
+
+// fail records the step with its error and returns the error.
+func (r *stepRun) fail(err error) error {
+	r.st.Error = err.Error()
+	if werr := r.finish(false); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+func (r *stepRun) logf(format string, args ...any) {
+	fmt.Fprintf(r.e.a.opts.Log, "step %d: "+format+"\n", append([]any{r.st.Step}, args...)...)
+}
+
+// step plays step i; done says the episode ended (with sum.StopReason set).
+func (e *episode) step(ctx context.Context, i int) (done bool, err error) {
+	o := e.a.opts
+	r := &stepRun{e: e, start: time.Now(), st: &Step{Step: i, Goal: o.Goal, History: append([]action.Action{}, e.history...), DryRun: o.DryRun, Commands: []string{}}}
+	st := r.st
+	w, h, err := e.observe(ctx, r)
 	if err != nil {
-		return nil, false, err
+		return true, r.fail(err)
 	}
-	for {
-		if a.opts.SettleInterval > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, false, ctx.Err()
-			case <-time.After(a.opts.SettleInterval):
-			}
-		}
-		cur, err := a.dev.Screenshot(ctx)
+	t0 := time.Now()
+	res, err := e.a.pred.Predict(ctx, engine.Request{Screen: e.shot.Image, Goal: o.Goal, History: e.history})
+	st.Timings.Predict = time.Since(t0)
+	if err != nil {
+		return true, r.fail(fmt.Errorf("step %d: predict: %w", i, err))
+	}
+	st.Raw, st.Timings.Engine = res.Raw, res.Timings
+	for _, t := range res.Plan {
+		st.Plan = append(st.Plan, t.String())
+	}
+	if res.ParseErr != nil {
+		st.ParseError = res.ParseErr.Error()
+		e.sum.StopReason = StopUnparsable
+		// The parse error quotes the raw text (shortened); steps.jsonl has all of it.
+		e.sum.Error = fmt.Sprintf("step %d: the model output does not parse as an Auto-UI action: %v", i, res.ParseErr)
+		r.logf("unparsable model output %q", shorten(res.Raw, 160))
+		return true, r.finish(false)
+	}
+	act := res.Action
+	st.Action = &act
+	plan := e.a.dev.PlanAction(act, w, h)
+	st.Gesture = gestureRecord(plan.Gesture)
+	st.Commands = append(st.Commands, plan.Commands...)
+	if err := e.annotate(r, act); err != nil {
+		return true, r.fail(err)
+	}
+	before := e.frame
+	e.shot, e.frame = nil, nil
+	return e.act(ctx, r, act, plan, before)
+}
+
+// observe makes sure there is a screen to predict on (capturing one when
+// the last action left none), writes it and reads the input size.
+func (e *episode) observe(ctx context.Context, r *stepRun) (int, int, error) {
+	st, i := r.st, r.st.Step
+	if e.shot == nil {
+		t0 := time.Now()
+		s, err := e.a.dev.Screenshot(ctx)
+		st.Timings.Capture = time.Since(t0)
 		if err != nil {
-			return nil, false, err
+			return 0, 0, fmt.Errorf("step %d: capture: %w", i, err)
 		}
-		if bytes.Equal(prev.PNG, cur.PNG) {
-			return cur, true, nil
-		}
-		if time.Now().After(deadline) {
-			return cur, false, nil
-		}
-		prev = cur
+		e.shot, e.frame = s, screendiff.NewFrame(s.Image)
 	}
+	b := e.shot.Image.Bounds()
+	st.ImageSize = [2]int{b.Dx(), b.Dy()}
+	st.ScreenshotVia = e.shot.Via
+	if e.frame.Black() {
+		st.BlackFrame = true
+		r.logf("the screen is black: the screen is off or locked, or the app shows a secure window (FLAG_SECURE: banking, passwords, DRM video) that screenshots cannot read; the model sees a black image")
+	}
+	if e.traj != nil {
+		st.Screenshot = fmt.Sprintf("step_%03d.png", i)
+		if err := e.traj.writeFile(st.Screenshot, e.shot.PNG); err != nil {
+			return 0, 0, err
+		}
+	}
+	w, h, err := e.a.dev.ScreenSize(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("step %d: screen size: %w", i, err)
+	}
+	st.InputSize = [2]int{w, h}
+	return w, h, nil
+}
+
+func (e *episode) annotate(r *stepRun, act action.Action) error {
+	if e.traj == nil || e.a.opts.NoAnnotate {
+		return nil
+	}
+	r.st.Annotated = fmt.Sprintf("step_%03d_annotated.png", r.st.Step)
+	return e.traj.writeFile(r.st.Annotated, encodePNG(annotate.Action(e.shot.Image, act)))
+}
+
+// act decides what happens to the predicted action: a stop, a repeat, a
+// dry run, the --confirm prompt, or sending it.
+func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan Plan, before *screendiff.Frame) (bool, error) {
+	o, st, i := e.a.opts, r.st, r.st.Step
+	if e.last != nil && *e.last == act {
+		e.repeats++
+	} else {
+		e.repeats = 1
+	}
+	e.last = &act
+	what := describeAction(act, plan)
+	if e.repeats >= o.RepeatLimit {
+		return true, e.stopRepeated(r, act, what)
+	}
+	switch plan.Gesture.Kind {
+	case action.GestureStop:
+		e.sum.StopReason = StopComplete
+		if act.Type == action.StatusTaskImpossible {
+			e.sum.StopReason = StopImpossible
+		}
+		r.logf("%s", what)
+		return true, r.finish(true)
+	case action.GestureNone:
+		return true, r.fail(fmt.Errorf("step %d: action type %s has no device gesture", i, act.Type))
+	}
+	if o.DryRun {
+		r.logf("%s; dry run, not sent: %s", what, strings.Join(plan.Commands, "; "))
+		e.history = append(e.history, act)
+		return false, r.finish(false)
+	}
+	if o.Confirm != nil {
+		d, err := o.Confirm(ctx, st)
+		if err != nil {
+			return true, r.fail(fmt.Errorf("step %d: confirm: %w", i, err))
+		}
+		switch d {
+		case Quit:
+			e.sum.StopReason = StopUserQuit
+			st.Skipped = true
+			r.logf("%s; not sent (quit)", what)
+			return true, r.finish(false)
+		case Skip:
+			st.Skipped = true
+			e.last, e.repeats = nil, 0
+			r.logf("%s; skipped, not sent", what)
+			return false, r.finish(false)
+		}
+	}
+	return e.perform(ctx, r, act, plan, before, what)
+}
+
+// stopRepeated ends the episode on the RepeatLimit-th identical action,
+// which is not sent. In a dry run the screen never changes, so a repeat is
+// expected rather than a failure: it ends the run as dry_run_repeat.
+func (e *episode) stopRepeated(r *stepRun, act action.Action, what string) error {
+	if e.a.opts.DryRun {
+		e.sum.StopReason = StopDryRunRepeat
+		r.logf("%s; dry run: the model repeats itself on the unchanged screen, stopping", what)
+		return r.finish(false)
+	}
+	e.sum.StopReason = StopRepeated
+	e.sum.Error = fmt.Sprintf("the model predicted the same action %d times in a row: %s", e.repeats, act.String())
+	r.logf("%s; not sent: predicted %d times in a row", what, e.repeats)
+	return r.finish(false)
+}
+
+// perform sends the action, waits for the screen to settle and judges its
+// effect, applying the --on-no-effect policy.
+func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, plan Plan, before *screendiff.Frame, what string) (bool, error) {
+	o, st, i := e.a.opts, r.st, r.st.Step
+	if err := e.sendAndSettle(ctx, r, plan); err != nil {
+		return true, r.fail(err)
+	}
+	e.history = append(e.history, act)
+	st.Effect = screendiff.Effect(before, e.frame, o.Diff)
+	if st.Effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectRetry {
+		r.logf("%s -> %s: no visible effect, sending it again", what, strings.Join(plan.Commands, "; "))
+		st.Retried = true
+		if err := e.sendAndSettle(ctx, r, plan); err != nil {
+			return true, r.fail(err)
+		}
+		st.Effect = screendiff.Effect(before, e.frame, o.Diff)
+	}
+	r.logf("%s -> %s%s", what, strings.Join(plan.Commands, "; "), describeSettle(st))
+	if st.Effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectStop {
+		e.sum.StopReason = StopNoEffect
+		e.sum.Error = fmt.Sprintf("step %d: %s had no visible effect (--on-no-effect stop)", i, act.String())
+		return true, r.finish(true)
+	}
+	return false, r.finish(true)
+}
+
+// sendAndSettle dispatches the commands and waits for the screen; the
+// settled capture becomes the next step's screen.
+func (e *episode) sendAndSettle(ctx context.Context, r *stepRun, plan Plan) error {
+	st, i := r.st, r.st.Step
+	t0 := time.Now()
+	err := e.a.dev.Run(ctx, plan.Commands)
+	st.Timings.Dispatch += time.Since(t0)
+	if err != nil {
+		return fmt.Errorf("step %d: dispatch: %w", i, err)
+	}
+	st.Dispatched = true
+	t0 = time.Now()
+	res, err := e.a.settle(ctx)
+	st.Timings.Settle += time.Since(t0)
+	st.SettleCaptures += res.captures
+	if err != nil {
+		return fmt.Errorf("step %d: wait for the screen to settle: %w", i, err)
+	}
+	if e.a.opts.SettleTimeout >= 0 {
+		ok := res.settled
+		st.Settled = &ok
+	}
+	e.shot, e.frame = res.shot, res.frame
+	return nil
+}
+
+// describeSettle is the log's note on the wait and the effect.
+func describeSettle(st *Step) string {
+	if st.Settled == nil {
+		return ""
+	}
+	state := fmt.Sprintf("settled in %.1fs", st.Timings.Settle.Seconds())
+	if !*st.Settled {
+		state = fmt.Sprintf("still changing after %.1fs", st.Timings.Settle.Seconds())
+	}
+	return fmt.Sprintf(" (%s, %d captures; effect: %s)", state, st.SettleCaptures, st.Effect)
 }
 
 func describeAction(a action.Action, p Plan) string {
 	switch p.Gesture.Kind {
 	case action.GestureTap:
-		return fmt.Sprintf("tap (%d, %d) ->", p.Gesture.X1, p.Gesture.Y1)
+		return fmt.Sprintf("tap (%d, %d)", p.Gesture.X1, p.Gesture.Y1)
 	case action.GestureSwipe:
-		return fmt.Sprintf("swipe %s (%d, %d)->(%d, %d) ->", action.SwipeDirection(a.Touch, a.Lift), p.Gesture.X1, p.Gesture.Y1, p.Gesture.X2, p.Gesture.Y2)
+		return fmt.Sprintf("swipe %s (%d, %d)->(%d, %d)", action.SwipeDirection(a.Touch, a.Lift), p.Gesture.X1, p.Gesture.Y1, p.Gesture.X2, p.Gesture.Y2)
 	case action.GestureText:
-		return fmt.Sprintf("type %q ->", a.Text)
+		return fmt.Sprintf("type %q", a.Text)
 	}
 	return a.Type.String()
 }

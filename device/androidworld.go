@@ -19,10 +19,14 @@ type AWAction struct {
 	GoalStatus string `json:"goal_status,omitempty"`
 }
 
-// awContext carries what the export needs across steps: the last tap, which
-// AndroidWorld's input_text wants as the field to focus.
+// awContext carries what the export needs from the step before:
+// AndroidWorld's input_text taps its (x, y) to focus the field before
+// typing, so it gets the tap performed immediately before (and none
+// otherwise: an older tap may point at anything by now); and it presses
+// Enter after typing, so an Enter that follows it is already done.
 type awContext struct {
-	lastTap *[2]int
+	prevTap   *[2]int // the previous performed step, when it was a tap
+	prevTyped bool    // the previous performed step typed text
 }
 
 // ScrollDirection is AndroidWorld's scroll direction for a finger swipe:
@@ -42,38 +46,21 @@ func ScrollDirection(finger action.Direction) string {
 	return ""
 }
 
-// convert turns one performed step into an AndroidWorld line. ok is false for actions with
-// no AndroidWorld equivalent.
+// convert turns one performed step into an AndroidWorld line. ok is false
+// for a step with no line of its own: an action with no AndroidWorld
+// equivalent, or the Enter that AndroidWorld's input_text already pressed.
 func (c *awContext) convert(a action.Action, g GestureRecord) ([]byte, bool) {
-	var out AWAction
-	switch a.Type {
-	case action.DualPoint:
-		if g.Kind == "tap" {
-			x, y := g.X1, g.Y1
-			out = AWAction{ActionType: "click", X: &x, Y: &y}
-			c.lastTap = &[2]int{x, y}
-		} else {
-			out = AWAction{ActionType: "scroll", Direction: ScrollDirection(action.SwipeDirection(a.Touch, a.Lift))}
-		}
-	case action.TypeText:
-		out = AWAction{ActionType: "input_text", Text: a.Text}
-		if c.lastTap != nil {
-			// AndroidWorld's input_text taps (x, y) before typing.
-			x, y := c.lastTap[0], c.lastTap[1]
-			out.X, out.Y = &x, &y
-		}
-	case action.PressBack:
-		out = AWAction{ActionType: "navigate_back"}
-	case action.PressHome:
-		out = AWAction{ActionType: "navigate_home"}
-	case action.PressEnter:
-		out = AWAction{ActionType: "keyboard_enter"}
-	case action.StatusTaskComplete:
-		out = AWAction{ActionType: "status", GoalStatus: "complete"}
-	case action.StatusTaskImpossible:
-		out = AWAction{ActionType: "status", GoalStatus: "infeasible"}
-	default:
+	prevTap, prevTyped := c.prevTap, c.prevTyped
+	c.prevTap, c.prevTyped = nil, false
+	out, ok := awAction(a, g, prevTap)
+	if !ok || (out.ActionType == "keyboard_enter" && prevTyped) {
 		return nil, false
+	}
+	switch out.ActionType {
+	case "click":
+		c.prevTap = &[2]int{*out.X, *out.Y}
+	case "input_text":
+		c.prevTyped = true
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -82,6 +69,37 @@ func (c *awContext) convert(a action.Action, g GestureRecord) ([]byte, bool) {
 		return nil, false
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
+}
+
+// awAction maps one action; prevTap is the tap performed just before, if
+// the step before was one.
+func awAction(a action.Action, g GestureRecord, prevTap *[2]int) (AWAction, bool) {
+	switch a.Type {
+	case action.DualPoint:
+		if g.Kind == "tap" {
+			x, y := g.X1, g.Y1
+			return AWAction{ActionType: "click", X: &x, Y: &y}, true
+		}
+		return AWAction{ActionType: "scroll", Direction: ScrollDirection(action.SwipeDirection(a.Touch, a.Lift))}, true
+	case action.TypeText:
+		out := AWAction{ActionType: "input_text", Text: a.Text}
+		if prevTap != nil {
+			x, y := prevTap[0], prevTap[1]
+			out.X, out.Y = &x, &y
+		}
+		return out, true
+	case action.PressBack:
+		return AWAction{ActionType: "navigate_back"}, true
+	case action.PressHome:
+		return AWAction{ActionType: "navigate_home"}, true
+	case action.PressEnter:
+		return AWAction{ActionType: "keyboard_enter"}, true
+	case action.StatusTaskComplete:
+		return AWAction{ActionType: "status", GoalStatus: "complete"}, true
+	case action.StatusTaskImpossible:
+		return AWAction{ActionType: "status", GoalStatus: "infeasible"}, true
+	}
+	return AWAction{}, false
 }
 
 func gestureRecord(g action.Gesture) *GestureRecord {

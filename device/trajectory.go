@@ -1,27 +1,34 @@
 package device
 
 import (
-	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/screendiff"
 )
 
 // Stop reasons in Summary.StopReason.
 const (
-	StopComplete    = "task_complete"     // the model said STATUS_TASK_COMPLETE
-	StopImpossible  = "task_impossible"   // the model said STATUS_TASK_IMPOSSIBLE
-	StopMaxSteps    = "max_steps"         // the step budget ran out
-	StopRepeated    = "repeated_action"   // the same action N times in a row (not dispatched the last time)
-	StopUnparsable  = "unparsable_output" // the model text is not an Auto-UI action
-	StopInterrupted = "interrupted"       // the context was cancelled (Ctrl-C)
-	StopUserQuit    = "user_quit"         // --confirm answered q
-	StopError       = "error"             // device or model failure; Summary.Error says which
+	StopComplete     = "task_complete"     // the model said STATUS_TASK_COMPLETE
+	StopImpossible   = "task_impossible"   // the model said STATUS_TASK_IMPOSSIBLE
+	StopMaxSteps     = "max_steps"         // the step budget ran out
+	StopRepeated     = "repeated_action"   // the same action N times in a row (not dispatched the last time)
+	StopDryRunRepeat = "dry_run_repeat"    // a dry run's model repeated itself on the unchanged screen
+	StopNoEffect     = "no_effect"         // --on-no-effect stop: an action changed nothing on screen
+	StopUnparsable   = "unparsable_output" // the model text is not an Auto-UI action
+	StopInterrupted  = "interrupted"       // the context was cancelled (Ctrl-C)
+	StopUserQuit     = "user_quit"         // --confirm answered q
+	StopError        = "error"             // device or model failure; Summary.Error says which
 )
 
 // GestureRecord is an action in device pixels, as dispatched.
@@ -82,8 +89,18 @@ type Step struct {
 	DryRun     bool           `json:"dry_run,omitempty"`
 	Skipped    bool           `json:"skipped,omitempty"`
 	Settled    *bool          `json:"settled,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Timings    StepTimings    `json:"timings"`
+	// SettleCaptures counts the screenshots taken while settling.
+	SettleCaptures int `json:"settle_captures,omitempty"`
+	// BlackFrame says the screen the model saw was black (screen off or a
+	// secure window).
+	BlackFrame bool `json:"black_frame,omitempty"`
+	// Effect compares the settled screen with the one the model saw
+	// (screendiff.Effect*); empty when nothing was sent.
+	Effect string `json:"effect,omitempty"`
+	// Retried says --on-no-effect retry sent the action a second time.
+	Retried bool        `json:"retried,omitempty"`
+	Error   string      `json:"error,omitempty"`
+	Timings StepTimings `json:"timings"`
 }
 
 // Summary is summary.json.
@@ -96,6 +113,12 @@ type Summary struct {
 	Dispatched int    `json:"dispatched"`
 	StopReason string `json:"stop_reason"`
 	Error      string `json:"error,omitempty"`
+	// Effects counts the sent actions by effect; SettleTimeouts the sent
+	// actions whose screen was still changing at --settle-timeout;
+	// BlackFrames the steps whose screen was black.
+	Effects        screendiff.Counts `json:"effects"`
+	SettleTimeouts int               `json:"settle_timeouts"`
+	BlackFrames    int               `json:"black_frames"`
 	// Total and the per-stage sums over all steps.
 	Total    time.Duration `json:"-"`
 	Capture  time.Duration `json:"-"`
@@ -118,17 +141,72 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 }
 
 // trajectory writes the output directory. Every step line is flushed as it
-// is written, so an interrupted or failed run keeps everything so far.
+// is written, so an interrupted or failed run keeps everything so far;
+// other files are written whole under a temporary name and renamed.
 type trajectory struct {
 	dir   string
 	steps *os.File
-	aw    *os.File
+	aw    *os.File // nil in dry runs: nothing was performed
 	awCtx awContext
 }
 
-func newTrajectory(dir string) (*trajectory, error) {
+// trajectoryFile matches the names a trajectory writes (and atomicfile's
+// temporary names for them, left by a crash).
+var trajectoryFile = regexp.MustCompile(`^(steps\.jsonl|summary\.json|android_world\.jsonl|step_\d{3,}(_annotated)?\.png)$|^\.(summary\.json|step_\d{3,}(_annotated)?\.png)\.tmp-`)
+
+// CheckOutDir says whether dir may receive a trajectory: it must be absent
+// or empty, or, with overwrite, hold nothing but an earlier trajectory's
+// files (so --overwrite never deletes anything else).
+func CheckOutDir(dir string, overwrite bool) error {
+	_, err := outDirFiles(dir, overwrite)
+	return err
+}
+
+// outDirFiles returns the earlier trajectory's files to remove.
+func outDirFiles(dir string, overwrite bool) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(ents) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	if !overwrite {
+		return nil, fmt.Errorf("output directory %s is not empty (%d entries): pass --overwrite to replace the trajectory in it, or choose another --out", dir, len(ents))
+	}
+	var ours, others []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && trajectoryFile.MatchString(e.Name()) {
+			ours = append(ours, e.Name())
+		} else {
+			others = append(others, e.Name())
+		}
+	}
+	if len(others) > 0 {
+		return nil, fmt.Errorf("output directory %s holds files that are not part of a trajectory (%s): --overwrite only replaces a trajectory; choose another --out", dir, strings.Join(firstN(others, 5), ", "))
+	}
+	return ours, nil
+}
+
+func firstN(names []string, n int) []string {
+	if len(names) > n {
+		return append(names[:n:n], "...")
+	}
+	return names
+}
+
+func newTrajectory(dir string, overwrite, dryRun bool) (*trajectory, error) {
 	if dir == "" {
 		return nil, nil
+	}
+	old, err := outDirFiles(dir, overwrite)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range old {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("clear the earlier trajectory: %w", err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
@@ -137,22 +215,22 @@ func newTrajectory(dir string) (*trajectory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create steps.jsonl: %w", err)
 	}
-	aw, err := os.Create(filepath.Join(dir, "android_world.jsonl"))
-	if err != nil {
+	t := &trajectory{dir: dir, steps: steps}
+	if dryRun {
+		return t, nil
+	}
+	if t.aw, err = os.Create(filepath.Join(dir, "android_world.jsonl")); err != nil {
 		steps.Close()
 		return nil, fmt.Errorf("create android_world.jsonl: %w", err)
 	}
-	return &trajectory{dir: dir, steps: steps, aw: aw}, nil
+	return t, nil
 }
 
 func (t *trajectory) writeFile(name string, data []byte) error {
 	if t == nil {
 		return nil
 	}
-	if err := os.WriteFile(filepath.Join(t.dir, name), data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return atomicfile.WriteBytes(filepath.Join(t.dir, name), data)
 }
 
 func (t *trajectory) writeStep(s *Step, performed bool) error {
@@ -163,17 +241,15 @@ func (t *trajectory) writeStep(s *Step, performed bool) error {
 	if err != nil {
 		return fmt.Errorf("encode step %d: %w", s.Step, err)
 	}
-	w := bufio.NewWriter(t.steps)
-	w.Write(line)
-	w.WriteByte('\n')
-	if err := w.Flush(); err != nil {
+	if _, err := t.steps.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("write steps.jsonl: %w", err)
 	}
-	if performed && s.Action != nil && s.Gesture != nil {
-		if aw, ok := t.awCtx.convert(*s.Action, *s.Gesture); ok {
-			if _, err := t.aw.Write(append(aw, '\n')); err != nil {
-				return fmt.Errorf("write android_world.jsonl: %w", err)
-			}
+	if !performed || t.aw == nil || s.Action == nil || s.Gesture == nil {
+		return nil
+	}
+	if aw, ok := t.awCtx.convert(*s.Action, *s.Gesture); ok {
+		if _, err := t.aw.Write(append(aw, '\n')); err != nil {
+			return fmt.Errorf("write android_world.jsonl: %w", err)
 		}
 	}
 	return nil
@@ -187,11 +263,9 @@ func (t *trajectory) close(s *Summary) error {
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
 	}
-	errs := []error{t.writeFile("summary.json", append(data, '\n')), t.steps.Close(), t.aw.Close()}
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+	errs := []error{t.writeFile("summary.json", append(data, '\n')), t.steps.Close()}
+	if t.aw != nil {
+		errs = append(errs, t.aw.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }
