@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -27,7 +28,16 @@ func (d *Device) run(argv []string, w io.Writer) int {
 		d.mu.Lock()
 		d.inputs = append(d.inputs, append([]string(nil), argv...))
 		d.mu.Unlock()
+		if d.opts.InjectDenied {
+			return d.injectDenied(w)
+		}
 		return d.runInput(argv[1:], w)
+	case "ime":
+		return d.runIME(argv[1:], w)
+	case "settings":
+		return d.runSettings(argv[1:], w)
+	case "am":
+		return d.runAm(argv[1:], w)
 	case "rm":
 		return d.runRm(argv[1:], w)
 	case "echo":
@@ -36,18 +46,18 @@ func (d *Device) run(argv []string, w io.Writer) int {
 	case "true":
 		return 0
 	case "getprop":
-		props := map[string]string{
-			"ro.product.model":         d.opts.Model,
-			"ro.product.name":          d.opts.Product,
-			"ro.build.version.sdk":     "30",
-			"ro.build.version.release": "11",
-		}
+		props := d.props()
 		if len(argv) > 1 {
 			fmt.Fprintln(w, props[argv[1]])
 			return 0
 		}
-		for k, v := range props {
-			fmt.Fprintf(w, "[%s]: [%s]\n", k, v)
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "[%s]: [%s]\n", k, props[k])
 		}
 		return 0
 	default:
@@ -93,39 +103,22 @@ func (d *Device) runWM(args []string, w io.Writer) int {
 }
 
 func (d *Device) runDumpsys(args []string, w io.Writer) int {
-	if len(args) == 0 || args[0] != "input" {
+	switch {
+	case d.opts.HideRotation && len(args) >= 1:
+		fmt.Fprintf(w, "%s (dumpsys %s)\n  nothing about rotation here\n", strings.ToUpper(args[0]), args[0])
+	case len(args) >= 1 && args[0] == "input":
+		d.writeDumpsysInput(w)
+	case len(args) >= 1 && args[0] == "window":
+		d.writeDumpsysWindowDisplays(w)
+	case len(args) >= 1 && args[0] == "display":
+		d.writeDumpsysDisplay(w)
+	default:
 		name := "<none>"
 		if len(args) > 0 {
 			name = args[0]
 		}
 		fmt.Fprintf(w, "Can't find service: %s\n", name)
-		return 0
 	}
-	pw, ph := d.physicalSize()
-	lw, lh := pw, ph
-	if d.opts.Orientation%2 == 1 {
-		lw, lh = ph, pw
-	}
-	// The parts of a real `dumpsys input` that carry the rotation: the
-	// display viewport and the touch mapper's SurfaceOrientation.
-	fmt.Fprintf(w, `INPUT MANAGER (dumpsys input)
-
-Input Manager State:
-  Interactive: true
-  Show Touches: false
-
-Input Reader State:
-  Device 2: fake_touchscreen
-    Sources: 0x00001002
-    Touch Input Mapper (mode - DIRECT):
-      Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=%[1]d, logicalFrame=[0, 0, %[2]d, %[3]d], physicalFrame=[0, 0, %[2]d, %[3]d], deviceSize=[%[4]d, %[5]d], isActive=[1]
-      SurfaceWidth: %[2]dpx
-      SurfaceHeight: %[3]dpx
-      SurfaceOrientation: %[1]d
-  Configuration:
-    Viewports:
-      DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=%[1]d, logicalFrame=Rect(0, 0 - %[2]d, %[3]d), physicalFrame=Rect(0, 0 - %[2]d, %[3]d), deviceSize=[%[4]d, %[5]d]}
-`, d.opts.Orientation, lw, lh, pw, ph)
 	return 0
 }
 
@@ -228,6 +221,9 @@ func (d *Device) runInput(args []string, w io.Writer) int {
 	case "text":
 		if len(rest) != 1 {
 			return bad()
+		}
+		if !virtualKeyboardTypes(rest[0]) {
+			return d.nonASCIIInputFailure(w)
 		}
 		d.phone.Text(AndroidInputText(rest[0]))
 	case "tap":

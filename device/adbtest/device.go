@@ -14,8 +14,10 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Phone is the screen and input behind the fake device. Package sim
@@ -35,8 +37,12 @@ type Options struct {
 	// Phone serves the screen and input; nil means a RecordingPhone holding a
 	// 1080x2400 gray PNG.
 	Phone Phone
+	// Android is the Android version (MinAndroid..MaxAndroid) whose output
+	// the device prints (dumpsys formats, getprop, `input` failures); 0
+	// means DefaultAndroid.
+	Android int
 	// Orientation is the display rotation in quarter turns (0-3), reported by
-	// `dumpsys input`. With 1 or 3 the physical size `wm size` prints is the
+	// dumpsys in the Android version's format. With 1 or 3 the physical size `wm size` prints is the
 	// Phone's size swapped, as on a phone held sideways.
 	Orientation int
 	// OverrideSize, when set, adds an "Override size:" line to `wm size`, like
@@ -60,8 +66,29 @@ type Options struct {
 	// returns true the device drops the connection mid-command and refuses
 	// reconnects, like a phone unplugged during an episode.
 	DropWhen func(line string) bool
-	// Product, Model and DeviceName fill the CNXN banner (adb devices -l).
-	Product, Model, DeviceName string
+	// Unauthorized makes the device ask for authentication and trust no key,
+	// so the server lists it "unauthorized" (the prompt never accepted).
+	Unauthorized bool
+	// HideRotation leaves every rotation line out of dumpsys, like ROMs
+	// whose dumpsys prints none that autoui knows.
+	HideRotation bool
+	// NoExec refuses the exec: service (`adb exec-out`), like adbd before
+	// Android 5.
+	NoExec bool
+	// HangWhen is called with every shell command line; when it returns true
+	// the command never answers (until the device closes), like a wedged
+	// system_server.
+	HangWhen func(line string) bool
+	// ADBKeyboard installs the ADBKeyboard IME: `ime list -a -s` lists it,
+	// and while it is selected its ADB_INPUT_B64 broadcast types text.
+	ADBKeyboard bool
+	// InjectDenied makes every `input` throw SecurityException (INJECT_EVENTS),
+	// like a Xiaomi/Redmi/POCO phone without "USB debugging (Security
+	// settings)".
+	InjectDenied bool
+	// Product, Model and DeviceName fill the CNXN banner (adb devices -l);
+	// Manufacturer is getprop's ro.product.manufacturer.
+	Product, Model, DeviceName, Manufacturer string
 }
 
 // ShellCommand is one command line the device received through `shell:`.
@@ -82,7 +109,16 @@ type ShellCommand struct {
 	SyntaxErr string
 	// Exit is the status of the last command (127 for an unknown one).
 	Exit int
+	// StatusMarker is set when Line ended with StatusMarker, the device
+	// package's exit-status echo; Commands and Hazards then describe the line
+	// without it, and the device printed the marker with Exit like a shell.
+	StatusMarker bool
 }
+
+// StatusMarker is the suffix package device appends to every command it
+// sends, so that the legacy shell service, which reports no exit status,
+// prints one.
+const StatusMarker = "; echo __autoui_rc=$?"
 
 // Device is a running fake device.
 type Device struct {
@@ -98,6 +134,12 @@ type Device struct {
 	inputs   [][]string
 	files    map[string]deviceFile
 	sessions int
+	// refuseUntil makes the device refuse connections for a while (Blip).
+	refuseUntil time.Time
+
+	imes       []string
+	enabledIME map[string]bool
+	currentIME string
 
 	// execMu serializes command execution so Phones need not be thread-safe.
 	execMu sync.Mutex
@@ -137,6 +179,15 @@ func Start(opts Options) (*Device, error) {
 	if opts.DeviceName == "" {
 		opts.DeviceName = "fake"
 	}
+	if opts.Manufacturer == "" {
+		opts.Manufacturer = "Google"
+	}
+	if opts.Android == 0 {
+		opts.Android = DefaultAndroid
+	}
+	if opts.Android < MinAndroid || opts.Android > MaxAndroid {
+		return nil, fmt.Errorf("fake device: Android %d is not modelled (want %d-%d)", opts.Android, MinAndroid, MaxAndroid)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fake device listen: %w", err)
@@ -145,6 +196,7 @@ func Start(opts Options) (*Device, error) {
 		opts: opts, phone: opts.Phone, ln: ln, closed: make(chan struct{}),
 		conns: map[net.Conn]struct{}{}, files: map[string]deviceFile{},
 	}
+	d.initIMEs()
 	d.wg.Add(1)
 	go d.acceptLoop()
 	return d, nil
@@ -199,6 +251,19 @@ func (d *Device) Drop() {
 	_ = d.ln.Close()
 }
 
+// Blip cuts the connection to the adb server and refuses new ones for
+// the given time, like a phone whose USB or Wi-Fi link falls briefly; the
+// server lists it "offline" until someone (adb, or `adb connect`)
+// reconnects.
+func (d *Device) Blip(down time.Duration) {
+	d.mu.Lock()
+	d.refuseUntil = time.Now().Add(down)
+	for c := range d.conns {
+		_ = c.Close()
+	}
+	d.mu.Unlock()
+}
+
 // Dropped reports whether the device has dropped its connection.
 func (d *Device) Dropped() bool {
 	d.mu.Lock()
@@ -248,7 +313,7 @@ func (d *Device) acceptLoop() {
 			return
 		}
 		d.mu.Lock()
-		if d.dropped {
+		if d.dropped || time.Now().Before(d.refuseUntil) {
 			d.mu.Unlock()
 			_ = c.Close()
 			continue
@@ -277,17 +342,34 @@ func (d *Device) banner() string {
 // serveShell runs one `shell:` line and returns its merged stdout/stderr,
 // or ok=false when the device dropped instead of answering.
 func (d *Device) serveShell(line string) (out []byte, ok bool) {
+	return d.serve(line, d.opts.PTY)
+}
+
+// serveExec runs one `exec:` line: like shell, but never on a pty (adbd
+// runs exec: raw on every version).
+func (d *Device) serveExec(line string) (out []byte, ok bool) {
+	return d.serve(line, false)
+}
+
+func (d *Device) serve(line string, pty bool) (out []byte, ok bool) {
 	if d.opts.DropWhen != nil && d.opts.DropWhen(line) {
 		d.Drop()
+		return nil, false
+	}
+	if d.opts.HangWhen != nil && d.opts.HangWhen(line) {
+		<-d.closed
 		return nil, false
 	}
 	d.execMu.Lock()
 	defer d.execMu.Unlock()
 	rec := ShellCommand{Line: line}
-	cmds, hazards, err := ParseShell(line)
+	body, marked := strings.CutSuffix(line, StatusMarker)
+	rec.StatusMarker = marked
+	cmds, hazards, err := ParseShell(body)
 	rec.Commands, rec.Hazards = cmds, hazards
 	var buf bytes.Buffer
 	if err != nil {
+		// The shell rejects the whole line: the marker's echo never runs.
 		rec.SyntaxErr = err.Error()
 		rec.Exit = 1
 		fmt.Fprintf(&buf, "/system/bin/sh: %v\n", err)
@@ -295,12 +377,15 @@ func (d *Device) serveShell(line string) (out []byte, ok bool) {
 		for _, argv := range cmds {
 			rec.Exit = d.run(argv, &buf)
 		}
+		if marked {
+			fmt.Fprintf(&buf, "__autoui_rc=%d\n", rec.Exit)
+		}
 	}
 	d.mu.Lock()
 	d.shell = append(d.shell, rec)
 	d.mu.Unlock()
 	out = buf.Bytes()
-	if d.opts.PTY {
+	if pty {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
 	return out, true

@@ -74,6 +74,9 @@ func (s *session) serve() {
 func (s *session) handle(m message) error {
 	switch m.command {
 	case cmdCNXN:
+		if s.dev.opts.Unauthorized {
+			return s.sendAuthToken()
+		}
 		s.mu.Lock()
 		s.version = min(m.arg0, s.dev.opts.ProtocolVersion)
 		s.maxPayload = min(m.arg1, s.dev.opts.MaxPayload)
@@ -84,7 +87,8 @@ func (s *session) handle(m message) error {
 		return s.send(message{command: cmdCNXN, arg0: s.dev.opts.ProtocolVersion, arg1: s.dev.opts.MaxPayload, payload: []byte(s.dev.banner())})
 	case cmdOPEN:
 		service := strings.TrimRight(string(m.payload), "\x00")
-		if !strings.HasPrefix(service, "shell:") && service != "sync:" {
+		exec := strings.HasPrefix(service, "exec:") && !s.dev.opts.NoExec
+		if !strings.HasPrefix(service, "shell:") && !exec && service != "sync:" {
 			// Like adbd: an unknown service is refused with CLSE instead of OKAY.
 			return s.send(message{command: cmdCLSE, arg0: 0, arg1: m.arg0})
 		}
@@ -125,11 +129,36 @@ func (s *session) handle(m message) error {
 			st.remoteClosed()
 		}
 		return nil
-	case cmdAUTH, cmdSYNC, cmdSTLS:
+	case cmdAUTH:
+		if !s.dev.opts.Unauthorized {
+			return fmt.Errorf("unexpected %s", commandName(m.command))
+		}
+		if m.arg0 == authSignature {
+			return s.sendAuthToken() // no key is trusted: ask again
+		}
+		return nil // a public key: the user never answers the prompt
+	case cmdSYNC, cmdSTLS:
 		return fmt.Errorf("unexpected %s", commandName(m.command))
 	default:
 		return fmt.Errorf("unknown command %s", commandName(m.command))
 	}
+}
+
+// AUTH message types.
+const (
+	authToken        = 1
+	authSignature    = 2
+	authRSAPublicKey = 3
+)
+
+// sendAuthToken asks the server to sign a token, as a phone that has not
+// authorized this computer does.
+func (s *session) sendAuthToken() error {
+	token := make([]byte, 20)
+	for i := range token {
+		token[i] = byte(i*7 + 3)
+	}
+	return s.send(message{command: cmdAUTH, arg0: authToken, payload: token})
 }
 
 func (s *session) stream(id uint32) *stream {
@@ -235,6 +264,11 @@ func (st *stream) serve(service string) {
 			return
 		}
 		if len(out) > 0 {
+			_, _ = st.Write(out)
+		}
+	case strings.HasPrefix(service, "exec:"):
+		out, ok := st.sess.dev.serveExec(strings.TrimPrefix(service, "exec:"))
+		if ok && len(out) > 0 {
 			_, _ = st.Write(out)
 		}
 	case service == "sync:":

@@ -1,0 +1,284 @@
+package adbtest
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+)
+
+// DefaultAndroid is the Android version a fake device runs unless told:
+// 14 (API 34), the level the sim's dataset records.
+const DefaultAndroid = 14
+
+// MinAndroid and MaxAndroid bound the versions whose output is modelled.
+const (
+	MinAndroid = 10
+	MaxAndroid = 16
+)
+
+// SDKLevel is ro.build.version.sdk for an Android release (10 -> 29 ...
+// 16 -> 36).
+func SDKLevel(android int) int { return android + 19 }
+
+// rotationDegrees are the rotations as Android names them.
+var rotationDegrees = [4]int{0, 90, 180, 270}
+
+// writeDumpsysInput prints the parts of `dumpsys input` that carry the
+// rotation, in the format of the device's Android version: the touch
+// mapper's viewport on every version, then SurfaceOrientation (10-13),
+// InputDeviceOrientation as a number (14) or as RotationNN (15+).
+func (d *Device) writeDumpsysInput(w io.Writer) {
+	o := d.opts.Orientation % 4
+	pw, ph := d.physicalSize()
+	lw, lh := pw, ph
+	if o%2 == 1 {
+		lw, lh = ph, pw
+	}
+	fmt.Fprintf(w, `INPUT MANAGER (dumpsys input)
+
+Input Manager Service (Java) State:
+  Interactive: true
+
+Input Reader State (Nums of external devices: 0):
+  Device 2: fake_touchscreen
+    EventHub Devices: [ 2 ]
+    Generation: 12
+    IsExternal: false
+    Sources: TOUCHSCREEN
+    KeyboardType: 0
+    Touch Input Mapper (mode - DIRECT):
+      Parameters:
+        GestureMode: MULTI_TOUCH
+        DeviceType: TOUCH_SCREEN
+        AssociatedDisplay: hasAssociatedDisplay=true, isExternal=false, displayId=''
+        OrientationAware: true
+        Orientation: 0
+      Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=%d, logicalFrame=[0, 0, %d, %d], physicalFrame=[0, 0, %d, %d], deviceSize=[%d, %d], isActive=[1]
+`, o, lw, lh, lw, lh, pw, ph)
+	switch v := d.android(); {
+	case v <= 13:
+		fmt.Fprintf(w, "      SurfaceWidth: %dpx\n      SurfaceHeight: %dpx\n      SurfaceOrientation: %d\n", lw, lh, o)
+	case v == 14:
+		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: %d\n", lw, lh, o)
+	default:
+		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: Rotation%d\n", lw, lh, rotationDegrees[o])
+	}
+	fmt.Fprint(w, "\nInput Dispatcher State:\n  DispatchEnabled: true\n")
+}
+
+// writeDumpsysWindowDisplays prints the rotation lines of
+// `dumpsys window displays`: DisplayContent's mRotation on 10-12,
+// DisplayRotation's mCurrentRotation=ROTATION_n from 13 on.
+func (d *Device) writeDumpsysWindowDisplays(w io.Writer) {
+	o := d.opts.Orientation % 4
+	pw, ph := d.physicalSize()
+	fmt.Fprintf(w, "WINDOW MANAGER DISPLAY CONTENTS (dumpsys window displays)\n  Display: mDisplayId=0 rootTasks=1\n    init=%dx%d 420dpi cur=%dx%d\n", pw, ph, pw, ph)
+	if d.android() <= 12 {
+		fmt.Fprintf(w, "    mRotation=%d mAltOrientation=false\n    mLastOrientation=-1\n", o)
+		return
+	}
+	fmt.Fprintf(w, "    mLastOrientation=-1\n  DisplayRotation\n    mCurrentAppOrientation=SCREEN_ORIENTATION_UNSPECIFIED\n    mRotation=%d mDeferredRotationPauseCount=0\n    mCurrentRotation=ROTATION_%d\n", o, rotationDegrees[o])
+}
+
+// writeDumpsysDisplay prints the DisplayViewport lines of `dumpsys display`.
+func (d *Device) writeDumpsysDisplay(w io.Writer) {
+	o := d.opts.Orientation % 4
+	pw, ph := d.physicalSize()
+	lw, lh := pw, ph
+	if o%2 == 1 {
+		lw, lh = ph, pw
+	}
+	fmt.Fprintf(w, `DISPLAY MANAGER (dumpsys display)
+  mOnlyCode=false
+  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=%d, logicalFrame=Rect(0, 0 - %d, %d), physicalFrame=Rect(0, 0 - %d, %d), deviceWidth=%d, deviceHeight=%d}]
+`, o, lw, lh, lw, lh, pw, ph)
+}
+
+// android is the modelled Android version.
+func (d *Device) android() int { return d.opts.Android }
+
+// props is what getprop prints, consistent with the Android version.
+func (d *Device) props() map[string]string {
+	v := d.android()
+	return map[string]string{
+		"ro.product.model":         d.opts.Model,
+		"ro.product.name":          d.opts.Product,
+		"ro.product.device":        d.opts.DeviceName,
+		"ro.product.manufacturer":  d.opts.Manufacturer,
+		"ro.build.version.sdk":     fmt.Sprint(SDKLevel(v)),
+		"ro.build.version.release": fmt.Sprint(v),
+		"ro.build.type":            "user",
+		"ro.serialno":              d.opts.DeviceName,
+	}
+}
+
+// nonASCIIInputFailure is what `input text` prints for a character outside
+// the virtual keyboard map: KeyCharacterMap.getEvents returns null and
+// `input` dies on it. Android 10 runs `input` as its own app_process; 11+
+// run it in system_server through `cmd input`, whose shell command catches
+// the exception and exits 255.
+func (d *Device) nonASCIIInputFailure(w io.Writer) int {
+	if d.android() <= 10 {
+		fmt.Fprint(w, "Exception in thread \"main\" java.lang.NullPointerException: Attempt to get length of null array\n"+
+			"\tat com.android.commands.input.Input.sendText(Input.java:168)\n"+
+			"\tat com.android.commands.input.Input.run(Input.java:102)\n"+
+			"\tat com.android.internal.os.RuntimeInit.main(RuntimeInit.java:338)\n")
+		return 1
+	}
+	fmt.Fprint(w, "\nException occurred while executing 'text':\n"+
+		"java.lang.NullPointerException: Attempt to get length of null array\n"+
+		"\tat com.android.server.input.InputShellCommand.sendText(InputShellCommand.java:341)\n"+
+		"\tat com.android.server.input.InputShellCommand.runText(InputShellCommand.java:316)\n"+
+		"\tat com.android.modules.utils.BasicShellCommandHandler.exec(BasicShellCommandHandler.java:97)\n")
+	return 255
+}
+
+// injectDenied is what Xiaomi/Redmi/POCO phones print for any `input`
+// while "USB debugging (Security settings)" is off.
+func (d *Device) injectDenied(w io.Writer) int {
+	fmt.Fprint(w, "java.lang.SecurityException: Injecting input events requires the caller (or the source of the instrumentation, if any) to have the INJECT_EVENTS permission.\n"+
+		"\tat android.os.Parcel.createExceptionOrNull(Parcel.java:3011)\n"+
+		"\tat android.os.Parcel.createException(Parcel.java:2995)\n"+
+		"\tat android.hardware.input.InputManager.injectInputEvent(InputManager.java:1079)\n"+
+		"\tat com.android.server.input.InputShellCommand.injectKeyEvent(InputShellCommand.java:210)\n")
+	if d.android() <= 10 {
+		return 1
+	}
+	return 255
+}
+
+// virtualKeyboardTypes reports whether `input text` can type every
+// character of s: the virtual keyboard map holds ASCII only.
+func virtualKeyboardTypes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// runIME serves `ime list|enable|set` for the IMEs the device has.
+func (d *Device) runIME(args []string, w io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(w, "ime <command>:\n  list [-a] [-s]\n  enable ID\n  set ID")
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch args[0] {
+	case "list":
+		for _, id := range d.imes {
+			if d.enabledIME[id] || contains(args[1:], "-a") {
+				fmt.Fprintln(w, id)
+			}
+		}
+		return 0
+	case "enable", "set":
+		if len(args) != 2 {
+			fmt.Fprintln(w, "Error: ime "+args[0]+" needs an IME id")
+			return 255
+		}
+		id := args[1]
+		if !contains(d.imes, id) {
+			fmt.Fprintf(w, "Unknown input method %s cannot be %s for user #0\n", id, map[string]string{"enable": "enabled", "set": "selected"}[args[0]])
+			return 255
+		}
+		if args[0] == "enable" {
+			fmt.Fprintf(w, "Input method %s: %s\n", id, map[bool]string{true: "already enabled", false: "now enabled"}[d.enabledIME[id]])
+			d.enabledIME[id] = true
+			return 0
+		}
+		if !d.enabledIME[id] {
+			fmt.Fprintf(w, "Unknown input method %s cannot be selected for user #0\n", id)
+			return 255
+		}
+		d.currentIME = id
+		fmt.Fprintf(w, "Input method %s selected for user #0\n", id)
+		return 0
+	}
+	fmt.Fprintf(w, "Unknown command: %s\n", args[0])
+	return 255
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CurrentIME is the selected input method.
+func (d *Device) CurrentIME() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.currentIME
+}
+
+// runSettings serves `settings get secure default_input_method`.
+func (d *Device) runSettings(args []string, w io.Writer) int {
+	if len(args) == 3 && args[0] == "get" && args[2] == "default_input_method" {
+		fmt.Fprintln(w, d.CurrentIME())
+		return 0
+	}
+	if len(args) >= 3 && args[0] == "get" {
+		fmt.Fprintln(w, "null")
+		return 0
+	}
+	fmt.Fprintln(w, "usage: settings [--user <USER_ID> | current] get namespace key")
+	return 255
+}
+
+// runAm serves `am broadcast -a ADB_INPUT_B64 --es msg B64` (and the plain
+// ADB_INPUT_TEXT): the ADBKeyboard IME receives it only while selected.
+func (d *Device) runAm(args []string, w io.Writer) int {
+	if len(args) == 0 || args[0] != "broadcast" {
+		fmt.Fprintln(w, "Error: the fake device's am only broadcasts")
+		return 255
+	}
+	var act, msg string
+	for i := 1; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-a":
+			act = args[i+1]
+			i++
+		case "--es":
+			if i+2 < len(args) && args[i+1] == "msg" {
+				msg = args[i+2]
+				i += 2
+			}
+		}
+	}
+	fmt.Fprintf(w, "Broadcasting: Intent { act=%s flg=0x400000 (has extras) }\n", act)
+	if d.CurrentIME() == adbKeyboardIME && (act == "ADB_INPUT_B64" || act == "ADB_INPUT_TEXT") {
+		text := msg
+		if act == "ADB_INPUT_B64" {
+			b, err := base64.StdEncoding.DecodeString(msg)
+			if err != nil {
+				fmt.Fprintln(w, "Broadcast completed: result=0")
+				return 0 // the IME logs the bad payload and types nothing
+			}
+			text = string(b)
+		}
+		d.phone.Text(text)
+	}
+	fmt.Fprintln(w, "Broadcast completed: result=0")
+	return 0
+}
+
+// adbKeyboardIME and latinIME are the IMEs the fake device may hold.
+const (
+	adbKeyboardIME = "com.android.adbkeyboard/.AdbIME"
+	latinIME       = "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME"
+)
+
+func (d *Device) initIMEs() {
+	d.imes = []string{latinIME}
+	d.enabledIME = map[string]bool{latinIME: true}
+	d.currentIME = latinIME
+	if d.opts.ADBKeyboard {
+		d.imes = append(d.imes, adbKeyboardIME)
+	}
+}
