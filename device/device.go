@@ -1,5 +1,5 @@
 // Package device drives an Android device over ADB (through an adb server,
-// with github.com/electricbubble/gadb): it picks the device, reads the screen
+// speaking its smart-socket protocol with deadlines): it picks the device, reads the screen
 // size and orientation, captures screenshots, turns Auto-UI actions into
 // `input` shell commands with safe quoting, and runs the closed-loop agent
 // (capture -> predict -> dispatch -> wait for the screen to settle).
@@ -10,23 +10,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"image"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/electricbubble/gadb"
 )
 
-// Options choose the adb server and the device.
+// Options choose the adb server and the device, and how commands travel.
 type Options struct {
 	// Host and Port of the adb server; "" and 0 mean localhost:5037, or
 	// $ANDROID_ADB_SERVER_PORT when set, as the adb command does.
 	Host string
 	Port int
-	// Serial picks the device; "" means the only one attached.
+	// Serial picks the device; "" means $ANDROID_SERIAL when set, else the
+	// only one attached.
 	Serial string
 	// NoStartServer disables starting `adb start-server` when no server
 	// answers on a loopback address.
@@ -36,6 +35,18 @@ type Options struct {
 	Width, Height int
 	// SwipeDuration is the `input swipe` duration; 0 means 300 ms.
 	SwipeDuration time.Duration
+	// DialTimeout bounds reaching the adb server; 0 means 5 s.
+	DialTimeout time.Duration
+	// CommandTimeout bounds each device command (one shell line, one
+	// screenshot, one pull); 0 means 30 s.
+	CommandTimeout time.Duration
+	// ReadRetries is how many times a read-only command (screencap,
+	// dumpsys, getprop, wm size) is tried when the device is briefly offline
+	// or the connection resets; 0 means 3, negative means once.
+	ReadRetries int
+	// NonASCII says how text outside ASCII is typed: TextAuto (""),
+	// TextFold, TextRefuse or TextADBKeyboard (see typing.go).
+	NonASCII string
 	// LookPath finds the adb binary; nil means exec.LookPath (tests replace it).
 	LookPath func(string) (string, error)
 	// Getenv reads the environment; nil means os.Getenv.
@@ -44,15 +55,20 @@ type Options struct {
 
 // Device is one attached Android device.
 type Device struct {
-	dev    gadb.Device
+	tr     *transport
 	serial string
 	model  string
 	opts   Options
 
-	// pullScreencap is set once `screencap -p` to stdout failed and the
-	// file-and-pull fallback worked, so later captures go there directly.
-	pullScreencap bool
+	// screencapMode is how screenshots are taken: "" (not yet known),
+	// "exec-out", "stdout" or "pull"; it is settled by the first capture.
+	screencapMode string
 	physW, physH  int // cached `wm size` (override honoured)
+	// shape caches the input size per screenshot shape, so dumpsys runs
+	// only when the screen turns (see ScreenSize).
+	shape    sizeCache
+	lastShot image.Rectangle // bounds of the last screenshot
+	ime      imeState
 }
 
 // ServerInstallHint says what to install when there is no adb at all.
@@ -66,12 +82,34 @@ func (o Options) addr(getenv func(string) string) (string, int) {
 		host = "localhost"
 	}
 	if port == 0 {
-		port = gadb.AdbServerPort
+		port = defaultServerPort
 		if p, err := strconv.Atoi(getenv("ANDROID_ADB_SERVER_PORT")); err == nil && p > 0 {
 			port = p
 		}
 	}
 	return host, port
+}
+
+// defaultServerPort is where adb's server listens unless told otherwise.
+const defaultServerPort = 5037
+
+func (o Options) withDefaults() Options {
+	if o.SwipeDuration <= 0 {
+		o.SwipeDuration = 300 * time.Millisecond
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = defaultDialTimeout
+	}
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = defaultCommandTimeout
+	}
+	switch {
+	case o.ReadRetries == 0:
+		o.ReadRetries = defaultReadRetries
+	case o.ReadRetries < 0:
+		o.ReadRetries = 1
+	}
+	return o
 }
 
 func isLoopback(host string) bool {
@@ -93,11 +131,23 @@ func Connect(ctx context.Context, opts Options) (*Device, error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
+	if err := ValidateNonASCII(opts.NonASCII); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	serialFromEnv := false
+	if opts.Serial == "" {
+		opts.Serial = getenv("ANDROID_SERIAL")
+		serialFromEnv = opts.Serial != ""
+	}
 	host, port := opts.addr(getenv)
-	client, err := gadb.NewClientWith(host, port)
-	if err != nil {
+	srv := &transport{addr: net.JoinHostPort(host, strconv.Itoa(port)), dialTimeout: opts.DialTimeout, cmdTimeout: opts.CommandTimeout}
+	if err := srv.ping(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if !isLoopback(host) || opts.NoStartServer {
-			return nil, fmt.Errorf("no adb server answers at %s:%d (%v); start one there with `adb -P %d start-server` or pass --adb-host/--adb-port", host, port, err, port)
+			return nil, fmt.Errorf("no adb server answers at %s:%d (%v): start one there with `adb -P %d start-server` or pass --adb-host/--adb-port", host, port, oneLine(err.Error()), port)
 		}
 		bin, lerr := lookPath("adb")
 		if lerr != nil {
@@ -106,78 +156,85 @@ func Connect(ctx context.Context, opts Options) (*Device, error) {
 		if err := startServer(ctx, bin, port); err != nil {
 			return nil, err
 		}
-		if client, err = gadb.NewClientWith(host, port); err != nil {
+		if err := srv.ping(ctx); err != nil {
 			return nil, fmt.Errorf("adb server at %s:%d after start-server: %w", host, port, err)
 		}
 	}
-	return pick(host, port, client, opts)
+	d, err := pick(ctx, srv, opts, serialFromEnv)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.detectIME(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ping asks the server for its version, which any adb server answers.
+func (t *transport) ping(ctx context.Context) error {
+	_, err := t.hostQuery(ctx, "host:version")
+	return err
+}
+
+// hostQuery sends one host request and returns its payload.
+func (t *transport) hostQuery(ctx context.Context, req string) (string, error) {
+	cmdCtx, cancel := context.WithTimeout(ctx, t.cmdTimeout)
+	defer cancel()
+	c, err := t.dial(cmdCtx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(cmdCtx, func() { _ = c.Close() })
+	defer stop()
+	r := bufio.NewReader(c)
+	if err := request(c, r, req); err != nil {
+		return "", t.classify(ctx, cmdCtx, req, err)
+	}
+	out, err := readHexString(r)
+	if err != nil {
+		return "", t.classify(ctx, cmdCtx, req, err)
+	}
+	return out, nil
 }
 
 func startServer(ctx context.Context, bin string, port int) error {
 	cmd := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "start-server")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s -P %d start-server: %w: %s", bin, port, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s -P %d start-server: %w: %s", bin, port, err, oneLine(string(out)))
 	}
 	return nil
 }
 
-// attached is one line of `adb devices`.
-type attached struct{ serial, state string }
+// attached is one line of `adb devices -l`.
+type attached struct{ serial, state, model string }
 
-// listDevices asks the server for every device with its state; gadb's own
-// lists drop the state, which is what tells "unauthorized" apart.
-func listDevices(host string, port int) ([]attached, error) {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), 5*time.Second)
+// listDevices asks the server for every device with its state and model;
+// the state is what tells "unauthorized" apart.
+func (t *transport) listDevices(ctx context.Context) ([]attached, error) {
+	body, err := t.hostQuery(ctx, "host:devices-l")
 	if err != nil {
 		return nil, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	const req = "host:devices"
-	if _, err := fmt.Fprintf(c, "%04x%s", len(req), req); err != nil {
-		return nil, err
-	}
-	r := bufio.NewReader(c)
-	status := make([]byte, 4)
-	if _, err := io.ReadFull(r, status); err != nil {
-		return nil, err
-	}
-	var l [4]byte
-	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return nil, err
-	}
-	n, err := strconv.ParseUint(string(l[:]), 16, 32)
-	if err != nil {
-		return nil, fmt.Errorf("host:devices: bad length %q", l[:])
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, err
-	}
-	if string(status) != "OKAY" {
-		return nil, fmt.Errorf("host:devices: %s", body)
 	}
 	var out []attached
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 2 {
-			out = append(out, attached{f[0], f[1]})
+		if len(f) < 2 {
+			continue
 		}
+		a := attached{serial: f[0], state: f[1]}
+		if f[1] == "no" && len(f) > 2 && f[2] == "permissions" {
+			a.state = "no permissions"
+		}
+		for _, kv := range f[2:] {
+			if m, ok := strings.CutPrefix(kv, "model:"); ok {
+				a.model = m
+			}
+		}
+		out = append(out, a)
 	}
 	return out, nil
-}
-
-func stateHint(state string) string {
-	switch state {
-	case "unauthorized":
-		return "unlock the phone and accept the \"Allow USB debugging?\" prompt"
-	case "offline":
-		return "reconnect the cable or run `adb reconnect`"
-	case "no", "no permissions":
-		return "fix the USB permissions (udev rules) for adb"
-	}
-	return "wait until `adb devices` shows it as \"device\""
 }
 
 func describe(list []attached) string {
@@ -188,50 +245,46 @@ func describe(list []attached) string {
 	return strings.Join(parts, ", ")
 }
 
-func pick(host string, port int, client gadb.Client, opts Options) (*Device, error) {
-	list, err := listDevices(host, port)
+func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool) (*Device, error) {
+	list, err := srv.listDevices(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list devices on the adb server at %s:%d: %w", host, port, err)
+		return nil, fmt.Errorf("list devices on the adb server at %s: %w", srv.addr, err)
 	}
-	var chosen attached
-	switch {
-	case opts.Serial != "":
-		found := false
-		for _, a := range list {
-			if a.serial == opts.Serial {
-				chosen, found = a, true
-			}
-		}
-		if !found {
-			if len(list) == 0 {
-				return nil, fmt.Errorf("device %q not found: no devices attached (enable USB debugging and check `adb devices`; for a network device run `adb connect HOST:PORT`)", opts.Serial)
-			}
-			return nil, fmt.Errorf("device %q not found; attached: %s", opts.Serial, describe(list))
-		}
-	case len(list) == 0:
-		return nil, errors.New("no Android device attached: connect a phone with USB debugging enabled (or start an emulator) and check `adb devices`")
-	case len(list) > 1:
-		return nil, fmt.Errorf("%d devices attached, choose one with --serial: %s", len(list), describe(list))
-	default:
-		chosen = list[0]
+	chosen, err := choose(list, opts.Serial, serialFromEnv)
+	if err != nil {
+		return nil, err
 	}
 	if chosen.state != "device" {
-		return nil, fmt.Errorf("device %s is %s: %s", chosen.serial, chosen.state, stateHint(chosen.state))
+		return nil, fmt.Errorf("device %s is %s: %s", chosen.serial, chosen.state, stateHint(chosen.serial, chosen.state))
 	}
-	devs, err := client.DeviceList()
-	if err != nil {
-		return nil, fmt.Errorf("list devices: %w", err)
+	tr := *srv
+	tr.serial = chosen.serial
+	return &Device{tr: &tr, serial: chosen.serial, model: chosen.model, opts: opts}, nil
+}
+
+// choose picks the device named by serial, or the only one attached.
+func choose(list []attached, serial string, serialFromEnv bool) (attached, error) {
+	source := "--serial"
+	if serialFromEnv {
+		source = "ANDROID_SERIAL"
 	}
-	for _, d := range devs {
-		if d.Serial() == chosen.serial {
-			model, _ := d.Model()
-			if opts.SwipeDuration <= 0 {
-				opts.SwipeDuration = 300 * time.Millisecond
+	switch {
+	case serial != "":
+		for _, a := range list {
+			if a.serial == serial {
+				return a, nil
 			}
-			return &Device{dev: d, serial: chosen.serial, model: model, opts: opts}, nil
 		}
+		if len(list) == 0 {
+			return attached{}, fmt.Errorf("device %q (%s) not found: no devices attached (enable USB debugging and check `adb devices`; for a network device run `adb connect HOST:PORT`)", serial, source)
+		}
+		return attached{}, fmt.Errorf("device %q (%s) not found; attached: %s", serial, source, describe(list))
+	case len(list) == 0:
+		return attached{}, errors.New("no Android device attached: connect a phone with USB debugging enabled (or start an emulator, or `adb connect HOST:PORT`) and check `adb devices`")
+	case len(list) > 1:
+		return attached{}, fmt.Errorf("%d devices attached, choose one with --serial or ANDROID_SERIAL: %s", len(list), describe(list))
 	}
-	return nil, fmt.Errorf("device %s vanished while connecting", chosen.serial)
+	return list[0], nil
 }
 
 // Serial is the device's adb serial.
@@ -244,14 +297,31 @@ func (d *Device) Model() string { return d.model }
 // its merged output. Old devices run it on a pty that turns "\n" into "\r\n";
 // text callers strip the "\r".
 func (d *Device) shell(ctx context.Context, line string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out, err := d.dev.RunShellCommandWithBytes(line)
+	out, err := d.tr.service(ctx, "shell:"+line)
 	if err != nil {
-		return nil, fmt.Errorf("device %s: shell %q: %w", d.serial, line, err)
+		return nil, d.wrap(fmt.Sprintf("shell %q", line), err)
 	}
 	return out, nil
+}
+
+// readShell is shell for read-only commands: retried with backoff while the
+// device is briefly offline or the connection resets.
+func (d *Device) readShell(ctx context.Context, line string) ([]byte, error) {
+	var out []byte
+	err := retry(ctx, d.opts.ReadRetries, func() error {
+		var err error
+		out, err = d.tr.service(ctx, "shell:"+line)
+		return err
+	})
+	if err != nil {
+		return nil, d.wrap(fmt.Sprintf("shell %q", line), err)
+	}
+	return out, nil
+}
+
+func (d *Device) readShellText(ctx context.Context, line string) (string, error) {
+	out, err := d.readShell(ctx, line)
+	return strings.ReplaceAll(string(out), "\r", ""), err
 }
 
 func (d *Device) shellText(ctx context.Context, line string) (string, error) {

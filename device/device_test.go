@@ -72,7 +72,7 @@ func TestConnectPicksDevice(t *testing.T) {
 		t.Fatalf("--serial picked %s", d.Serial())
 	}
 	_, err = Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Serial: "nope"})
-	if err == nil || !strings.Contains(err.Error(), `"nope" not found`) || !strings.Contains(err.Error(), a.Serial()) {
+	if err == nil || !strings.Contains(err.Error(), `"nope" (--serial) not found`) || !strings.Contains(err.Error(), a.Serial()) {
 		t.Fatalf("unknown serial: err = %v", err)
 	}
 }
@@ -159,10 +159,17 @@ func mustPhone(t *testing.T, w, h int) *adbtest.RecordingPhone {
 
 func TestParseOrientation(t *testing.T) {
 	cases := map[string]int{
-		"      SurfaceOrientation: 3\n":                                      3,
-		"DisplayViewport{type=INTERNAL, valid=true, orientation=1, logical}": 1,
-		"  mCurrentRotation=ROTATION_270\n":                                  3,
-		"  mCurrentRotation=2\n":                                             2,
+		"      SurfaceOrientation: 3\n":                                                                            3,
+		"      InputDeviceOrientation: 1\n":                                                                        1,
+		"      InputDeviceOrientation: Rotation270\n":                                                              3,
+		"      InputDeviceOrientation: Rotation0\n":                                                                0,
+		"DisplayViewport{type=INTERNAL, valid=true, orientation=1, logical}":                                       1,
+		"Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=2, logicalFrame=[0, 0, 1080, 2400]": 2,
+		"  mCurrentRotation=ROTATION_270\n":                                                                        3,
+		"  mCurrentRotation=2\n":                                                                                   2,
+		"    mRotation=1 mAltOrientation=false\n":                                                                  1,
+		// SurfaceOrientation is trusted over a viewport printed before it.
+		"Viewport INTERNAL: orientation=0\n SurfaceOrientation: 1\n": 1,
 	}
 	for in, want := range cases {
 		if got, ok := ParseOrientation(in); !ok || got != want {
@@ -185,10 +192,12 @@ func TestScreenshot(t *testing.T) {
 		opts adbtest.Options
 		via  string
 	}{
-		{"stdout", adbtest.Options{}, "stdout"},
-		{"checksummed protocol", adbtest.Options{ProtocolVersion: 0x01000000, MaxPayload: 4096}, "stdout"},
-		{"pty crlf", adbtest.Options{PTY: true}, "stdout"},
-		{"linker warning", adbtest.Options{ScreencapStdout: warn}, "stdout"},
+		{"exec-out", adbtest.Options{}, "exec-out"},
+		{"checksummed protocol", adbtest.Options{ProtocolVersion: 0x01000000, MaxPayload: 4096}, "exec-out"},
+		{"no exec service", adbtest.Options{NoExec: true}, "stdout"},
+		{"pty crlf without exec", adbtest.Options{PTY: true, NoExec: true}, "stdout"},
+		{"pty: exec-out is raw", adbtest.Options{PTY: true}, "exec-out"},
+		{"linker warning", adbtest.Options{ScreencapStdout: warn}, "exec-out"},
 		{"pull fallback", adbtest.Options{ScreencapStdout: garbage}, "pull"},
 	}
 	r := newRig(t)
@@ -300,8 +309,8 @@ func TestTextEscapingThroughRealServer(t *testing.T) {
 	phone := phoneOf(fake)
 	for _, s := range hostileTexts {
 		before, shellBefore := len(phone.Events()), len(fake.Shell())
-		cmds := TextCommands(s)
-		if err := d.Run(ctx, cmds); err != nil {
+		plan := d.PlanText(s)
+		if err := d.Run(ctx, plan.Commands); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		typed := ""
@@ -311,14 +320,31 @@ func TestTextEscapingThroughRealServer(t *testing.T) {
 			}
 			typed += e.Text
 		}
-		if want := strings.ReplaceAll(s, "\x00", ""); typed != want {
-			t.Errorf("typed %q, want %q (commands %q)", typed, want, cmds)
+		want, _ := FoldASCII(strings.ReplaceAll(s, "\x00", ""))
+		if typed != want {
+			t.Errorf("typed %q, want %q (commands %q)", typed, want, plan.Commands)
+		}
+		if (want != s && !strings.Contains(s, "\x00")) != (plan.Warning != "") {
+			t.Errorf("%q: warning %q", s, plan.Warning)
 		}
 		for _, sc := range fake.Shell()[shellBefore:] {
-			if len(sc.Hazards) != 0 || sc.SyntaxErr != "" || len(sc.Commands) != 1 || len(sc.Commands[0]) != 3 || sc.Commands[0][0] != "input" || sc.Commands[0][1] != "text" {
-				t.Errorf("%q: line %q would run %q (hazards %q, syntax error %q)", s, sc.Line, sc.Commands, sc.Hazards, sc.SyntaxErr)
-			}
+			checkOneInputText(t, s, sc)
 		}
+	}
+}
+
+// checkOneInputText checks that a line Run sent runs exactly one `input
+// text` with one argument, followed only by Run's exit-status marker.
+func checkOneInputText(t *testing.T, text string, sc adbtest.ShellCommand) {
+	t.Helper()
+	if !sc.StatusMarker || !strings.HasSuffix(sc.Line, "; echo "+rcMarker+"$?") {
+		t.Errorf("%q: line %q lacks the exit-status marker", text, sc.Line)
+	}
+	if len(sc.Hazards) != 0 || sc.SyntaxErr != "" || len(sc.Commands) != 1 || len(sc.Commands[0]) != 3 || sc.Commands[0][0] != "input" || sc.Commands[0][1] != "text" {
+		t.Errorf("%q: line %q would run %q (hazards %q, syntax error %q)", text, sc.Line, sc.Commands, sc.Hazards, sc.SyntaxErr)
+	}
+	if sc.Exit != 0 {
+		t.Errorf("%q: exit status %d", text, sc.Exit)
 	}
 }
 

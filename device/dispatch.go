@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -86,38 +87,77 @@ type Plan struct {
 	Commands []string
 	Width    int
 	Height   int
+	// TextWarning, for a text gesture, says why the typed text differs from
+	// the model's (folded to ASCII); record it with the step.
+	TextWarning string
+	// Refused, when set, is why the action cannot be performed (non-ASCII
+	// text under TextRefuse); Run refuses its commands with the same reason.
+	Refused error
 }
 
 // PlanAction maps a into pixels for a width x height screen and returns the
-// commands that perform it.
+// commands that perform it. Text is typed as the device's non-ASCII mode
+// says (PlanText).
 func (d *Device) PlanAction(a action.Action, width, height int) Plan {
 	g := a.Gesture(width, height)
-	return Plan{Gesture: g, Commands: Commands(g, d.SwipeMs()), Width: width, Height: height}
+	p := Plan{Gesture: g, Commands: Commands(g, d.SwipeMs()), Width: width, Height: height}
+	if g.Kind == action.GestureText {
+		tp := d.PlanText(g.Text)
+		p.Commands, p.TextWarning, p.Refused = tp.Commands, tp.Warning, tp.Refused
+	}
+	return p
 }
 
 // SwipeMs is the `input swipe` duration in milliseconds.
 func (d *Device) SwipeMs() int { return int(d.opts.SwipeDuration.Milliseconds()) }
 
-// Run sends command lines to the device in order. `input` prints nothing when
-// it works; an exception or error message in its output is returned as an
-// error.
+// rcMarker is echoed after each command with its exit status: the legacy
+// shell service does not report it.
+const (
+	rcMarker   = "__autoui_rc="
+	statusEcho = "; echo " + rcMarker + "$?" // adbtest.StatusMarker
+)
+
+// Run sends command lines to the device in order, each with its own
+// deadline. A command fails when its exit status is not 0 or it printed a
+// Java exception or an error; the error names the command and gives the
+// cause (and its fix, when known) in one line. An `input text` line with
+// characters outside ASCII is refused before it is sent: stock Android
+// cannot type them. Commands are never retried (they are not idempotent).
 func (d *Device) Run(ctx context.Context, cmds []string) error {
 	for _, c := range cmds {
-		out, err := d.shellText(ctx, c)
+		if strings.HasPrefix(c, "input text ") && !isASCII(c) {
+			return fmt.Errorf("device %s: %q not sent: `input text` cannot type %q (install the ADBKeyboard IME, or let autoui fold text to ASCII)", d.serial, c, nonASCIIRunes(c))
+		}
+		out, err := d.shellText(ctx, c+statusEcho)
 		if err != nil {
 			return err
 		}
-		if o := strings.TrimSpace(out); o != "" && (strings.Contains(o, "Exception") || strings.Contains(o, "Error") || strings.Contains(o, "not found")) {
-			return fmt.Errorf("device %s: %q failed: %s", d.serial, c, firstLines(o, 3))
+		out, rc, ok := splitExitStatus(out)
+		switch o := strings.TrimSpace(out); {
+		case !ok:
+			return fmt.Errorf("device %s: %q: no exit status came back (the link dropped?): %s", d.serial, c, commandFailure(o))
+		case rc != 0:
+			return fmt.Errorf("device %s: %q failed (exit status %d): %s", d.serial, c, rc, commandFailure(o))
+		case reJavaException.MatchString(o) || strings.HasPrefix(o, "Error") || strings.Contains(o, "not found"):
+			// Old `input` builds print an exception and still exit 0.
+			return fmt.Errorf("device %s: %q failed: %s", d.serial, c, commandFailure(o))
 		}
 	}
 	return nil
 }
 
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	if len(lines) > n {
-		lines = append(lines[:n], "...")
+// splitExitStatus removes the rcMarker line from out and returns the
+// status it carries; ok is false when it is missing.
+func splitExitStatus(out string) (string, int, bool) {
+	i := strings.LastIndex(out, rcMarker)
+	if i < 0 {
+		return out, 0, false
 	}
-	return strings.Join(lines, " | ")
+	rest := strings.TrimSpace(out[i+len(rcMarker):])
+	rc, err := strconv.Atoi(rest)
+	if err != nil {
+		return out, 0, false
+	}
+	return out[:i], rc, true
 }

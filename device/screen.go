@@ -3,6 +3,7 @@ package device
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -12,10 +13,24 @@ import (
 )
 
 var (
-	reWMSize   = regexp.MustCompile(`(?m)^\s*(Physical|Override) size:\s*(\d+)x(\d+)`)
-	reSurface  = regexp.MustCompile(`SurfaceOrientation:\s*(\d)`)
-	reViewport = regexp.MustCompile(`DisplayViewport\{[^}]*?orientation=(\d)`)
-	reRotation = regexp.MustCompile(`mCurrentRotation=(?:ROTATION_)?(\d+)`)
+	reWMSize = regexp.MustCompile(`(?m)^\s*(Physical|Override) size:\s*(\d+)x(\d+)`)
+	// rotationValue is how Android prints a rotation: quarter turns
+	// ("1"), degrees ("90"), or an enum ("ROTATION_90", "Rotation90").
+	rotationValue = `((?:ROTATION_|Rotation)?\d+)`
+	// Patterns in the order they are trusted; each names where it is printed.
+	orientationPatterns = []*regexp.Regexp{
+		// dumpsys input, touch mapper: Android <= 13.
+		regexp.MustCompile(`SurfaceOrientation:\s*` + rotationValue),
+		// dumpsys input, touch mapper: Android 14 ("1"), 15+ ("Rotation90").
+		regexp.MustCompile(`InputDeviceOrientation:\s*` + rotationValue),
+		// dumpsys input, touch mapper's viewport: Android 10+.
+		regexp.MustCompile(`Viewport INTERNAL:[^\n]*?\borientation=` + rotationValue),
+		// dumpsys display (and older dumpsys input): the viewport object.
+		regexp.MustCompile(`DisplayViewport\{[^}]*?\borientation=` + rotationValue),
+		// dumpsys window displays: DisplayRotation and DisplayContent.
+		regexp.MustCompile(`mCurrentRotation=` + rotationValue),
+		regexp.MustCompile(`\bmRotation=` + rotationValue),
+	}
 )
 
 // ParseWMSize reads `wm size` output: the override size when present (that
@@ -40,55 +55,64 @@ func ParseWMSize(out string) (width, height int, err error) {
 	return 0, 0, fmt.Errorf("no size in `wm size` output %q", strings.TrimSpace(out))
 }
 
-// ParseOrientation reads the display rotation (0-3 quarter turns) from
-// `dumpsys input` (SurfaceOrientation or the display viewport) or
-// `dumpsys window displays` (mCurrentRotation, in quarter turns or degrees).
+// ParseOrientation reads the display rotation (0-3 quarter turns) from any
+// of the outputs Android 10-16 print: `dumpsys input` (SurfaceOrientation,
+// InputDeviceOrientation, Viewport INTERNAL), `dumpsys display`
+// (DisplayViewport) or `dumpsys window displays` (mCurrentRotation,
+// mRotation), in quarter turns, degrees or ROTATION_n/RotationN.
 func ParseOrientation(out string) (int, bool) {
-	for _, re := range []*regexp.Regexp{reSurface, reViewport} {
+	for _, re := range orientationPatterns {
 		if m := re.FindStringSubmatch(out); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return n % 4, true
+			if o, ok := parseRotation(m[1]); ok {
+				return o, true
+			}
 		}
-	}
-	if m := reRotation.FindStringSubmatch(out); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		if n >= 90 {
-			n /= 90
-		}
-		return n % 4, true
 	}
 	return 0, false
 }
 
-// Orientation is the current display rotation in quarter turns (0 portrait
-// for a phone, 1 and 3 landscape).
-func (d *Device) Orientation(ctx context.Context) (int, error) {
-	out, err := d.shellText(ctx, "dumpsys input")
-	if err != nil {
-		return 0, err
+func parseRotation(s string) (int, bool) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "ROTATION_"), "Rotation")
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, false
+	case n >= 90 && n%90 == 0:
+		n /= 90
+	case n > 3:
+		return 0, false
 	}
-	if o, ok := ParseOrientation(out); ok {
-		return o, nil
-	}
-	out, err = d.shellText(ctx, "dumpsys window displays")
-	if err != nil {
-		return 0, err
-	}
-	if o, ok := ParseOrientation(out); ok {
-		return o, nil
-	}
-	return 0, fmt.Errorf("device %s: no display orientation in `dumpsys input` or `dumpsys window displays`", d.serial)
+	return n % 4, true
 }
 
-// ScreenSize is the size input coordinates refer to: the --size override
-// when given, else `wm size` (override honoured, read once) turned to the
-// current orientation.
-func (d *Device) ScreenSize(ctx context.Context) (width, height int, err error) {
-	if d.opts.Width > 0 && d.opts.Height > 0 {
-		return d.opts.Width, d.opts.Height, nil
+// orientationSources are asked in turn until one says the rotation.
+var orientationSources = []string{"dumpsys input", "dumpsys window displays", "dumpsys display"}
+
+// Orientation is the current display rotation in quarter turns (0 portrait
+// for a phone, 1 and 3 landscape), read with dumpsys.
+func (d *Device) Orientation(ctx context.Context) (int, error) {
+	for _, cmd := range orientationSources {
+		out, err := d.readShellText(ctx, cmd)
+		if err != nil {
+			return 0, err
+		}
+		if o, ok := ParseOrientation(out); ok {
+			return o, nil
+		}
 	}
+	return 0, fmt.Errorf("device %s: no display orientation in `%s`", d.serial, strings.Join(orientationSources, "`, `"))
+}
+
+// sizeCache is the input size worked out for one screenshot shape.
+type sizeCache struct {
+	shotW, shotH int // the screenshot shape it was computed for
+	w, h         int
+}
+
+// physicalSize reads `wm size` once per session.
+func (d *Device) physicalSize(ctx context.Context) (int, int, error) {
 	if d.physW == 0 {
-		out, err := d.shellText(ctx, "wm size")
+		out, err := d.readShellText(ctx, "wm size")
 		if err != nil {
 			return 0, 0, err
 		}
@@ -96,16 +120,41 @@ func (d *Device) ScreenSize(ctx context.Context) (width, height int, err error) 
 			return 0, 0, fmt.Errorf("device %s: %w", d.serial, err)
 		}
 	}
-	o, err := d.Orientation(ctx)
+	return d.physW, d.physH, nil
+}
+
+// ScreenSize is the size input coordinates refer to: the --size override
+// when given, else `wm size` (override honoured, read once) turned to the
+// current orientation. The orientation is asked with dumpsys only when the
+// last screenshot's shape differs from the one it was last asked for, and
+// the screenshot's shape (portrait or landscape) has the last word: it is
+// what the model sees, and it is right when dumpsys says nothing usable.
+func (d *Device) ScreenSize(ctx context.Context) (width, height int, err error) {
+	if d.opts.Width > 0 && d.opts.Height > 0 {
+		return d.opts.Width, d.opts.Height, nil
+	}
+	shotW, shotH := d.lastShot.Dx(), d.lastShot.Dy()
+	if d.shape.w > 0 && shotW > 0 && d.shape.shotW == shotW && d.shape.shotH == shotH {
+		return d.shape.w, d.shape.h, nil
+	}
+	pw, ph, err := d.physicalSize(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
+	o, oerr := d.Orientation(ctx)
+	if oerr != nil && (shotW == 0 || ctx.Err() != nil) {
+		return 0, 0, oerr
+	}
 	// wm size is in the display's natural orientation; a quarter turn
 	// swaps the sides.
-	w, h := d.physW, d.physH
-	if o%2 == 1 {
+	w, h := pw, ph
+	if oerr == nil && o%2 == 1 {
 		w, h = h, w
 	}
+	if shotW > 0 && shotW != shotH && w != h && (shotW > shotH) != (w > h) {
+		w, h = h, w // dumpsys disagrees with (or missed) what the screen shows
+	}
+	d.shape = sizeCache{shotW: shotW, shotH: shotH, w: w, h: h}
 	return w, h, nil
 }
 
@@ -113,7 +162,8 @@ func (d *Device) ScreenSize(ctx context.Context) (width, height int, err error) 
 type Screenshot struct {
 	PNG   []byte
 	Image image.Image
-	// Via says how it was captured: "stdout" or "pull".
+	// Via says how it was captured: "exec-out" (the binary-safe exec:
+	// service), "stdout" (the shell: service) or "pull" (a file and sync).
 	Via string
 }
 
@@ -123,43 +173,91 @@ var pngSignature = []byte("\x89PNG\r\n\x1a\n")
 // writable by the shell user on every Android version.
 const screencapPath = "/data/local/tmp/autoui-screencap.png"
 
-// Screenshot captures the screen with `screencap -p`. Output that is not a
-// PNG is repaired when it is a pty's "\r\n" mangling or has text before the
-// signature (linker warnings on some ROMs); otherwise the capture goes
-// through a file on the device and a sync pull.
+// Capture modes, best first: exec-out never goes through a pty (Android 5+),
+// shell stdout works everywhere but may be mangled, pull always works.
+var screencapModes = []string{"exec-out", "stdout", "pull"}
+
+// Screenshot captures the screen with `screencap -p`, first through the
+// exec: service (what `adb exec-out` uses). Output that is not a PNG is
+// repaired when it is a pty's "\r\n" mangling or has text before the
+// signature (linker warnings on some ROMs); otherwise the next mode is
+// tried, down to a file on the device and a sync pull. The mode that worked
+// is kept for the session. Captures are retried while the device is briefly
+// offline.
 func (d *Device) Screenshot(ctx context.Context) (*Screenshot, error) {
-	if !d.pullScreencap {
-		out, err := d.shell(ctx, "screencap -p")
+	start := 0
+	for i, m := range screencapModes {
+		if m == d.screencapMode {
+			start = i
+		}
+	}
+	var problems []string
+	for _, mode := range screencapModes[start:] {
+		shot, problem, err := d.captureVia(ctx, mode)
 		if err != nil {
 			return nil, err
 		}
-		if img, data, ok := repairPNG(out); ok {
-			return &Screenshot{PNG: data, Image: img, Via: "stdout"}, nil
+		if shot != nil {
+			d.screencapMode = mode
+			d.lastShot = shot.Image.Bounds()
+			return shot, nil
 		}
-		stdoutProblem := describeNonPNG(out)
+		problems = append(problems, problem)
+	}
+	return nil, fmt.Errorf("device %s: no screenshot: %s", d.serial, strings.Join(problems, "; "))
+}
+
+// captureVia tries one mode: a screenshot, or why this mode gave none (then
+// the next mode may work), or an error that ends the attempt.
+func (d *Device) captureVia(ctx context.Context, mode string) (*Screenshot, string, error) {
+	if mode == "pull" {
 		shot, err := d.screenshotViaFile(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("device %s: screencap -p wrote %s, and the fallback through a file failed: %w", d.serial, stdoutProblem, err)
+			return nil, "", err
 		}
-		d.pullScreencap = true
-		return shot, nil
+		return shot, "", nil
 	}
-	return d.screenshotViaFile(ctx)
+	service := "exec:screencap -p"
+	if mode == "stdout" {
+		service = "shell:screencap -p"
+	}
+	var out []byte
+	err := retry(ctx, d.opts.ReadRetries, func() error {
+		var err error
+		out, err = d.tr.service(ctx, service)
+		return err
+	})
+	var se *serverError
+	if mode == "exec-out" && errors.As(err, &se) && !transient(err) {
+		// adbd before Android 5 has no exec: service and closes the stream.
+		return nil, "exec-out refused (" + oneLine(se.msg) + ")", nil
+	}
+	if err != nil {
+		return nil, "", d.wrap("screencap -p ("+mode+")", err)
+	}
+	if img, data, ok := repairPNG(out); ok {
+		return &Screenshot{PNG: data, Image: img, Via: mode}, "", nil
+	}
+	return nil, fmt.Sprintf("screencap -p (%s) wrote %s", mode, describeNonPNG(out)), nil
 }
 
 func (d *Device) screenshotViaFile(ctx context.Context) (*Screenshot, error) {
-	out, err := d.shellText(ctx, "screencap -p "+screencapPath)
+	out, err := d.readShellText(ctx, "screencap -p "+screencapPath)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := d.dev.Pull(screencapPath, &buf); err != nil {
-		return nil, fmt.Errorf("device %s: pull %s (screencap said %q): %w", d.serial, screencapPath, strings.TrimSpace(out), err)
+	var data []byte
+	err = retry(ctx, d.opts.ReadRetries, func() error {
+		var err error
+		data, err = d.tr.pull(ctx, screencapPath)
+		return err
+	})
+	if err != nil {
+		return nil, d.wrap(fmt.Sprintf("pull %s (screencap said %q)", screencapPath, strings.TrimSpace(out)), err)
 	}
 	if _, err := d.shell(ctx, "rm -f "+screencapPath); err != nil {
 		return nil, err
 	}
-	data := buf.Bytes()
 	if !bytes.HasPrefix(data, pngSignature) {
 		return nil, fmt.Errorf("device %s: pulled screenshot is %s", d.serial, describeNonPNG(data))
 	}

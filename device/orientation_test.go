@@ -1,0 +1,134 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"image/color"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/device/adbtest"
+)
+
+var blue = color.RGBA{40, 90, 200, 255}
+
+// TestOrientationEveryAndroid reads the size and rotation of a fake device
+// speaking each Android version's dumpsys through the real adb server, in
+// portrait and landscape.
+func TestOrientationEveryAndroid(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	for v := adbtest.MinAndroid; v <= adbtest.MaxAndroid; v++ {
+		for _, o := range []int{0, 1, 2, 3} {
+			t.Run(fmt.Sprintf("android_%d_rotation_%d", v, o), func(t *testing.T) {
+				w, h := 108, 240
+				if o%2 == 1 {
+					w, h = h, w
+				}
+				fake := r.add(t, adbtest.Options{Android: v, Orientation: o, Phone: mustPhone(t, w, h)})
+				d := r.connect(t, Options{Serial: fake.Serial()})
+				got, err := d.Orientation(ctx)
+				if err != nil || got != o {
+					t.Fatalf("Orientation = %d, %v; want %d", got, err, o)
+				}
+				if _, err := d.Screenshot(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gw, gh, err := d.ScreenSize(ctx)
+				if err != nil || gw != w || gh != h {
+					t.Fatalf("ScreenSize = %d x %d, %v; want %d x %d", gw, gh, err, w, h)
+				}
+				sdk, err := d.readShellText(ctx, "getprop ro.build.version.sdk")
+				if err != nil || strings.TrimSpace(sdk) != fmt.Sprint(v+19) {
+					t.Fatalf("sdk = %q, %v", sdk, err)
+				}
+			})
+		}
+	}
+}
+
+// TestEachAndroidPrintsItsOwnFormat pins which rotation line each version
+// prints, so the parser is tested against what real phones say.
+func TestEachAndroidPrintsItsOwnFormat(t *testing.T) {
+	r := newRig(t)
+	want := map[int]string{
+		10: "SurfaceOrientation: 1", 13: "SurfaceOrientation: 1",
+		14: "InputDeviceOrientation: 1", 15: "InputDeviceOrientation: Rotation90", 16: "InputDeviceOrientation: Rotation90",
+	}
+	for v, line := range want {
+		fake := r.add(t, adbtest.Options{Android: v, Orientation: 1})
+		d := r.connect(t, Options{Serial: fake.Serial()})
+		out, err := d.readShellText(context.Background(), "dumpsys input")
+		if err != nil || !strings.Contains(out, line) || !strings.Contains(out, "Viewport INTERNAL:") {
+			t.Errorf("Android %d: dumpsys input lacks %q (%v)", v, line, err)
+		}
+		for _, other := range want {
+			if other != line && strings.Contains(out, other) {
+				t.Errorf("Android %d prints %q too", v, other)
+			}
+		}
+	}
+}
+
+// countShell counts the command lines sent that start with prefix.
+func countShell(fake *adbtest.Device, prefix string) int {
+	n := 0
+	for _, sc := range fake.Shell() {
+		if strings.HasPrefix(sc.Line, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns: one dumpsys for many
+// steps of the same shape, one more when the screenshot turns landscape.
+func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
+	ctx := context.Background()
+	phone := mustPhone(t, 108, 240)
+	fake, d := fakeDevice(t, adbtest.Options{Phone: phone})
+	for i := 0; i < 5; i++ {
+		if _, err := d.Screenshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if w, h, err := d.ScreenSize(ctx); err != nil || w != 108 || h != 240 {
+			t.Fatalf("step %d: %d x %d, %v", i, w, h, err)
+		}
+	}
+	if n := countShell(fake, "dumpsys"); n != 1 {
+		t.Fatalf("%d dumpsys for 5 steps of one shape, want 1", n)
+	}
+	// The phone turns; the fake's dumpsys still says portrait (it was not
+	// told), and the screenshot's shape wins.
+	if err := phone.SetScreen(adbtest.SolidPNG(240, 108, blue)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Screenshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w, h, err := d.ScreenSize(ctx); err != nil || w != 240 || h != 108 {
+		t.Fatalf("after turning: %d x %d, %v; want 240 x 108", w, h, err)
+	}
+	if n := countShell(fake, "dumpsys"); n != 2 {
+		t.Fatalf("%d dumpsys after one turn, want 2", n)
+	}
+	if n := countShell(fake, "wm size"); n != 1 {
+		t.Fatalf("%d wm size, want 1", n)
+	}
+}
+
+// TestScreenSizeWithoutOrientation: a ROM whose dumpsys prints no rotation
+// at all no longer stops the run; the screenshot's shape decides.
+func TestScreenSizeWithoutOrientation(t *testing.T) {
+	ctx := context.Background()
+	_, d := fakeDevice(t, adbtest.Options{Phone: mustPhone(t, 240, 108), Orientation: 1, HideRotation: true})
+	if _, err := d.Orientation(ctx); err == nil {
+		t.Fatal("Orientation found a rotation in output without one")
+	}
+	if _, err := d.Screenshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w, h, err := d.ScreenSize(ctx); err != nil || w != 240 || h != 108 {
+		t.Fatalf("ScreenSize = %d x %d, %v; want 240 x 108", w, h, err)
+	}
+}

@@ -1,0 +1,195 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/device/adbtest"
+)
+
+// oneLineErr fails the test when err's message spans lines or carries a
+// Java stack trace.
+func oneLineErr(t *testing.T, err error) {
+	t.Helper()
+	if m := err.Error(); strings.ContainsAny(m, "\n\r") || strings.Contains(m, "\tat ") || strings.Contains(m, "at android.") {
+		t.Errorf("error is not one line: %q", m)
+	}
+}
+
+func TestInputExitStatusIsChecked(t *testing.T) {
+	_, d := fakeDevice(t, adbtest.Options{})
+	ctx := context.Background()
+	err := d.Run(ctx, []string{"input tap 1"})
+	if err == nil || !strings.Contains(err.Error(), `"input tap 1" failed (exit status 1)`) || !strings.Contains(err.Error(), "Invalid arguments") {
+		t.Fatalf("err = %v", err)
+	}
+	err = d.Run(ctx, []string{"frobnicate"})
+	if err == nil || !strings.Contains(err.Error(), "exit status 127") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := d.Run(ctx, []string{"input tap 1 2", "true"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInjectEventsRefusalTellsTheFix(t *testing.T) {
+	r := newRig(t)
+	for _, v := range []int{10, 14} {
+		fake := r.add(t, adbtest.Options{Android: v, InjectDenied: true, Manufacturer: "Xiaomi"})
+		d := r.connect(t, Options{Serial: fake.Serial()})
+		err := d.Run(context.Background(), []string{"input tap 10 20"})
+		if err == nil || !strings.Contains(err.Error(), "INJECT_EVENTS") || !strings.Contains(err.Error(), "USB debugging (Security settings)") ||
+			!strings.Contains(err.Error(), "input tap 10 20") {
+			t.Fatalf("Android %d: err = %v", v, err)
+		}
+		oneLineErr(t, err)
+	}
+}
+
+func TestCommandDeadline(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "dumpsys") || strings.HasPrefix(line, "input") }})
+	d := r.connect(t, Options{Serial: fake.Serial(), CommandTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := d.Orientation(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no answer within 300ms") || !strings.Contains(err.Error(), fake.Serial()) {
+		t.Fatalf("err = %v", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("a hung read took %s (hangs must not be retried)", el)
+	}
+	err = d.Run(context.Background(), []string{"input tap 1 1"})
+	if err == nil || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("err = %v", err)
+	}
+	oneLineErr(t, err)
+}
+
+func TestCancelStopsAHungCommand(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "input") }})
+	d := r.connect(t, Options{Serial: fake.Serial()})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	err := d.Run(ctx, []string{"input tap 1 1"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("cancel took %s", el)
+	}
+}
+
+// TestReadsRetryAfterABriefOffline: the link falls for a moment (the server
+// lists the device offline or drops it) and comes back; screenshots and
+// dumpsys go on, input is not repeated.
+func TestReadsRetryAfterABriefOffline(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{Phone: mustPhone(t, 108, 240)})
+	d := r.connect(t, Options{Serial: fake.Serial(), ReadRetries: 6})
+	ctx := context.Background()
+	if _, err := d.Screenshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.Blip(300 * time.Millisecond)
+	if err := r.srv.WaitGone(fake.Serial()); err != nil {
+		t.Fatal(err)
+	}
+	// The user (or a watchdog) reconnects, as one does for a TCP device.
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		_ = r.srv.ConnectAddr(fake.Addr())
+	}()
+	shot, err := d.Screenshot(ctx)
+	if err != nil {
+		t.Fatalf("screenshot across a brief offline: %v", err)
+	}
+	if shot.Image.Bounds().Dx() != 108 {
+		t.Fatalf("screenshot of %v", shot.Image.Bounds())
+	}
+}
+
+func TestOfflineWithoutRetriesTellsTheFix(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, adbtest.Options{})
+	d := r.connect(t, Options{Serial: fake.Serial(), ReadRetries: -1})
+	fake.Drop()
+	if err := r.srv.WaitGone(fake.Serial()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Screenshot(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "adb connect "+fake.Serial()) {
+		t.Fatalf("err = %v, want the TCP reconnect hint", err)
+	}
+	oneLineErr(t, err)
+}
+
+func TestHints(t *testing.T) {
+	if h := offlineHint("R58M123ABC"); !strings.Contains(h, "USB cable") {
+		t.Errorf("USB offline hint: %q", h)
+	}
+	for _, s := range []string{"192.168.1.7:5555", "adb-R58M123ABC-Xyz._adb-tls-connect._tcp"} {
+		if h := offlineHint(s); !strings.Contains(h, "adb connect") || strings.Contains(h, "cable") {
+			t.Errorf("network offline hint for %s: %q", s, h)
+		}
+	}
+	msg := "device unauthorized.\nThis adb server's $ADB_VENDOR_KEYS is not set\nTry 'adb kill-server' if that seems wrong."
+	if h := serverHint("X", msg); !strings.Contains(h, "Allow USB debugging") || strings.Contains(h, "\n") {
+		t.Errorf("unauthorized hint: %q", h)
+	}
+	trace := "java.lang.SecurityException: Injecting input events requires the caller to have the INJECT_EVENTS permission.\n\tat android.os.Parcel.createException(Parcel.java:2995)\n"
+	if f := commandFailure(trace); strings.Contains(f, "Parcel") || !strings.Contains(f, "Xiaomi") {
+		t.Errorf("commandFailure = %q", f)
+	}
+}
+
+func TestUnauthorizedDevice(t *testing.T) {
+	r := newRig(t)
+	fake := adbtest.New(t, adbtest.Options{Unauthorized: true})
+	if _, err := r.srv.Adb("connect", fake.Addr()); err != nil {
+		t.Log(err) // adb connect may report the failed handshake
+	}
+	var state string
+	for i := 0; i < 200 && state != "unauthorized"; i++ {
+		state, _ = r.srv.State(fake.Serial())
+		time.Sleep(25 * time.Millisecond)
+	}
+	if state != "unauthorized" {
+		t.Fatalf("state %q, want unauthorized", state)
+	}
+	_, err := Connect(context.Background(), Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true})
+	if err == nil || !strings.Contains(err.Error(), "is unauthorized") || !strings.Contains(err.Error(), "Allow USB debugging") {
+		t.Fatalf("err = %v", err)
+	}
+	oneLineErr(t, err)
+}
+
+func TestAndroidSerialIsHonoured(t *testing.T) {
+	r := newRig(t)
+	a := r.add(t, adbtest.Options{})
+	b := r.add(t, adbtest.Options{})
+	env := map[string]string{"ANDROID_SERIAL": b.Serial()}
+	opts := Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Getenv: func(k string) string { return env[k] }}
+	d, err := Connect(context.Background(), opts)
+	if err != nil || d.Serial() != b.Serial() {
+		t.Fatalf("picked %v, %v; want %s", d, err, b.Serial())
+	}
+	opts.Serial = a.Serial() // --serial wins over the environment
+	if d, err := Connect(context.Background(), opts); err != nil || d.Serial() != a.Serial() {
+		t.Fatalf("--serial: %v, %v", d, err)
+	}
+	env["ANDROID_SERIAL"], opts.Serial = "gone:5555", ""
+	_, err = Connect(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "ANDROID_SERIAL") {
+		t.Fatalf("err = %v", err)
+	}
+	env["ANDROID_SERIAL"] = ""
+	_, err = Connect(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "--serial or ANDROID_SERIAL") {
+		t.Fatalf("err = %v", err)
+	}
+}
