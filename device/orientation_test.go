@@ -39,7 +39,7 @@ func TestOrientationEveryAndroid(t *testing.T) {
 					t.Fatalf("ScreenSize = %d x %d, %v; want %d x %d", gw, gh, err, w, h)
 				}
 				sdk, err := d.readShellText(ctx, "getprop ro.build.version.sdk")
-				if err != nil || strings.TrimSpace(sdk) != fmt.Sprint(v+19) {
+				if err != nil || strings.TrimSpace(sdk) != fmt.Sprint(adbtest.SDKLevel(v)) {
 					t.Fatalf("sdk = %q, %v", sdk, err)
 				}
 			})

@@ -20,65 +20,103 @@ func init() {
 	register(command{name: "sim", summary: "run the simulated phone as a device `adb connect` can reach", run: runSim})
 }
 
+// simConfig is what `autoui sim` was asked to serve.
+type simConfig struct {
+	port        int
+	seed        int64
+	width       int
+	height      int
+	family      string
+	android     int
+	adbKeyboard bool
+}
+
+// simServer is a running simulated phone.
+type simServer struct {
+	dev   *adbtest.Device
+	phone *sim.Phone
+	task  *tasks.Task
+	addr  string // what `adb connect` takes
+	stop  func()
+}
+
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	port := fs.Int("port", 5555, "TCP port on 127.0.0.1 for `adb connect 127.0.0.1:PORT` (0: any free port)")
-	seed := fs.Int64("seed", 0, "seed of the generated phone (apps, layout, contacts, settings...)")
+	var cfg simConfig
+	fs.IntVar(&cfg.port, "port", 5555, "TCP port on 127.0.0.1 for `adb connect 127.0.0.1:PORT` (0: any free port)")
+	fs.Int64Var(&cfg.seed, "seed", 0, "seed of the generated phone (apps, layout, contacts, settings...)")
 	size := fs.String("size", "1080x2400", "screen size WIDTHxHEIGHT in pixels")
-	family := fs.String("task", "", "start in the start state of a task of this family ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
+	fs.StringVar(&cfg.family, "task", "", "start in the start state of a task of this family ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
+	fs.IntVar(&cfg.android, "android", adbtest.DefaultAndroid, fmt.Sprintf("Android version (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", adbtest.MinAndroid, adbtest.MaxAndroid))
+	fs.BoolVar(&cfg.adbKeyboard, "adbkeyboard", false, "install the ADBKeyboard IME, so `am broadcast -a ADB_INPUT_B64` types any text (without it, `input text` refuses non-ASCII like a phone)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY]")
+		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY] [--android N] [--adbkeyboard]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w, h, err := parseSize(*size)
+	var err error
+	if cfg.width, cfg.height, err = parseSize(*size); err != nil {
+		return err
+	}
+	s, err := startSim(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	var phone *sim.Phone
-	var task *tasks.Task
-	if *family != "" {
-		if !tasks.KnownFamily(*family) {
-			return fmt.Errorf("unknown task family %q (have %s)", *family, strings.Join(tasks.Families, ", "))
-		}
-		t := tasks.Generate(*family, *seed)
-		task = &t
-		if phone, err = t.NewPhone(tasks.Options{Width: w, Height: h}); err != nil {
-			return err
-		}
-	} else {
-		phone = sim.New(sim.Options{Width: w, Height: h, Seed: *seed})
-	}
-
-	dev, err := adbtest.Start(adbtest.Options{Phone: phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim"})
-	if err != nil {
-		return fmt.Errorf("start simulated device: %w", err)
-	}
-	defer dev.Close()
-	addr := dev.Addr()
-	if *port != 0 {
-		// The fake device listens on a port of its own choosing; forward the
-		// requested port to it so `adb connect 127.0.0.1:PORT` works.
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
-		if err != nil {
-			return fmt.Errorf("listen on port %d: %w", *port, err)
-		}
-		defer ln.Close()
-		go forward(ctx, ln, dev.Addr())
-		addr = ln.Addr().String()
-	}
-	fmt.Fprintf(os.Stderr, "simulated phone (seed %d, %dx%d) listening; connect with: adb connect %s\n", *seed, w, h, addr)
-	if task != nil {
-		fmt.Fprintf(os.Stderr, "task %s/%d (%s split): %s\n", task.Family, task.Seed, task.Split, task.Goal)
+	defer s.stop()
+	fmt.Fprintf(os.Stderr, "simulated phone (seed %d, %dx%d, Android %d) listening; connect with: adb connect %s\n", cfg.seed, cfg.width, cfg.height, cfg.android, s.addr)
+	if s.task != nil {
+		fmt.Fprintf(os.Stderr, "task %s/%d (%s split): %s\n", s.task.Family, s.task.Seed, s.task.Split, s.task.Goal)
 	}
 	fmt.Fprintln(os.Stderr, "press Ctrl-C to stop")
 	<-ctx.Done()
-	if task != nil {
-		fmt.Printf("task %s/%d success: %v\n", task.Family, task.Seed, task.Success(phone))
+	if s.task != nil {
+		fmt.Printf("task %s/%d success: %v\n", s.task.Family, s.task.Seed, s.task.Success(s.phone))
 	}
 	return nil
+}
+
+// startSim builds the phone and serves it as a device on cfg.port.
+func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
+	if cfg.android < adbtest.MinAndroid || cfg.android > adbtest.MaxAndroid {
+		return nil, fmt.Errorf("bad --android %d: want %d-%d", cfg.android, adbtest.MinAndroid, adbtest.MaxAndroid)
+	}
+	s := &simServer{}
+	if cfg.family != "" {
+		if !tasks.KnownFamily(cfg.family) {
+			return nil, fmt.Errorf("unknown task family %q (have %s)", cfg.family, strings.Join(tasks.Families, ", "))
+		}
+		t := tasks.Generate(cfg.family, cfg.seed)
+		s.task = &t
+		phone, err := t.NewPhone(tasks.Options{Width: cfg.width, Height: cfg.height})
+		if err != nil {
+			return nil, err
+		}
+		s.phone = phone
+	} else {
+		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed})
+	}
+	dev, err := adbtest.Start(adbtest.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
+		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard})
+	if err != nil {
+		return nil, fmt.Errorf("start simulated device: %w", err)
+	}
+	s.dev, s.addr, s.stop = dev, dev.Addr(), dev.Close
+	if cfg.port != 0 {
+		// The fake device listens on a port of its own choosing; forward the
+		// requested port to it so `adb connect 127.0.0.1:PORT` works.
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.port)))
+		if err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("listen on port %d: %w", cfg.port, err)
+		}
+		fwdCtx, cancel := context.WithCancel(ctx)
+		go forward(fwdCtx, ln, dev.Addr())
+		s.addr = ln.Addr().String()
+		s.stop = func() { cancel(); ln.Close(); dev.Close() }
+	}
+	return s, nil
 }
 
 // forward proxies each connection on ln to target until ctx ends.

@@ -16,9 +16,14 @@ const (
 	MaxAndroid = 16
 )
 
-// SDKLevel is ro.build.version.sdk for an Android release (10 -> 29 ...
-// 16 -> 36).
-func SDKLevel(android int) int { return android + 19 }
+// SDKLevel is ro.build.version.sdk for an Android release: 10 -> 29,
+// 11 -> 30, 12 -> 31, then 13 -> 33 ... 16 -> 36 (12L took 32).
+func SDKLevel(android int) int {
+	if android <= 12 {
+		return android + 19
+	}
+	return android + 20
+}
 
 // rotationDegrees are the rotations as Android names them.
 var rotationDegrees = [4]int{0, 90, 180, 270}
