@@ -255,7 +255,11 @@ func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool)
 		return nil, err
 	}
 	if chosen.state != "device" {
-		return nil, fmt.Errorf("device %s is %s: %s", chosen.serial, chosen.state, stateHint(chosen.serial, chosen.state))
+		verb := "is"
+		if chosen.state == "no permissions" {
+			verb = "has"
+		}
+		return nil, fmt.Errorf("device %s %s %s: %s", chosen.serial, verb, chosen.state, stateHint(chosen.serial, chosen.state))
 	}
 	tr := *srv
 	tr.serial = chosen.serial

@@ -123,7 +123,7 @@ func (t *transport) withConn(ctx context.Context, what string, fn func(c net.Con
 // timeout, or the error itself.
 func (t *transport) classify(parent, cmdCtx context.Context, what string, err error) error {
 	if parent.Err() != nil {
-		return fmt.Errorf("%s: %w", what, parent.Err())
+		return parent.Err() // the caller names the command
 	}
 	if cmdCtx.Err() != nil || isNetTimeout(err) {
 		return &timeoutError{what: what, limit: t.cmdTimeout}
