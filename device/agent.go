@@ -256,6 +256,9 @@ func (e *episode) step(ctx context.Context, i int) (done bool, err error) {
 	plan := e.a.dev.PlanAction(act, w, h)
 	st.Gesture = gestureRecord(plan.Gesture)
 	st.Commands = append(st.Commands, plan.Commands...)
+	if st.Warning = plan.TextWarning; st.Warning != "" {
+		r.logf("warning: %s", st.Warning)
+	}
 	if err := e.annotate(r, act); err != nil {
 		return true, r.fail(err)
 	}

@@ -97,6 +97,9 @@ type Step struct {
 	// Effect compares the settled screen with the one the model saw
 	// (screendiff.Effect*); empty when nothing was sent.
 	Effect string `json:"effect,omitempty"`
+	// Warning says how what is sent differs from the model's action (text
+	// folded to ASCII).
+	Warning string `json:"warning,omitempty"`
 	// Retried says --on-no-effect retry sent the action a second time.
 	Retried bool        `json:"retried,omitempty"`
 	Error   string      `json:"error,omitempty"`

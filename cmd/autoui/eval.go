@@ -228,7 +228,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 		return err
 	}
 	if sum.Interrupted {
-		return errors.New("interrupted: every prediction written so far is kept; re-run the same command to resume")
+		return interruptedError{"every prediction written so far is kept; re-run the same command to resume"}
 	}
 	if sum.LimitHit {
 		fmt.Fprintf(os.Stderr, "stopped at --limit %d; re-run to continue\n", *limit)

@@ -61,23 +61,71 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := c.run(ctx, os.Args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
+	err := c.run(ctx, os.Args[2:])
+	code := exitCode(err)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "autoui %s: %v\n", c.name, err)
-		os.Exit(1)
 	}
+	os.Exit(code)
+}
+
+// Exit codes, the same for every command (docs/device.md, "Exit codes").
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2   // bad flags or arguments; -h
+	exitInterrupted = 130 // Ctrl-C or SIGTERM, as shells report 128+SIGINT
+)
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// interruptedError says a command stopped because it was interrupted and
+// kept what it had done (exit 130); detail says what the user can do next.
+type interruptedError struct{ detail string }
+
+func (e interruptedError) Error() string {
+	if e.detail == "" {
+		return "interrupted"
+	}
+	return "interrupted: " + e.detail
+}
+
+// exitCode maps a command's error to the process exit status.
+func exitCode(err error) int {
+	var usage usageError
+	var intr interruptedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp), errors.As(err, &usage):
+		return exitUsage
+	case errors.As(err, &intr), errors.Is(err, context.Canceled):
+		// The only cancel is the signal context: a command that returns its
+		// error as is was interrupted too.
+		return exitInterrupted
+	}
+	return exitError
 }
 
 // parseFlags parses a subcommand's flags; stray arguments are an error, so a
 // mistyped flag value is not silently ignored.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/screendiff"
 )
 
 func init() {
@@ -27,12 +28,16 @@ type runFlags struct {
 	dryRun         bool
 	confirm        bool
 	out            string
+	overwrite      bool
 	adbHost        string
 	adbPort        int
 	size           string
 	swipeMs        int
+	settleMin      time.Duration
 	settleTimeout  time.Duration
 	settleInterval time.Duration
+	settleFrames   int
+	onNoEffect     string
 	repeatLimit    int
 	noAnnotate     bool
 }
@@ -44,13 +49,17 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.IntVar(&r.maxSteps, "max-steps", 30, "step budget: stop after this many predictions")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "predict and print the device commands without sending them")
 	fs.BoolVar(&r.confirm, "confirm", false, "ask on the terminal before each action: y sends it, n skips it, q stops")
-	fs.StringVar(&r.out, "out", "", "write the trajectory here: steps.jsonl, screenshots, annotated PNGs, summary.json, android_world.jsonl")
+	fs.StringVar(&r.out, "out", "", "write the trajectory here: steps.jsonl, screenshots, annotated PNGs, summary.json, android_world.jsonl (a directory that holds files is refused unless --overwrite)")
+	fs.BoolVar(&r.overwrite, "overwrite", false, "replace an earlier trajectory in --out (never a directory with other files)")
 	fs.StringVar(&r.adbHost, "adb-host", "", "adb server host (default localhost)")
 	fs.IntVar(&r.adbPort, "adb-port", 0, "adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)")
 	fs.StringVar(&r.size, "size", "", "screen size WxH for mapping coordinates (default: 'wm size', override honoured, turned by the orientation)")
 	fs.IntVar(&r.swipeMs, "swipe-ms", 300, "duration of 'input swipe' in milliseconds")
-	fs.DurationVar(&r.settleTimeout, "settle-timeout", 5*time.Second, "after an action, wait at most this long for two identical consecutive screenshots (0: do not wait)")
+	fs.DurationVar(&r.settleMin, "settle-min", time.Second, "after an action, wait this long before checking whether the screen settled (0: none)")
+	fs.IntVar(&r.settleFrames, "settle-frames", 3, "the screen has settled when this many consecutive screenshots match (status bar masked, small differences tolerated)")
+	fs.DurationVar(&r.settleTimeout, "settle-timeout", 5*time.Second, "after an action, wait at most this long in all for the screen to settle (0: do not wait; effects are then unknown)")
 	fs.DurationVar(&r.settleInterval, "settle-interval", 0, "pause between the settle screenshots")
+	fs.StringVar(&r.onNoEffect, "on-no-effect", "continue", "when an action leaves the screen unchanged: continue, retry (send it once more) or stop")
 	fs.IntVar(&r.repeatLimit, "repeat-limit", 3, "stop when the model predicts the same action this many times in a row")
 	fs.BoolVar(&r.noAnnotate, "no-annotate", false, "do not write annotated PNGs to --out")
 	return r
@@ -62,7 +71,7 @@ func parseRunSize(s string) (int, int, error) {
 	w, err1 := strconv.Atoi(ws)
 	h, err2 := strconv.Atoi(hs)
 	if !ok || err1 != nil || err2 != nil || w <= 0 || h <= 0 {
-		return 0, 0, fmt.Errorf("--size %q: want WIDTHxHEIGHT in pixels, e.g. 1080x2400", s)
+		return 0, 0, usageErrorf("--size %q: want WIDTHxHEIGHT in pixels, e.g. 1080x2400", s)
 	}
 	return w, h, nil
 }
@@ -70,7 +79,7 @@ func parseRunSize(s string) (int, int, error) {
 func (r *runFlags) deviceOptions() (device.Options, error) {
 	o := device.Options{Host: r.adbHost, Port: r.adbPort, Serial: r.serial, SwipeDuration: time.Duration(r.swipeMs) * time.Millisecond}
 	if r.swipeMs <= 0 {
-		return o, fmt.Errorf("--swipe-ms %d: must be > 0", r.swipeMs)
+		return o, usageErrorf("--swipe-ms %d: must be > 0", r.swipeMs)
 	}
 	if r.size != "" {
 		w, h, err := parseRunSize(r.size)
@@ -83,13 +92,10 @@ func (r *runFlags) deviceOptions() (device.Options, error) {
 }
 
 func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer) device.AgentOptions {
-	settle := r.settleTimeout
-	if settle <= 0 {
-		settle = -1 // the agent's "do not wait"
-	}
 	o := device.AgentOptions{
-		Goal: r.goal, MaxSteps: r.maxSteps, DryRun: r.dryRun, OutDir: r.out,
-		SettleTimeout: settle, SettleInterval: r.settleInterval, RepeatLimit: r.repeatLimit,
+		Goal: r.goal, MaxSteps: r.maxSteps, DryRun: r.dryRun, OutDir: r.out, Overwrite: r.overwrite,
+		SettleMin: noneIfZero(r.settleMin), SettleTimeout: noneIfZero(r.settleTimeout), SettleInterval: r.settleInterval,
+		StableFrames: r.settleFrames, OnNoEffect: r.onNoEffect, RepeatLimit: r.repeatLimit,
 		NoAnnotate: r.noAnnotate, Log: log,
 	}
 	if r.confirm {
@@ -98,15 +104,29 @@ func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer
 	return o
 }
 
+// noneIfZero turns a flag's 0 ("none") into the agent's negative "none"
+// (its 0 means the default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 func (r *runFlags) validate() error {
-	if strings.TrimSpace(r.goal) == "" {
-		return errors.New("--goal is required (what the agent should do, e.g. --goal \"Open the settings app\")")
-	}
-	if r.maxSteps <= 0 {
-		return fmt.Errorf("--max-steps %d: must be > 0", r.maxSteps)
-	}
-	if r.repeatLimit < 2 {
-		return fmt.Errorf("--repeat-limit %d: must be >= 2", r.repeatLimit)
+	switch {
+	case strings.TrimSpace(r.goal) == "":
+		return usageErrorf("--goal is required (what the agent should do, e.g. --goal \"Open the settings app\")")
+	case r.maxSteps <= 0:
+		return usageErrorf("--max-steps %d: must be > 0", r.maxSteps)
+	case r.repeatLimit < 2:
+		return usageErrorf("--repeat-limit %d: must be >= 2", r.repeatLimit)
+	case r.settleFrames < 1:
+		return usageErrorf("--settle-frames %d: must be >= 1", r.settleFrames)
+	case !screendiff.ValidOnNoEffect(r.onNoEffect):
+		return usageErrorf("--on-no-effect %q: want continue, retry or stop", r.onNoEffect)
+	case r.overwrite && r.out == "":
+		return usageErrorf("--overwrite needs --out")
 	}
 	return nil
 }
@@ -129,22 +149,29 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Reach the device before loading the model: a missing phone is the
-	// more common mistake and the faster one to report.
-	dev, err := device.Connect(ctx, devOpts)
-	if err != nil {
+	// Refuse a used --out before anything slow happens.
+	if err := device.CheckOutDir(rf.out, rf.overwrite); err != nil {
 		return err
 	}
-	pred, closePred, err := mf.open()
-	if err != nil {
-		return err
-	}
-	defer closePred()
-	return runEpisode(ctx, dev, pred, rf, os.Stdin, os.Stderr, os.Stdout)
+	return withOwnADBServer(devOpts, os.Stderr, func() error {
+		// Reach the device before loading the model: a missing phone is the
+		// more common mistake and the faster one to report.
+		dev, err := device.Connect(ctx, devOpts)
+		if err != nil {
+			return err
+		}
+		pred, closePred, err := mf.open()
+		if err != nil {
+			return err
+		}
+		defer closePred()
+		return runEpisode(ctx, dev, pred, rf, os.Stdin, os.Stderr, os.Stdout)
+	})
 }
 
 // runEpisode plays the episode and prints the summary. Split from runCmd so
-// tests drive it with a fake predictor.
+// tests drive it with a fake predictor. A dry run ends without error on its
+// budget, on a repeat or on a stop status: it only shows what would be sent.
 func runEpisode(ctx context.Context, dev *device.Device, pred device.Predictor, rf *runFlags, stdin io.Reader, prompt, out io.Writer) error {
 	mode := ""
 	if rf.dryRun {
@@ -152,15 +179,24 @@ func runEpisode(ctx context.Context, dev *device.Device, pred device.Predictor, 
 	}
 	fmt.Fprintf(out, "device %s %s%s\ngoal: %s\n", dev.Serial(), dev.Model(), mode, rf.goal)
 	sum, err := device.NewAgent(dev, pred, rf.agentOptions(stdin, prompt, out)).Run(ctx)
-	if rf.out != "" {
+	switch {
+	case rf.out != "" && rf.dryRun:
+		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json; no android_world.jsonl: nothing was performed)\n", rf.out)
+	case rf.out != "":
 		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json, android_world.jsonl)\n", rf.out)
 	}
 	if err != nil {
 		return err
 	}
 	switch sum.StopReason {
-	case device.StopUnparsable, device.StopRepeated:
+	case device.StopUnparsable, device.StopRepeated, device.StopNoEffect:
 		return errors.New(sum.Error)
+	case device.StopInterrupted:
+		detail := "nothing was written (no --out)"
+		if rf.out != "" {
+			detail = "the trajectory so far is kept in " + rf.out
+		}
+		return interruptedError{detail}
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func TestRunEpisodeDryRunAndReal(t *testing.T) {
 
 	for _, dry := range []bool{true, false} {
 		out := filepath.Join(t.TempDir(), "traj")
-		args := []string{"--goal", "search", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(port), "--out", out, "--size", "1000x2000", "--no-annotate"}
+		args := []string{"--goal", "search", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(port), "--out", out, "--size", "1000x2000", "--no-annotate", "--settle-min", "0"}
 		if dry {
 			args = append(args, "--dry-run")
 		}

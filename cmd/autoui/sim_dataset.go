@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/sim/dataset"
 	"github.com/autoui/autoui/sim/tasks"
 )
@@ -63,6 +64,7 @@ func runSimEval(ctx context.Context, args []string) error {
 	families := fs.String("families", "", "comma-separated task families (default: all)")
 	out := fs.String("out", "", "write one JSON line per episode here")
 	verbose := fs.Bool("v", false, "print every episode")
+	onNoEffect := fs.String("on-no-effect", "continue", "when an action leaves the screen unchanged: continue, retry (send it once more) or stop (end the episode)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui simeval --model DIR [--tasks 20] [--split test] [--out FILE]\n\n"+
 			"Plays each task in process: screenshot -> predict (own previous actions as history) -> the\n"+
@@ -72,6 +74,9 @@ func runSimEval(ctx context.Context, args []string) error {
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if !screendiff.ValidOnNoEffect(*onNoEffect) {
+		return usageErrorf("--on-no-effect %q: want continue, retry or stop", *onNoEffect)
 	}
 	w, h, err := parseSize(*size)
 	if err != nil {
@@ -106,7 +111,7 @@ func runSimEval(ctx context.Context, args []string) error {
 	var eps []dataset.Episode
 	for _, fam := range fams {
 		for _, seed := range seeds {
-			ep, err := dataset.RunOnline(ctx, p, tasks.Generate(fam, seed), dataset.OnlineOptions{Width: w, Height: h})
+			ep, err := dataset.RunOnline(ctx, p, tasks.Generate(fam, seed), dataset.OnlineOptions{Width: w, Height: h, OnNoEffect: *onNoEffect})
 			if err != nil {
 				return err
 			}
@@ -117,7 +122,7 @@ func runSimEval(ctx context.Context, args []string) error {
 				}
 			}
 			if *verbose {
-				fmt.Fprintf(os.Stderr, "%s/%d %-5v %2d steps %-10s %s\n", fam, seed, ep.Success, ep.Steps, ep.Stop, ep.Goal)
+				fmt.Fprintf(os.Stderr, "%s/%d %-5v %2d steps %-10s %d no effect  %s\n", fam, seed, ep.Success, ep.Steps, ep.Stop, ep.Effects.None, ep.Goal)
 			}
 		}
 	}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/autoui/autoui/device"
+)
+
+// adbAddr is the adb server address device.Connect will use: localhost and
+// $ANDROID_ADB_SERVER_PORT or 5037 unless given.
+func adbAddr(o device.Options) (string, int) {
+	host, port := o.Host, o.Port
+	if host == "" {
+		host = "localhost"
+	}
+	if port == 0 {
+		port = 5037
+		if p, err := strconv.Atoi(os.Getenv("ANDROID_ADB_SERVER_PORT")); err == nil && p > 0 {
+			port = p
+		}
+	}
+	return host, port
+}
+
+func adbAnswers(host string, port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func isLoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// withOwnADBServer runs fn; when no adb server answered on a loopback
+// address before and one does after (device.Connect starts it), that server
+// is autoui's own and is stopped, so `run --adb-port P` leaves nothing
+// behind. A server that was already running is left alone.
+func withOwnADBServer(o device.Options, log io.Writer, fn func() error) error {
+	host, port := adbAddr(o)
+	if o.NoStartServer || !isLoopbackHost(host) || adbAnswers(host, port) {
+		return fn()
+	}
+	err := fn()
+	if adbAnswers(host, port) {
+		if kerr := stopADBServer(port); kerr != nil {
+			fmt.Fprintf(log, "autoui: could not stop the adb server it started on port %d: %v\n", port, kerr)
+		}
+	}
+	return err
+}
+
+// stopADBServer runs `adb -P port kill-server`, bounded so a hung adb
+// cannot keep autoui from exiting.
+func stopADBServer(port int) error {
+	bin, err := exec.LookPath("adb")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "kill-server").CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
