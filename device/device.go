@@ -1,8 +1,9 @@
 // Package device drives an Android device over ADB (through an adb server,
-// speaking its smart-socket protocol with deadlines): it picks the device, reads the screen
-// size and orientation, captures screenshots, turns Auto-UI actions into
-// `input` shell commands with safe quoting, and runs the closed-loop agent
-// (capture -> predict -> dispatch -> wait for the screen to settle).
+// speaking its smart-socket protocol itself so that every command has a
+// deadline): it picks the device, reads the screen size and orientation,
+// captures screenshots, turns Auto-UI actions into `input` shell commands
+// with safe quoting, and runs the closed-loop agent (capture -> predict ->
+// dispatch -> wait for the screen to settle).
 package device
 
 import (

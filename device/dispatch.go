@@ -34,8 +34,9 @@ func ShellQuote(s string) string {
 // and a literal "%" followed by "s" — which no escaping can express — is split
 // across two commands so that the "%" ends one argument and the "s" starts the
 // next. Long text is split into several commands as well; empty text gives
-// none. Characters outside the virtual keyboard map (most non-ASCII) are
-// passed through, but stock Android cannot type them with `input text`.
+// none. Characters outside the virtual keyboard map (non-ASCII) are passed
+// through, but stock Android cannot type them with `input text` and Run
+// refuses such lines: PlanText folds them or uses ADBKeyboard instead.
 func TextCommands(text string) []string {
 	text = strings.ReplaceAll(text, "\x00", "")
 	var cmds []string

@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,34 @@ func TestAndroidSerialIsHonoured(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--serial or ANDROID_SERIAL") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// TestSilentServerTimesOut: something listens on the adb port but never
+// answers (a wedged server, a wrong port); Connect gives up within the
+// command deadline instead of hanging.
+func TestSilentServerTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	_, err = Connect(context.Background(), Options{Host: "127.0.0.1", Port: port, NoStartServer: true, CommandTimeout: 300 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no adb server answers") || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("err = %v", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("took %s", el)
+	}
+	oneLineErr(t, err)
 }
