@@ -333,3 +333,10 @@ func (d *Device) shellText(ctx context.Context, line string) (string, error) {
 	out, err := d.shell(ctx, line)
 	return strings.ReplaceAll(string(out), "\r", ""), err
 }
+
+// Property reads one system property with getprop (e.g.
+// "ro.build.version.sdk"); "" when it is unset. Retried like every read.
+func (d *Device) Property(ctx context.Context, name string) (string, error) {
+	out, err := d.readShellText(ctx, "getprop "+ShellQuote(name))
+	return strings.TrimSpace(out), err
+}

@@ -130,11 +130,11 @@ func (d *Device) Run(ctx context.Context, cmds []string) error {
 		if strings.HasPrefix(c, "input text ") && !isASCII(c) {
 			return fmt.Errorf("device %s: %q not sent: `input text` cannot type %q (install the ADBKeyboard IME, or let autoui fold text to ASCII)", d.serial, c, nonASCIIRunes(c))
 		}
-		out, err := d.shellText(ctx, c+statusEcho)
+		raw, err := d.tr.service(ctx, "shell:"+c+statusEcho)
 		if err != nil {
-			return err
+			return d.wrap(fmt.Sprintf("%q", c), err)
 		}
-		out, rc, ok := splitExitStatus(out)
+		out, rc, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
 		switch o := strings.TrimSpace(out); {
 		case !ok:
 			return fmt.Errorf("device %s: %q: no exit status came back (the link dropped?): %s", d.serial, c, commandFailure(o))

@@ -111,7 +111,7 @@ func commandFailure(out string) string {
 		msg = "no output"
 	}
 	if strings.Contains(out, "INJECT_EVENTS") {
-		msg += "; the phone refuses injected input: on Xiaomi/Redmi/POCO (MIUI/HyperOS) enable Developer options > \"USB debugging (Security settings)\" (needs a SIM and a Mi account), then reconnect"
+		msg = strings.TrimSuffix(msg, ".") + "; the phone refuses injected input: on Xiaomi/Redmi/POCO (MIUI/HyperOS) enable Developer options > \"USB debugging (Security settings)\" (needs a SIM and a Mi account), then reconnect"
 	}
 	return msg
 }

@@ -38,8 +38,8 @@ func TestOrientationEveryAndroid(t *testing.T) {
 				if err != nil || gw != w || gh != h {
 					t.Fatalf("ScreenSize = %d x %d, %v; want %d x %d", gw, gh, err, w, h)
 				}
-				sdk, err := d.readShellText(ctx, "getprop ro.build.version.sdk")
-				if err != nil || strings.TrimSpace(sdk) != fmt.Sprint(adbtest.SDKLevel(v)) {
+				sdk, err := d.Property(ctx, "ro.build.version.sdk")
+				if err != nil || sdk != fmt.Sprint(adbtest.SDKLevel(v)) {
 					t.Fatalf("sdk = %q, %v", sdk, err)
 				}
 			})
