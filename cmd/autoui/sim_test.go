@@ -91,3 +91,50 @@ func TestSimServesEveryAndroid(t *testing.T) {
 		t.Fatal("--android 9 accepted")
 	}
 }
+
+// simTap taps the centre of the sim element id through the device.
+func simTap(t *testing.T, d *device.Device, s *simServer, id string) {
+	t.Helper()
+	for _, e := range s.phone.Annotations() {
+		if e.ID == id {
+			c := e.Center()
+			w, h := s.phone.Size()
+			if err := d.Run(context.Background(), []string{fmt.Sprintf("input tap %d %d", int(c.X*float64(w)), int(c.Y*float64(h)))}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s on the sim's screen", id)
+}
+
+// TestSimTypesNonASCII types into the sim's contacts search through the real
+// adb server: exactly with ADBKeyboard, folded to ASCII without it.
+func TestSimTypesNonASCII(t *testing.T) {
+	srv := adbtest.StartServer(t)
+	const text = "Zoë O'Brien; $(reboot) 日本"
+	for _, withIME := range []bool{true, false} {
+		s := startTestSim(t, srv, simConfig{android: 15, adbKeyboard: withIME})
+		d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, h := s.phone.Size()
+		if err := d.Run(context.Background(), []string{fmt.Sprintf("input swipe %d %d %d %d 300", w/2, h*8/10, w/2, h*2/10)}); err != nil {
+			t.Fatal(err)
+		}
+		simTap(t, d, s, "app:contacts")
+		simTap(t, d, s, "field:contacts.search")
+		plan := d.PlanText(text)
+		if err := d.Run(context.Background(), plan.Commands); err != nil {
+			t.Fatal(err)
+		}
+		want, warned := text, false
+		if !withIME {
+			want, warned = "Zoe O'Brien; $(reboot) ", true
+		}
+		if got := s.phone.Field("contacts.search"); got != want || (plan.Warning != "") != warned {
+			t.Fatalf("ADBKeyboard %v: field %q, want %q (warning %q)", withIME, got, want, plan.Warning)
+		}
+	}
+}
