@@ -40,6 +40,8 @@ type runFlags struct {
 	onNoEffect     string
 	repeatLimit    int
 	noAnnotate     bool
+	nonASCII       string
+	adbTimeout     time.Duration
 }
 
 func addRunFlags(fs *flag.FlagSet) *runFlags {
@@ -62,6 +64,8 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&r.onNoEffect, "on-no-effect", "continue", "when an action leaves the screen unchanged: continue, retry (send it once more) or stop")
 	fs.IntVar(&r.repeatLimit, "repeat-limit", 3, "stop when the model predicts the same action this many times in a row")
 	fs.BoolVar(&r.noAnnotate, "no-annotate", false, "do not write annotated PNGs to --out")
+	fs.StringVar(&r.nonASCII, "non-ascii", device.TextAuto, "typing text outside ASCII ("+strings.Join(device.NonASCIIModes, ", ")+"): auto uses the ADBKeyboard IME when installed, else folds to ASCII with a warning; refuse stops instead")
+	fs.DurationVar(&r.adbTimeout, "adb-timeout", 30*time.Second, "deadline for each device command (one shell line, one screenshot)")
 	return r
 }
 
@@ -77,9 +81,16 @@ func parseRunSize(s string) (int, int, error) {
 }
 
 func (r *runFlags) deviceOptions() (device.Options, error) {
-	o := device.Options{Host: r.adbHost, Port: r.adbPort, Serial: r.serial, SwipeDuration: time.Duration(r.swipeMs) * time.Millisecond}
+	o := device.Options{Host: r.adbHost, Port: r.adbPort, Serial: r.serial, SwipeDuration: time.Duration(r.swipeMs) * time.Millisecond,
+		NonASCII: r.nonASCII, CommandTimeout: r.adbTimeout}
 	if r.swipeMs <= 0 {
 		return o, usageErrorf("--swipe-ms %d: must be > 0", r.swipeMs)
+	}
+	if err := device.ValidateNonASCII(r.nonASCII); err != nil {
+		return o, usageErrorf("--non-ascii: %v", err)
+	}
+	if r.adbTimeout <= 0 {
+		return o, usageErrorf("--adb-timeout %s: must be > 0", r.adbTimeout)
 	}
 	if r.size != "" {
 		w, h, err := parseRunSize(r.size)

@@ -95,6 +95,16 @@ func TestRunFlagErrors(t *testing.T) {
 	if err != nil || o.Width != 720 || o.Height != 1600 || o.SwipeDuration.Milliseconds() != 500 {
 		t.Errorf("options = %+v, %v", o, err)
 	}
+	if _, err := parseRunFlags(t, "--goal", "x", "--non-ascii", "transliterate").deviceOptions(); err == nil {
+		t.Error("bad --non-ascii accepted")
+	}
+	if _, err := parseRunFlags(t, "--goal", "x", "--adb-timeout", "0s").deviceOptions(); err == nil {
+		t.Error("--adb-timeout 0 accepted")
+	}
+	o, err = parseRunFlags(t, "--goal", "x", "--non-ascii", "refuse", "--adb-timeout", "12s").deviceOptions()
+	if err != nil || o.NonASCII != "refuse" || o.CommandTimeout.Seconds() != 12 {
+		t.Errorf("options = %+v, %v", o, err)
+	}
 }
 
 func TestTerminalConfirm(t *testing.T) {
