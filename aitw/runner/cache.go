@@ -44,7 +44,9 @@ func readFeatures(path string) ([]float32, error) {
 }
 
 // writeFeatures writes atomically (temp file + rename), so a killed run never
-// leaves a partial entry.
+// leaves a partial entry. Unlike atomicfile it does not fsync: a cache entry
+// lost in a power cut is recomputed, and a sync per screen would cost more
+// than the cache saves on small models.
 func writeFeatures(path string, f []float32) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("feature cache: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
+	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
 )
@@ -284,19 +285,5 @@ func readFeatures(path string) ([]float32, error) {
 
 // writePNG writes img atomically: a crash never leaves a half-written file.
 func writePNG(path string, img image.Image) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, func(w io.Writer) error { return png.Encode(w, img) })
 }
