@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/autoui/autoui/device/adbhost"
 )
 
 // Options choose the adb server and the device, and how commands travel.
@@ -192,7 +194,7 @@ func (t *transport) hostQuery(ctx context.Context, req string) (string, error) {
 	if err := request(c, r, req); err != nil {
 		return "", t.classify(ctx, cmdCtx, req, err)
 	}
-	out, err := readHexString(r)
+	out, err := adbhost.ReadString(r)
 	if err != nil {
 		return "", t.classify(ctx, cmdCtx, req, err)
 	}

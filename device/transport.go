@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/autoui/autoui/device/adbhost"
 )
 
 // Defaults for the transport; Options override them.
@@ -59,38 +60,24 @@ func (t *transport) dial(ctx context.Context) (net.Conn, error) {
 
 // request sends one length-prefixed request and reads OKAY or FAIL.
 func request(c net.Conn, r *bufio.Reader, req string) error {
-	if _, err := fmt.Fprintf(c, "%04x%s", len(req), req); err != nil {
+	if err := adbhost.WriteRequest(c, req); err != nil {
 		return err
 	}
-	var status [4]byte
-	if _, err := io.ReadFull(r, status[:]); err != nil {
+	status, err := adbhost.ReadStatus(r)
+	if err != nil {
 		return err
 	}
-	switch string(status[:]) {
+	switch status {
 	case "OKAY":
 		return nil
 	case "FAIL":
-		msg, err := readHexString(r)
+		msg, err := adbhost.ReadString(r)
 		if err != nil {
 			return &serverError{"adb server refused " + req}
 		}
 		return &serverError{strings.TrimSpace(msg)}
 	}
-	return fmt.Errorf("adb server answered %q to %s", status[:], req)
-}
-
-func readHexString(r io.Reader) (string, error) {
-	var l [4]byte
-	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return "", err
-	}
-	n, err := strconv.ParseUint(string(l[:]), 16, 32)
-	if err != nil {
-		return "", fmt.Errorf("bad length %q", l[:])
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
+	return fmt.Errorf("adb server answered %q to %s", status, req)
 }
 
 // withConn runs fn on a connection switched to the device, under the

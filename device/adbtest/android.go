@@ -35,10 +35,7 @@ var rotationDegrees = [4]int{0, 90, 180, 270}
 func (d *Device) writeDumpsysInput(w io.Writer) {
 	o := d.opts.Orientation % 4
 	pw, ph := d.physicalSize()
-	lw, lh := pw, ph
-	if o%2 == 1 {
-		lw, lh = ph, pw
-	}
+	lw, lh := d.phone.Size() // as rotated: the physical size turned by o
 	fmt.Fprintf(w, `INPUT MANAGER (dumpsys input)
 
 Input Manager Service (Java) State:
@@ -89,10 +86,7 @@ func (d *Device) writeDumpsysWindowDisplays(w io.Writer) {
 func (d *Device) writeDumpsysDisplay(w io.Writer) {
 	o := d.opts.Orientation % 4
 	pw, ph := d.physicalSize()
-	lw, lh := pw, ph
-	if o%2 == 1 {
-		lw, lh = ph, pw
-	}
+	lw, lh := d.phone.Size() // as rotated: the physical size turned by o
 	fmt.Fprintf(w, `DISPLAY MANAGER (dumpsys display)
   mOnlyCode=false
   mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=%d, logicalFrame=Rect(0, 0 - %d, %d), physicalFrame=Rect(0, 0 - %d, %d), deviceWidth=%d, deviceHeight=%d}]

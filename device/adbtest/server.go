@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/autoui/autoui/device/adbhost"
 )
 
 // InstallHint is what to do when no adb binary is found.
@@ -138,12 +140,12 @@ func (s *Server) Query(req string) (string, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := fmt.Fprintf(c, "%04x%s", len(req), req); err != nil {
+	if err := adbhost.WriteRequest(c, req); err != nil {
 		return "", err
 	}
 	r := bufio.NewReader(c)
-	status := make([]byte, 4)
-	if _, err := io.ReadFull(r, status); err != nil {
+	status, err := adbhost.ReadStatus(r)
+	if err != nil {
 		if req == "host:kill" {
 			return "", nil
 		}
@@ -152,28 +154,14 @@ func (s *Server) Query(req string) (string, error) {
 	if req == "host:kill" {
 		return "", nil
 	}
-	payload, err := readHexString(r)
-	if string(status) != "OKAY" {
+	payload, err := adbhost.ReadString(r)
+	if status != "OKAY" {
 		if err != nil {
 			return "", fmt.Errorf("adb server: %s", status)
 		}
 		return "", fmt.Errorf("adb server: %s", payload)
 	}
 	return payload, err
-}
-
-func readHexString(r io.Reader) (string, error) {
-	var l [4]byte
-	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return "", err
-	}
-	n, err := strconv.ParseUint(string(l[:]), 16, 32)
-	if err != nil {
-		return "", fmt.Errorf("bad length %q: %w", l[:], err)
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return string(b), err
 }
 
 // State returns the server's state for serial ("device", "offline", ...) or
