@@ -17,16 +17,17 @@ import (
 
 // BenchmarkRunBatch measures `eval run` throughput (steps/s) by batch size
 // on a random-weight T5-base bundle (`make bench-models`; skipped when
-// absent), 2 threads, over the 55 fixture steps. Features come from a
-// pre-filled feature cache, so no step runs vision: the text path alone, as
-// from Auto-UI's pickles. Random weights never stop by themselves, so every
-// step replays bench.TypicalAction (engine.Request.Replay: real decoder
-// calls, a trained model's output and speculative acceptance) with the
-// limit at its length + </s>. Each iteration runs every batch size in turn,
-// so on a shared machine the sizes see the same load; the metrics are
-// steps/s and decoder calls per step at each size.
+// absent), 2 threads (CPU unless AUTOUI_BENCH_PROVIDER says cuda), over the
+// 55 fixture steps. Features come from a pre-filled feature cache, so no
+// step runs vision: the text path alone, as from Auto-UI's pickles. Random
+// weights never stop by themselves, so every step replays
+// bench.TypicalAction (engine.Request.Replay: real decoder calls, a trained
+// model's output and speculative acceptance) with the limit at its length +
+// </s>. Each iteration runs every batch size in turn, so on a shared machine
+// the sizes see the same load; the metrics are steps/s and decoder calls
+// per step at each size, and each round is logged.
 //
-//	go test ./aitw/runner/ -run '^$' -bench RunBatch -benchtime=2x
+//	go test ./aitw/runner/ -run '^$' -bench RunBatch -benchtime=2x -v
 func BenchmarkRunBatch(b *testing.B) {
 	dir := filepath.Join("..", "..", "bench-models", "base-vtiny")
 	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
@@ -36,10 +37,17 @@ func BenchmarkRunBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := engine.NewPredictor(bundle, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 2}})
+	// AUTOUI_BENCH_PROVIDER=cuda measures the GPU default (ORT's CUDA build
+	// set up as in docs/cuda.md).
+	prov, err := engine.ParseProvider(os.Getenv("AUTOUI_BENCH_PROVIDER"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	p, err := engine.NewPredictor(bundle, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 2, Provider: prov}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("provider %s, 2 threads", prov)
 	defer p.Close()
 	replay, err := p.Tokenizer().EncodeNoEOS(bench.TypicalAction)
 	if err != nil {
@@ -59,16 +67,20 @@ func BenchmarkRunBatch(b *testing.B) {
 			elapsed := make([]time.Duration, len(sizes))
 			calls := make([]int, len(sizes))
 			for i := 0; i < b.N; i++ {
+				round := make([]string, len(sizes)) // per-round figures show the noise
 				for k, batch := range sizes {
 					opts := Options{Files: files, OutDir: b.TempDir(), CacheDir: cache, CacheKey: "bench", History: mode, Batch: batch}
 					t := time.Now()
 					sum, err := Run(context.Background(), rp, opts)
-					elapsed[k] += time.Since(t)
+					dt := time.Since(t)
 					if err != nil || sum.Predicted != steps || sum.CacheMisses != 0 || sum.Decode.Tokens != steps*(len(replay)+1) {
 						b.Fatalf("batch %d: %+v %v", batch, sum, err)
 					}
+					elapsed[k] += dt
 					calls[k] += sum.Decode.Calls
+					round[k] = fmt.Sprintf("B=%d %.3f", batch, float64(steps)/dt.Seconds())
 				}
+				b.Logf("round %d steps/s: %s (load %s)", i, strings.Join(round, ", "), loadAverage())
 			}
 			n := float64(b.N * steps)
 			for k, batch := range sizes {
