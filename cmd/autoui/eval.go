@@ -220,9 +220,11 @@ func runEvalRun(ctx context.Context, args []string) error {
 		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses)
 	if d, n := sum.Decode, sum.Predicted; n > 0 && d.Calls > 0 {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
-		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call\n",
+		// A batched call serves several steps: these are wall time and calls
+		// per step, averaged over the batches.
+		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d)\n",
 			ms(d.TextPath)/float64(n), ms(d.Decode)/float64(n), float64(d.Calls)/float64(n), float64(d.Tokens)/float64(n),
-			float64(d.Tokens)/float64(d.Calls))
+			float64(d.Tokens)/float64(d.Calls), *batch)
 	}
 	if err != nil {
 		return err
