@@ -79,6 +79,10 @@ const ServerInstallHint = "install the Android platform tools: `sudo apt-get ins
 	"`brew install --cask android-platform-tools` on macOS, or the SDK Platform-Tools zip from " +
 	"https://developer.android.com/tools/releases/platform-tools (then put adb on PATH)"
 
+// ServerAddr is the adb server Connect uses: Host (default localhost) and
+// Port (default $ANDROID_ADB_SERVER_PORT, else 5037).
+func (o Options) ServerAddr() (string, int) { return o.addr(defaultGetenv) }
+
 func (o Options) addr(getenv func(string) string) (string, int) {
 	host, port := o.Host, o.Port
 	if host == "" {

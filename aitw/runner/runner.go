@@ -13,6 +13,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
 )
@@ -120,9 +121,6 @@ func (d *DecodeStats) addBatch(res []*engine.Result) {
 	d.TextPath += res[0].Timings.Encoder + res[0].Timings.Fusion + decode
 }
 
-// PredictionsFile is the file name a run writes in its output directory.
-const PredictionsFile = "predictions.jsonl"
-
 // errStop ends the episode stream early (limit reached or interrupted).
 var errStop = errors.New("stop")
 
@@ -139,7 +137,7 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return sum, fmt.Errorf("eval run: %w", err)
 	}
-	sum.Path = filepath.Join(opts.OutDir, PredictionsFile)
+	sum.Path = filepath.Join(opts.OutDir, runinfo.PredictionsFile)
 	w, done, err := aitw.OpenPredictionWriter(sum.Path)
 	if err != nil {
 		return sum, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/engine"
 )
 
@@ -348,7 +349,7 @@ func TestShardsCoverEverythingOnce(t *testing.T) {
 		if _, err := Run(context.Background(), &fakePredictor{}, opts); err != nil {
 			t.Fatal(err)
 		}
-		ps, err := aitw.ReadPredictions(filepath.Join(out, PredictionsFile))
+		ps, err := aitw.ReadPredictions(filepath.Join(out, runinfo.PredictionsFile))
 		if err != nil {
 			t.Fatal(err)
 		}

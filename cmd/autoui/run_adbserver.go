@@ -5,29 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"time"
 
 	"github.com/autoui/autoui/device"
 )
-
-// adbAddr is the adb server address device.Connect will use: localhost and
-// $ANDROID_ADB_SERVER_PORT or 5037 unless given.
-func adbAddr(o device.Options) (string, int) {
-	host, port := o.Host, o.Port
-	if host == "" {
-		host = "localhost"
-	}
-	if port == 0 {
-		port = 5037
-		if p, err := strconv.Atoi(os.Getenv("ANDROID_ADB_SERVER_PORT")); err == nil && p > 0 {
-			port = p
-		}
-	}
-	return host, port
-}
 
 func adbAnswers(host string, port int) bool {
 	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), time.Second)
@@ -48,7 +31,7 @@ func isLoopbackHost(host string) bool {
 // is autoui's own and is stopped, so `run --adb-port P` leaves nothing
 // behind. A server that was already running is left alone.
 func withOwnADBServer(o device.Options, log io.Writer, fn func() error) error {
-	host, port := adbAddr(o)
+	host, port := o.ServerAddr()
 	if o.NoStartServer || !isLoopbackHost(host) || adbAnswers(host, port) {
 		return fn()
 	}
