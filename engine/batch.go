@@ -75,6 +75,7 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result
 			return nil, fmt.Errorf("predict batch item %d: %w", i, err)
 		}
 		res[i].SourceTokens = len(prompts[i])
+		res[i].SourceIDs = prompts[i]
 		res[i].Timings.Tokenize = time.Since(t)
 		n = max(n, len(prompts[i]))
 	}

@@ -245,6 +245,7 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.SourceTokens = len(ids)
+	res.SourceIDs = ids
 	res.Timings.Tokenize = time.Since(t)
 
 	if err := ctx.Err(); err != nil {

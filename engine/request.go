@@ -51,6 +51,8 @@ type Result struct {
 	// whitespace collapse; SourceTokens its token count.
 	SourceText   string
 	SourceTokens int
+	// SourceIDs are the prompt's token ids as the encoder saw them (with </s>).
+	SourceIDs []int64
 	// Features are the vision features used (computed or given).
 	Features []float32
 	Timings  Timings
