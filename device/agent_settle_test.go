@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/screendiff"
 )
@@ -21,7 +21,7 @@ import (
 // clockPhone changes its body on every input and its status bar (the top
 // rows, like a clock) on every capture.
 type clockPhone struct {
-	*adbtest.RecordingPhone
+	*fakephone.RecordingPhone
 	mu               sync.Mutex
 	inputs, captures int
 }
@@ -55,7 +55,7 @@ func (p *clockPhone) Screencap() ([]byte, error) {
 
 func TestAgentSettleWaitsAndMasksStatusBar(t *testing.T) {
 	phone := &clockPhone{RecordingPhone: mustPhone(t, 108, 240)}
-	_, d := fakeDevice(t, adbtest.Options{Phone: phone})
+	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
 	opts := AgentOptions{Goal: "g", OutDir: out, SettleMin: 150 * time.Millisecond, StableFrames: 3, SettleTimeout: 5 * time.Second}
 	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, opts).Run(context.Background())
@@ -70,11 +70,11 @@ func TestAgentSettleWaitsAndMasksStatusBar(t *testing.T) {
 }
 
 func TestAgentReportsBlackFrames(t *testing.T) {
-	p, err := adbtest.NewRecordingPhone(adbtest.SolidPNG(108, 240, color.RGBA{0, 0, 0, 255}))
+	p, err := fakephone.NewRecordingPhone(fakephone.SolidPNG(108, 240, color.RGBA{0, 0, 0, 255}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, d := fakeDevice(t, adbtest.Options{Phone: p})
+	_, d := fakeDevice(t, fakephone.Options{Phone: p})
 	out := t.TempDir()
 	var log strings.Builder
 	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, Log: &log})).Run(context.Background())
@@ -105,7 +105,7 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 		{screendiff.OnNoEffectRetry, 4, 2, 2, StopComplete},
 		{screendiff.OnNoEffectStop, 1, 1, 0, StopNoEffect},
 	} {
-		fake, d := fakeDevice(t, adbtest.Options{Phone: mustPhone(t, 108, 240)})
+		fake, d := fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
 		out := t.TempDir()
 		pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(done)}}
 		sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out, OnNoEffect: c.policy})).Run(context.Background())
@@ -126,7 +126,7 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 }
 
 func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	out := t.TempDir()
 	run := func(overwrite bool, answers ...engine.Result) error {
 		_, err := NewAgent(d, &scripted{answers: answers}, quick(AgentOptions{Goal: "g", OutDir: out, Overwrite: overwrite})).Run(context.Background())
@@ -167,7 +167,7 @@ func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
 
 // The log shows "-> command" only for what was sent.
 func TestAgentLogsOnlySentCommands(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	var log strings.Builder
 	pred := &scripted{answers: []engine.Result{res(tapB), res(tapA)}} // then tapA forever
 	if _, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Log: &log})).Run(context.Background()); err != nil {
@@ -191,7 +191,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 
 // A dry run's screen never changes; a repeat ends it without an error.
 func TestAgentDryRunRepeatIsNotAFailure(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA)}}, quick(AgentOptions{Goal: "g", DryRun: true})).Run(context.Background())
 	if err != nil || sum.StopReason != StopDryRunRepeat || sum.Error != "" || sum.Steps != 3 {
 		t.Fatalf("%+v, %v", sum, err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/engine"
 )
 
@@ -61,13 +61,13 @@ var (
 
 // smallPhone is a 108x240 screen (cheap to encode) that changes color on
 // every input, so each step sees a new screen and settling is exercised.
-func smallPhone(t *testing.T) *adbtest.RecordingPhone {
+func smallPhone(t *testing.T) *fakephone.RecordingPhone {
 	t.Helper()
 	p := mustPhone(t, 108, 240)
 	n := 0
-	p.OnEvent = func(adbtest.Event) {
+	p.OnEvent = func(fakephone.Event) {
 		n++
-		_ = p.SetScreen(adbtest.SolidPNG(108, 240, color.RGBA{uint8(20 * n), 100, 100, 255}))
+		_ = p.SetScreen(fakephone.SolidPNG(108, 240, color.RGBA{uint8(20 * n), 100, 100, 255}))
 	}
 	return p
 }
@@ -106,7 +106,7 @@ func readSummary(t *testing.T, dir string) map[string]any {
 }
 
 func TestAgentFullEpisode(t *testing.T) {
-	fake, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	pred := &scripted{answers: []engine.Result{res(tapA), res(swipeUp), res(typeA), res(back), res(home), res(enter), res(done)}}
 	out := t.TempDir()
 	var log strings.Builder
@@ -118,18 +118,18 @@ func TestAgentFullEpisode(t *testing.T) {
 		t.Fatalf("summary = %+v", sum)
 	}
 	ev := phoneOf(fake).Events()
-	want := []adbtest.Event{
-		{Kind: adbtest.EventTap, X1: 54, Y1: 120},
-		{Kind: adbtest.EventSwipe, X1: 54, Y1: 192, X2: 54, Y2: 48, DurationMs: 300},
-		{Kind: adbtest.EventText, Text: "coffee & cake; $(reboot)"},
-		{Kind: adbtest.EventKey, KeyCode: 4}, {Kind: adbtest.EventKey, KeyCode: 3}, {Kind: adbtest.EventKey, KeyCode: 66},
+	want := []fakephone.Event{
+		{Kind: fakephone.EventTap, X1: 54, Y1: 120},
+		{Kind: fakephone.EventSwipe, X1: 54, Y1: 192, X2: 54, Y2: 48, DurationMs: 300},
+		{Kind: fakephone.EventText, Text: "coffee & cake; $(reboot)"},
+		{Kind: fakephone.EventKey, KeyCode: 4}, {Kind: fakephone.EventKey, KeyCode: 3}, {Kind: fakephone.EventKey, KeyCode: 66},
 	}
 	typed := ""
-	var got []adbtest.Event
+	var got []fakephone.Event
 	for _, e := range ev {
-		if e.Kind == adbtest.EventText {
+		if e.Kind == fakephone.EventText {
 			typed += e.Text
-			if len(got) > 0 && got[len(got)-1].Kind == adbtest.EventText {
+			if len(got) > 0 && got[len(got)-1].Kind == fakephone.EventText {
 				continue
 			}
 			e.Text = ""
@@ -210,7 +210,7 @@ func TestAgentFullEpisode(t *testing.T) {
 }
 
 func TestAgentDryRunSendsNothing(t *testing.T) {
-	fake, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	pred := &scripted{answers: []engine.Result{res(tapA), res(typeA), res(tapB), res(done)}}
 	var log strings.Builder
 	out := t.TempDir()
@@ -241,7 +241,7 @@ func TestAgentDryRunSendsNothing(t *testing.T) {
 }
 
 func TestAgentStopsOnRepeatedAction(t *testing.T) {
-	fake, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	pred := &scripted{answers: []engine.Result{res(tapB), res(tapA)}} // then tapA forever
 	out := t.TempDir()
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
@@ -264,7 +264,7 @@ func TestAgentStopsOnRepeatedAction(t *testing.T) {
 }
 
 func TestAgentStopsOnUnparsableOutput(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	bad := engine.Result{Raw: "Action Plan: [DUAL_POINT] ; Action Decision: garbage", ParseErr: errors.New("no action_type")}
 	pred := &scripted{answers: []engine.Result{res(tapA), bad}}
 	out := t.TempDir()
@@ -282,7 +282,7 @@ func TestAgentStopsOnUnparsableOutput(t *testing.T) {
 }
 
 func TestAgentStepBudgetAndImpossible(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(tapB)}}, quick(AgentOptions{Goal: "g", MaxSteps: 2})).Run(context.Background())
 	if err != nil || sum.StopReason != StopMaxSteps || sum.Steps != 2 {
 		t.Fatalf("budget: %+v, %v", sum, err)
@@ -296,7 +296,7 @@ func TestAgentStepBudgetAndImpossible(t *testing.T) {
 func TestAgentDeviceDisconnectsMidEpisode(t *testing.T) {
 	inputs := 0
 	var mu sync.Mutex
-	fake, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t), DropWhen: func(line string) bool {
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t), DropWhen: func(line string) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.HasPrefix(line, "input") {
@@ -326,7 +326,7 @@ func TestAgentDeviceDisconnectsMidEpisode(t *testing.T) {
 }
 
 func TestAgentInterruptKeepsTrajectory(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(swipeUp)}, hook: func(i int) {
@@ -351,7 +351,7 @@ func TestAgentInterruptKeepsTrajectory(t *testing.T) {
 }
 
 func TestAgentConfirm(t *testing.T) {
-	fake, d := fakeDevice(t, adbtest.Options{Phone: smallPhone(t)})
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(back), res(home)}}
 	answers := []Decision{Proceed, Skip, Proceed, Quit}
 	var asked []string
@@ -370,7 +370,7 @@ func TestAgentConfirm(t *testing.T) {
 		t.Fatalf("asked %q", got)
 	}
 	ev := phoneOf(fake).Events()
-	if len(ev) != 2 || ev[0].Kind != adbtest.EventTap || ev[1].KeyCode != 4 {
+	if len(ev) != 2 || ev[0].Kind != fakephone.EventTap || ev[1].KeyCode != 4 {
 		t.Fatalf("events = %+v", ev)
 	}
 	if len(pred.reqs[2].History) != 1 { // the skipped tap is not history
@@ -380,7 +380,7 @@ func TestAgentConfirm(t *testing.T) {
 
 // changingPhone returns a different screen on every capture.
 type changingPhone struct {
-	*adbtest.RecordingPhone
+	*fakephone.RecordingPhone
 	mu sync.Mutex
 	n  int
 }
@@ -390,12 +390,12 @@ func (p *changingPhone) Screencap() ([]byte, error) {
 	p.n++
 	n := p.n
 	p.mu.Unlock()
-	return adbtest.SolidPNG(108, 240, color.RGBA{uint8(40 * n), 200, uint8(n >> 8), 255}), nil
+	return fakephone.SolidPNG(108, 240, color.RGBA{uint8(40 * n), 200, uint8(n >> 8), 255}), nil
 }
 
 func TestAgentSettleTimeout(t *testing.T) {
 	phone := &changingPhone{RecordingPhone: mustPhone(t, 108, 240)}
-	_, d := fakeDevice(t, adbtest.Options{Phone: phone})
+	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
 	// A 1 ns budget: the first differing pair ends the wait, unsettled.
 	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, SettleTimeout: 1})).Run(context.Background())

@@ -12,20 +12,21 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 )
 
 // rig is a real adb server with fake devices connected.
 type rig struct {
-	srv *adbtest.Server
+	srv *fakephone.Server
 }
 
-func newRig(t *testing.T) *rig { return &rig{srv: adbtest.StartServer(t)} }
+func newRig(t *testing.T) *rig { return &rig{srv: phonetest.StartServer(t)} }
 
-func (r *rig) add(t *testing.T, opts adbtest.Options) *adbtest.Device {
+func (r *rig) add(t *testing.T, opts fakephone.Options) *fakephone.Device {
 	t.Helper()
-	d := adbtest.New(t, opts)
-	r.srv.Connect(t, d)
+	d := phonetest.New(t, opts)
+	phonetest.Connect(t, r.srv, d)
 	return d
 }
 
@@ -40,15 +41,15 @@ func (r *rig) connect(t *testing.T, opts Options) *Device {
 }
 
 // fakeDevice is the usual setup: one fake device, connected.
-func fakeDevice(t *testing.T, opts adbtest.Options) (*adbtest.Device, *Device) {
+func fakeDevice(t *testing.T, opts fakephone.Options) (*fakephone.Device, *Device) {
 	t.Helper()
 	r := newRig(t)
 	fake := r.add(t, opts)
 	return fake, r.connect(t, Options{})
 }
 
-func phoneOf(fake *adbtest.Device) *adbtest.RecordingPhone {
-	return fake.Phone().(*adbtest.RecordingPhone)
+func phoneOf(fake *fakephone.Device) *fakephone.RecordingPhone {
+	return fake.Phone().(*fakephone.RecordingPhone)
 }
 
 func TestConnectPicksDevice(t *testing.T) {
@@ -58,12 +59,12 @@ func TestConnectPicksDevice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no Android device attached") {
 		t.Fatalf("no devices: err = %v", err)
 	}
-	a := r.add(t, adbtest.Options{Model: "Pixel_A"})
+	a := r.add(t, fakephone.Options{Model: "Pixel_A"})
 	d := r.connect(t, Options{})
 	if d.Serial() != a.Serial() || d.Model() != "Pixel_A" {
 		t.Fatalf("picked %s (%s), want %s (Pixel_A)", d.Serial(), d.Model(), a.Serial())
 	}
-	b := r.add(t, adbtest.Options{})
+	b := r.add(t, fakephone.Options{})
 	_, err = Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true})
 	if err == nil || !strings.Contains(err.Error(), "--serial") || !strings.Contains(err.Error(), a.Serial()) || !strings.Contains(err.Error(), b.Serial()) {
 		t.Fatalf("two devices: err = %v", err)
@@ -78,7 +79,7 @@ func TestConnectPicksDevice(t *testing.T) {
 }
 
 func TestConnectWithoutServerOrAdb(t *testing.T) {
-	port, err := adbtest.FreePort()
+	port, err := fakephone.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +96,14 @@ func TestConnectWithoutServerOrAdb(t *testing.T) {
 
 func TestConnectStartsServer(t *testing.T) {
 	if _, err := exec.LookPath("adb"); err != nil {
-		t.Fatal(adbtest.InstallHint)
+		t.Fatal(fakephone.InstallHint)
 	}
-	port, err := adbtest.FreePort()
+	port, err := fakephone.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HOME", t.TempDir()) // the started server keeps its key there
-	srv := &adbtest.Server{Host: "127.0.0.1", Port: port}
+	srv := &fakephone.Server{Host: "127.0.0.1", Port: port}
 	t.Cleanup(func() {
 		_, _ = srv.Query("host:kill")
 		// Wait (bounded) until the daemon is gone, before its HOME is removed.
@@ -127,14 +128,14 @@ func TestScreenSize(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name string
-		opts adbtest.Options
+		opts fakephone.Options
 		dev  Options
 		w, h int
 	}{
-		{"physical", adbtest.Options{}, Options{}, 1080, 2400},
-		{"override", adbtest.Options{OverrideWidth: 720, OverrideHeight: 1600}, Options{}, 720, 1600},
-		{"landscape", adbtest.Options{Orientation: 1, Phone: mustPhone(t, 240, 108)}, Options{}, 240, 108},
-		{"manual", adbtest.Options{}, Options{Width: 500, Height: 900}, 500, 900},
+		{"physical", fakephone.Options{}, Options{}, 1080, 2400},
+		{"override", fakephone.Options{OverrideWidth: 720, OverrideHeight: 1600}, Options{}, 720, 1600},
+		{"landscape", fakephone.Options{Orientation: 1, Phone: mustPhone(t, 240, 108)}, Options{}, 240, 108},
+		{"manual", fakephone.Options{}, Options{Width: 500, Height: 900}, 500, 900},
 	}
 	r := newRig(t)
 	for _, c := range cases {
@@ -148,9 +149,9 @@ func TestScreenSize(t *testing.T) {
 	}
 }
 
-func mustPhone(t *testing.T, w, h int) *adbtest.RecordingPhone {
+func mustPhone(t *testing.T, w, h int) *fakephone.RecordingPhone {
 	t.Helper()
-	p, err := adbtest.NewRecordingPhone(adbtest.SolidPNG(w, h, color.RGBA{40, 90, 200, 255}))
+	p, err := fakephone.NewRecordingPhone(fakephone.SolidPNG(w, h, color.RGBA{40, 90, 200, 255}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,16 +190,16 @@ func TestScreenshot(t *testing.T) {
 	garbage := func([]byte) []byte { return []byte("screencap: permission denied\n") }
 	cases := []struct {
 		name string
-		opts adbtest.Options
+		opts fakephone.Options
 		via  string
 	}{
-		{"exec-out", adbtest.Options{}, "exec-out"},
-		{"checksummed protocol", adbtest.Options{ProtocolVersion: 0x01000000, MaxPayload: 4096}, "exec-out"},
-		{"no exec service", adbtest.Options{NoExec: true}, "stdout"},
-		{"pty crlf without exec", adbtest.Options{PTY: true, NoExec: true}, "stdout"},
-		{"pty: exec-out is raw", adbtest.Options{PTY: true}, "exec-out"},
-		{"linker warning", adbtest.Options{ScreencapStdout: warn}, "exec-out"},
-		{"pull fallback", adbtest.Options{ScreencapStdout: garbage}, "pull"},
+		{"exec-out", fakephone.Options{}, "exec-out"},
+		{"checksummed protocol", fakephone.Options{ProtocolVersion: 0x01000000, MaxPayload: 4096}, "exec-out"},
+		{"no exec service", fakephone.Options{NoExec: true}, "stdout"},
+		{"pty crlf without exec", fakephone.Options{PTY: true, NoExec: true}, "stdout"},
+		{"pty: exec-out is raw", fakephone.Options{PTY: true}, "exec-out"},
+		{"linker warning", fakephone.Options{ScreencapStdout: warn}, "exec-out"},
+		{"pull fallback", fakephone.Options{ScreencapStdout: garbage}, "pull"},
 	}
 	r := newRig(t)
 	for _, c := range cases {
@@ -229,7 +230,7 @@ func TestScreenshot(t *testing.T) {
 
 func TestDispatchEveryAction(t *testing.T) {
 	ctx := context.Background()
-	fake, d := fakeDevice(t, adbtest.Options{})
+	fake, d := fakeDevice(t, fakephone.Options{})
 	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.25}, Lift: action.Point{Y: 0.5, X: 0.25}}
 	swipe := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.8, X: 0.5}, Lift: action.Point{Y: 0.2, X: 0.5}}
 	edge := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1.2, X: -0.1}, Lift: action.Point{Y: 1.2, X: -0.1}}
@@ -252,14 +253,14 @@ func TestDispatchEveryAction(t *testing.T) {
 			t.Fatalf("%s: %v", a, err)
 		}
 	}
-	want := []adbtest.Event{
-		{Kind: adbtest.EventTap, X1: 270, Y1: 1200},
-		{Kind: adbtest.EventSwipe, X1: 540, Y1: 1920, X2: 540, Y2: 480, DurationMs: 300},
-		{Kind: adbtest.EventTap, X1: 0, Y1: 2399},
-		{Kind: adbtest.EventText, Text: "hello world"},
-		{Kind: adbtest.EventKey, KeyCode: 4},
-		{Kind: adbtest.EventKey, KeyCode: 3},
-		{Kind: adbtest.EventKey, KeyCode: 66},
+	want := []fakephone.Event{
+		{Kind: fakephone.EventTap, X1: 270, Y1: 1200},
+		{Kind: fakephone.EventSwipe, X1: 540, Y1: 1920, X2: 540, Y2: 480, DurationMs: 300},
+		{Kind: fakephone.EventTap, X1: 0, Y1: 2399},
+		{Kind: fakephone.EventText, Text: "hello world"},
+		{Kind: fakephone.EventKey, KeyCode: 4},
+		{Kind: fakephone.EventKey, KeyCode: 3},
+		{Kind: fakephone.EventKey, KeyCode: 66},
 	}
 	got := phoneOf(fake).Events()
 	if len(got) != len(want) {
@@ -280,13 +281,13 @@ func TestDispatchEveryAction(t *testing.T) {
 
 func TestSwipeDurationOption(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{})
+	fake := r.add(t, fakephone.Options{})
 	d := r.connect(t, Options{SwipeDuration: 750_000_000})
 	p := d.PlanAction(action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.2}, Lift: action.Point{Y: 0.5, X: 0.8}}, 1000, 2000)
 	if err := d.Run(context.Background(), p.Commands); err != nil {
 		t.Fatal(err)
 	}
-	if ev := phoneOf(fake).Events(); len(ev) != 1 || ev[0] != (adbtest.Event{Kind: adbtest.EventSwipe, X1: 200, Y1: 1000, X2: 800, Y2: 1000, DurationMs: 750}) {
+	if ev := phoneOf(fake).Events(); len(ev) != 1 || ev[0] != (fakephone.Event{Kind: fakephone.EventSwipe, X1: 200, Y1: 1000, X2: 800, Y2: 1000, DurationMs: 750}) {
 		t.Fatalf("events = %+v", ev)
 	}
 }
@@ -305,7 +306,7 @@ var hostileTexts = []string{
 
 func TestTextEscapingThroughRealServer(t *testing.T) {
 	ctx := context.Background()
-	fake, d := fakeDevice(t, adbtest.Options{})
+	fake, d := fakeDevice(t, fakephone.Options{})
 	phone := phoneOf(fake)
 	for _, s := range hostileTexts {
 		before, shellBefore := len(phone.Events()), len(fake.Shell())
@@ -315,7 +316,7 @@ func TestTextEscapingThroughRealServer(t *testing.T) {
 		}
 		typed := ""
 		for _, e := range phone.Events()[before:] {
-			if e.Kind != adbtest.EventText {
+			if e.Kind != fakephone.EventText {
 				t.Errorf("%q: unexpected event %+v", s, e)
 			}
 			typed += e.Text
@@ -335,7 +336,7 @@ func TestTextEscapingThroughRealServer(t *testing.T) {
 
 // checkOneInputText checks that a line Run sent runs exactly one `input
 // text` with one argument, followed only by Run's exit-status marker.
-func checkOneInputText(t *testing.T, text string, sc adbtest.ShellCommand) {
+func checkOneInputText(t *testing.T, text string, sc fakephone.ShellCommand) {
 	t.Helper()
 	if !sc.StatusMarker || !strings.HasSuffix(sc.Line, "; echo "+rcMarker+"$?") {
 		t.Errorf("%q: line %q lacks the exit-status marker", text, sc.Line)
@@ -357,14 +358,14 @@ func FuzzTextCommands(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		typed := ""
 		for _, line := range TextCommands(s) {
-			cmds, hazards, err := adbtest.ParseShell(line)
+			cmds, hazards, err := fakephone.ParseShell(line)
 			if err != nil || len(hazards) != 0 || len(cmds) != 1 || len(cmds[0]) != 3 {
 				t.Fatalf("%q: line %q parses to %q, %q, %v", s, line, cmds, hazards, err)
 			}
 			if len(line) > 4*maxTextChunk+20 {
 				t.Fatalf("line of %d bytes", len(line))
 			}
-			typed += adbtest.AndroidInputText(cmds[0][2])
+			typed += fakephone.AndroidInputText(cmds[0][2])
 		}
 		if want := strings.ReplaceAll(s, "\x00", ""); typed != want {
 			t.Fatalf("typed %q, want %q", typed, want)
@@ -373,7 +374,7 @@ func FuzzTextCommands(f *testing.F) {
 }
 
 func TestUnknownCommandIsAnError(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{})
+	_, d := fakeDevice(t, fakephone.Options{})
 	err := d.Run(context.Background(), []string{"frobnicate"})
 	if err == nil || !strings.Contains(err.Error(), "inaccessible or not found") {
 		t.Fatalf("err = %v", err)
@@ -382,7 +383,7 @@ func TestUnknownCommandIsAnError(t *testing.T) {
 
 func TestDisconnectIsAClearError(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{})
+	fake := r.add(t, fakephone.Options{})
 	d := r.connect(t, Options{})
 	fake.Drop()
 	if err := r.srv.WaitGone(fake.Serial()); err != nil {

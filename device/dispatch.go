@@ -116,7 +116,7 @@ func (d *Device) SwipeMs() int { return int(d.opts.SwipeDuration.Milliseconds())
 // shell service does not report it.
 const (
 	rcMarker   = "__autoui_rc="
-	statusEcho = "; echo " + rcMarker + "$?" // adbtest.StatusMarker
+	statusEcho = "; echo " + rcMarker + "$?" // fakephone.StatusMarker
 )
 
 // Run sends command lines to the device in order, each with its own

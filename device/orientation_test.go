@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 )
 
 var blue = color.RGBA{40, 90, 200, 255}
@@ -18,14 +18,14 @@ var blue = color.RGBA{40, 90, 200, 255}
 func TestOrientationEveryAndroid(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	for v := adbtest.MinAndroid; v <= adbtest.MaxAndroid; v++ {
+	for v := fakephone.MinAndroid; v <= fakephone.MaxAndroid; v++ {
 		for _, o := range []int{0, 1, 2, 3} {
 			t.Run(fmt.Sprintf("android_%d_rotation_%d", v, o), func(t *testing.T) {
 				w, h := 108, 240
 				if o%2 == 1 {
 					w, h = h, w
 				}
-				fake := r.add(t, adbtest.Options{Android: v, Orientation: o, Phone: mustPhone(t, w, h)})
+				fake := r.add(t, fakephone.Options{Android: v, Orientation: o, Phone: mustPhone(t, w, h)})
 				d := r.connect(t, Options{Serial: fake.Serial()})
 				got, err := d.Orientation(ctx)
 				if err != nil || got != o {
@@ -39,7 +39,7 @@ func TestOrientationEveryAndroid(t *testing.T) {
 					t.Fatalf("ScreenSize = %d x %d, %v; want %d x %d", gw, gh, err, w, h)
 				}
 				sdk, err := d.Property(ctx, "ro.build.version.sdk")
-				if err != nil || sdk != fmt.Sprint(adbtest.SDKLevel(v)) {
+				if err != nil || sdk != fmt.Sprint(fakephone.SDKLevel(v)) {
 					t.Fatalf("sdk = %q, %v", sdk, err)
 				}
 			})
@@ -56,7 +56,7 @@ func TestEachAndroidPrintsItsOwnFormat(t *testing.T) {
 		14: "InputDeviceOrientation: 1", 15: "InputDeviceOrientation: Rotation90", 16: "InputDeviceOrientation: Rotation90",
 	}
 	for v, line := range want {
-		fake := r.add(t, adbtest.Options{Android: v, Orientation: 1})
+		fake := r.add(t, fakephone.Options{Android: v, Orientation: 1})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		out, err := d.readShellText(context.Background(), "dumpsys input")
 		if err != nil || !strings.Contains(out, line) || !strings.Contains(out, "Viewport INTERNAL:") {
@@ -71,7 +71,7 @@ func TestEachAndroidPrintsItsOwnFormat(t *testing.T) {
 }
 
 // countShell counts the command lines sent that start with prefix.
-func countShell(fake *adbtest.Device, prefix string) int {
+func countShell(fake *fakephone.Device, prefix string) int {
 	n := 0
 	for _, sc := range fake.Shell() {
 		if strings.HasPrefix(sc.Line, prefix) {
@@ -86,7 +86,7 @@ func countShell(fake *adbtest.Device, prefix string) int {
 func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 	ctx := context.Background()
 	phone := mustPhone(t, 108, 240)
-	fake, d := fakeDevice(t, adbtest.Options{Phone: phone})
+	fake, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	for i := 0; i < 5; i++ {
 		if _, err := d.Screenshot(ctx); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 	}
 	// The phone turns; the fake's dumpsys still says portrait (it was not
 	// told), and the screenshot's shape wins.
-	if err := phone.SetScreen(adbtest.SolidPNG(240, 108, blue)); err != nil {
+	if err := phone.SetScreen(fakephone.SolidPNG(240, 108, blue)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Screenshot(ctx); err != nil {
@@ -121,7 +121,7 @@ func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 // at all no longer stops the run; the screenshot's shape decides.
 func TestScreenSizeWithoutOrientation(t *testing.T) {
 	ctx := context.Background()
-	_, d := fakeDevice(t, adbtest.Options{Phone: mustPhone(t, 240, 108), Orientation: 1, HideRotation: true})
+	_, d := fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 240, 108), Orientation: 1, HideRotation: true})
 	if _, err := d.Orientation(ctx); err == nil {
 		t.Fatal("Orientation found a rotation in output without one")
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
@@ -119,7 +119,7 @@ func TestAWExportReplaysOnSim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, d := fakeDevice(t, adbtest.Options{Phone: played})
+		_, d := fakeDevice(t, fakephone.Options{Phone: played})
 		out := t.TempDir()
 		sum, err := NewAgent(d, &scripted{answers: answers}, quick(AgentOptions{Goal: task.Goal, OutDir: out, NoAnnotate: true, RepeatLimit: 100})).Run(context.Background())
 		if err != nil || sum.StopReason != StopComplete || !task.Success(played) {

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 )
 
 // oneLineErr fails the test when err's message spans lines or carries a
@@ -21,7 +22,7 @@ func oneLineErr(t *testing.T, err error) {
 }
 
 func TestInputExitStatusIsChecked(t *testing.T) {
-	_, d := fakeDevice(t, adbtest.Options{})
+	_, d := fakeDevice(t, fakephone.Options{})
 	ctx := context.Background()
 	err := d.Run(ctx, []string{"input tap 1"})
 	if err == nil || !strings.Contains(err.Error(), `"input tap 1" failed (exit status 1)`) || !strings.Contains(err.Error(), "Invalid arguments") {
@@ -39,7 +40,7 @@ func TestInputExitStatusIsChecked(t *testing.T) {
 func TestInjectEventsRefusalTellsTheFix(t *testing.T) {
 	r := newRig(t)
 	for _, v := range []int{10, 14} {
-		fake := r.add(t, adbtest.Options{Android: v, InjectDenied: true, Manufacturer: "Xiaomi"})
+		fake := r.add(t, fakephone.Options{Android: v, InjectDenied: true, Manufacturer: "Xiaomi"})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		err := d.Run(context.Background(), []string{"input tap 10 20"})
 		if err == nil || !strings.Contains(err.Error(), "INJECT_EVENTS") || !strings.Contains(err.Error(), "USB debugging (Security settings)") ||
@@ -52,7 +53,7 @@ func TestInjectEventsRefusalTellsTheFix(t *testing.T) {
 
 func TestCommandDeadline(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "dumpsys") || strings.HasPrefix(line, "input") }})
+	fake := r.add(t, fakephone.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "dumpsys") || strings.HasPrefix(line, "input") }})
 	d := r.connect(t, Options{Serial: fake.Serial(), CommandTimeout: 300 * time.Millisecond})
 	start := time.Now()
 	_, err := d.Orientation(context.Background())
@@ -71,7 +72,7 @@ func TestCommandDeadline(t *testing.T) {
 
 func TestCancelStopsAHungCommand(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "input") }})
+	fake := r.add(t, fakephone.Options{HangWhen: func(line string) bool { return strings.HasPrefix(line, "input") }})
 	d := r.connect(t, Options{Serial: fake.Serial()})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
@@ -90,7 +91,7 @@ func TestCancelStopsAHungCommand(t *testing.T) {
 // dumpsys go on, input is not repeated.
 func TestReadsRetryAfterABriefOffline(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{Phone: mustPhone(t, 108, 240)})
+	fake := r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
 	d := r.connect(t, Options{Serial: fake.Serial(), ReadRetries: 6})
 	ctx := context.Background()
 	if _, err := d.Screenshot(ctx); err != nil {
@@ -116,7 +117,7 @@ func TestReadsRetryAfterABriefOffline(t *testing.T) {
 
 func TestOfflineWithoutRetriesTellsTheFix(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, adbtest.Options{})
+	fake := r.add(t, fakephone.Options{})
 	d := r.connect(t, Options{Serial: fake.Serial(), ReadRetries: -1})
 	fake.Drop()
 	if err := r.srv.WaitGone(fake.Serial()); err != nil {
@@ -150,7 +151,7 @@ func TestHints(t *testing.T) {
 
 func TestUnauthorizedDevice(t *testing.T) {
 	r := newRig(t)
-	fake := adbtest.New(t, adbtest.Options{Unauthorized: true})
+	fake := phonetest.New(t, fakephone.Options{Unauthorized: true})
 	if _, err := r.srv.Adb("connect", fake.Addr()); err != nil {
 		t.Log(err) // adb connect may report the failed handshake
 	}
@@ -171,8 +172,8 @@ func TestUnauthorizedDevice(t *testing.T) {
 
 func TestAndroidSerialIsHonoured(t *testing.T) {
 	r := newRig(t)
-	a := r.add(t, adbtest.Options{})
-	b := r.add(t, adbtest.Options{})
+	a := r.add(t, fakephone.Options{})
+	b := r.add(t, fakephone.Options{})
 	env := map[string]string{"ANDROID_SERIAL": b.Serial()}
 	opts := Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Getenv: func(k string) string { return env[k] }}
 	d, err := Connect(context.Background(), opts)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 )
 
 func TestFoldASCII(t *testing.T) {
@@ -39,7 +39,7 @@ func TestNonASCIIInputTextFailsLikeAPhone(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	for _, v := range []int{10, 14} {
-		fake := r.add(t, adbtest.Options{Android: v})
+		fake := r.add(t, fakephone.Options{Android: v})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		out, err := d.shellText(ctx, "input text 'café'")
 		if err != nil || !strings.Contains(out, "NullPointerException") {
@@ -59,7 +59,7 @@ func TestTypingModes(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	t.Run("fold by default without ADBKeyboard", func(t *testing.T) {
-		fake := r.add(t, adbtest.Options{})
+		fake := r.add(t, fakephone.Options{})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		for _, s := range nonASCIITexts {
 			before := phoneOf(fake).TypedText()
@@ -77,7 +77,7 @@ func TestTypingModes(t *testing.T) {
 		}
 	})
 	t.Run("refuse", func(t *testing.T) {
-		fake := r.add(t, adbtest.Options{ADBKeyboard: true})
+		fake := r.add(t, fakephone.Options{ADBKeyboard: true})
 		d := r.connect(t, Options{Serial: fake.Serial(), NonASCII: TextRefuse})
 		p := d.PlanText("café")
 		if p.Refused == nil || !strings.Contains(p.Refused.Error(), "é") {
@@ -94,7 +94,7 @@ func TestTypingModes(t *testing.T) {
 		}
 	})
 	t.Run("adbkeyboard types exactly and restores the IME", func(t *testing.T) {
-		fake := r.add(t, adbtest.Options{ADBKeyboard: true})
+		fake := r.add(t, fakephone.Options{ADBKeyboard: true})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		if !d.HasADBKeyboard() {
 			t.Fatal("ADBKeyboard not detected")
@@ -124,7 +124,7 @@ func TestTypingModes(t *testing.T) {
 		}
 	})
 	t.Run("adbkeyboard required", func(t *testing.T) {
-		fake := r.add(t, adbtest.Options{})
+		fake := r.add(t, fakephone.Options{})
 		_, err := Connect(ctx, Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Serial: fake.Serial(), NonASCII: TextADBKeyboard})
 		if err == nil || !strings.Contains(err.Error(), "ADBKeyboard") {
 			t.Fatalf("err = %v", err)

@@ -16,7 +16,8 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -46,9 +47,9 @@ func TestExitCodes(t *testing.T) {
 
 // Ctrl-C during `run` ends with exit status 130 and the trajectory kept.
 func TestRunInterruptedExits130(t *testing.T) {
-	srv := adbtest.StartServer(t)
-	fake := adbtest.New(t, adbtest.Options{})
-	srv.Connect(t, fake)
+	srv := phonetest.StartServer(t)
+	fake := phonetest.New(t, fakephone.Options{})
+	phonetest.Connect(t, srv, fake)
 	out := filepath.Join(t.TempDir(), "traj")
 	rf := parseRunFlags(t, "--goal", "g", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--no-annotate")
 	opts, err := rf.deviceOptions()

@@ -13,7 +13,8 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/engine"
 )
 
@@ -35,9 +36,9 @@ func parseRunFlags(t *testing.T, args ...string) *runFlags {
 }
 
 func TestRunEpisodeDryRunAndReal(t *testing.T) {
-	srv := adbtest.StartServer(t)
-	fake := adbtest.New(t, adbtest.Options{})
-	srv.Connect(t, fake)
+	srv := phonetest.StartServer(t)
+	fake := phonetest.New(t, fakephone.Options{})
+	phonetest.Connect(t, srv, fake)
 	port := srv.Port
 	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}
 	typ := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "a b; rm -rf /"}
@@ -126,13 +127,13 @@ func TestRunEpisodeWithTinyBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phone, err := adbtest.NewRecordingPhone(screenPNG)
+	phone, err := fakephone.NewRecordingPhone(screenPNG)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := adbtest.StartServer(t)
-	fake := adbtest.New(t, adbtest.Options{Phone: phone})
-	srv.Connect(t, fake)
+	srv := phonetest.StartServer(t)
+	fake := phonetest.New(t, fakephone.Options{Phone: phone})
+	phonetest.Connect(t, srv, fake)
 
 	out := filepath.Join(t.TempDir(), "traj")
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -167,7 +168,7 @@ func TestRunEpisodeWithTinyBundle(t *testing.T) {
 	}
 	// the trained tiny model taps Settings (y 0.405, x 0.155 of 2400x1080) first
 	events := phone.Events()
-	if len(events) == 0 || events[0].Kind != adbtest.EventTap || events[0].X1 != 167 || events[0].Y1 != 972 {
+	if len(events) == 0 || events[0].Kind != fakephone.EventTap || events[0].X1 != 167 || events[0].Y1 != 972 {
 		t.Fatalf("first input %+v, want a tap at 167,972 (Settings)\n%s", events, stdout.String())
 	}
 	for _, f := range []string{"steps.jsonl", "summary.json", "android_world.jsonl", "step_000.png", "step_000_annotated.png"} {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 )
@@ -33,7 +33,7 @@ type simConfig struct {
 
 // simServer is a running simulated phone.
 type simServer struct {
-	dev   *adbtest.Device
+	dev   *fakephone.Device
 	phone *sim.Phone
 	task  *tasks.Task
 	addr  string // what `adb connect` takes
@@ -47,7 +47,7 @@ func runSim(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.seed, "seed", 0, "seed of the generated phone (apps, layout, contacts, settings...)")
 	size := fs.String("size", "1080x2400", "screen size WIDTHxHEIGHT in pixels")
 	fs.StringVar(&cfg.family, "task", "", "start in the start state of a task of this family ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
-	fs.IntVar(&cfg.android, "android", adbtest.DefaultAndroid, fmt.Sprintf("Android version (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", adbtest.MinAndroid, adbtest.MaxAndroid))
+	fs.IntVar(&cfg.android, "android", fakephone.DefaultAndroid, fmt.Sprintf("Android version (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", fakephone.MinAndroid, fakephone.MaxAndroid))
 	fs.BoolVar(&cfg.adbKeyboard, "adbkeyboard", false, "install the ADBKeyboard IME, so `am broadcast -a ADB_INPUT_B64` types any text (without it, `input text` refuses non-ASCII like a phone)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY] [--android N] [--adbkeyboard]")
@@ -79,8 +79,8 @@ func runSim(ctx context.Context, args []string) error {
 
 // startSim builds the phone and serves it as a device on cfg.port.
 func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
-	if cfg.android < adbtest.MinAndroid || cfg.android > adbtest.MaxAndroid {
-		return nil, fmt.Errorf("bad --android %d: want %d-%d", cfg.android, adbtest.MinAndroid, adbtest.MaxAndroid)
+	if cfg.android < fakephone.MinAndroid || cfg.android > fakephone.MaxAndroid {
+		return nil, fmt.Errorf("bad --android %d: want %d-%d", cfg.android, fakephone.MinAndroid, fakephone.MaxAndroid)
 	}
 	s := &simServer{}
 	if cfg.family != "" {
@@ -97,7 +97,7 @@ func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
 	} else {
 		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed})
 	}
-	dev, err := adbtest.Start(adbtest.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
+	dev, err := fakephone.Start(fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
 		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard})
 	if err != nil {
 		return nil, fmt.Errorf("start simulated device: %w", err)

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/device"
-	"github.com/autoui/autoui/device/adbtest"
+	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/sim/dataset"
 )
 
 // startTestSim serves a sim for cfg and connects a real adb server to it.
-func startTestSim(t *testing.T, srv *adbtest.Server, cfg simConfig) *simServer {
+func startTestSim(t *testing.T, srv *fakephone.Server, cfg simConfig) *simServer {
 	t.Helper()
 	if cfg.width == 0 {
 		cfg.width, cfg.height = 270, 600
@@ -31,12 +32,12 @@ func startTestSim(t *testing.T, srv *adbtest.Server, cfg simConfig) *simServer {
 }
 
 func TestSimExecOutGetpropAndIME(t *testing.T) {
-	srv := adbtest.StartServer(t)
-	port, err := adbtest.FreePort()
+	srv := phonetest.StartServer(t)
+	port, err := fakephone.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startTestSim(t, srv, simConfig{port: port, android: adbtest.DefaultAndroid, adbKeyboard: true})
+	s := startTestSim(t, srv, simConfig{port: port, android: fakephone.DefaultAndroid, adbKeyboard: true})
 	if s.addr != fmt.Sprintf("127.0.0.1:%d", port) {
 		t.Fatalf("sim at %s, want port %d", s.addr, port)
 	}
@@ -65,8 +66,8 @@ func TestSimExecOutGetpropAndIME(t *testing.T) {
 // TestSimServesEveryAndroid: with --android N the sim prints that
 // version's getprop and dumpsys, and the device code reads its size.
 func TestSimServesEveryAndroid(t *testing.T) {
-	srv := adbtest.StartServer(t)
-	for v := adbtest.MinAndroid; v <= adbtest.MaxAndroid; v++ {
+	srv := phonetest.StartServer(t)
+	for v := fakephone.MinAndroid; v <= fakephone.MaxAndroid; v++ {
 		s := startTestSim(t, srv, simConfig{android: v})
 		d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
 		if err != nil {
@@ -111,7 +112,7 @@ func simTap(t *testing.T, d *device.Device, s *simServer, id string) {
 // TestSimTypesNonASCII types into the sim's contacts search through the real
 // adb server: exactly with ADBKeyboard, folded to ASCII without it.
 func TestSimTypesNonASCII(t *testing.T) {
-	srv := adbtest.StartServer(t)
+	srv := phonetest.StartServer(t)
 	const text = "Zoë O'Brien; $(reboot) 日本"
 	for _, withIME := range []bool{true, false} {
 		s := startTestSim(t, srv, simConfig{android: 15, adbKeyboard: withIME})

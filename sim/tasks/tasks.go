@@ -133,7 +133,7 @@ func (t Task) Solve(p *sim.Phone, maxSteps int) []action.Action {
 }
 
 // Device is what Apply drives; *sim.Phone implements it, as does anything
-// implementing the adbtest Phone interface.
+// implementing the fakephone.Phone interface (package device/fakephone).
 type Device interface {
 	Size() (width, height int)
 	Tap(x, y int)

@@ -1,4 +1,4 @@
-// Package adbtest is a fake Android device that speaks the ADB transport
+// Package fakephone is a fake Android device that speaks the ADB transport
 // protocol over TCP on 127.0.0.1, so that a real `adb` server reaches it with
 // `adb connect 127.0.0.1:PORT` and every byte between client, server and
 // device goes through the real protocol.
@@ -8,7 +8,12 @@
 // `shell:` command lines through a POSIX-sh-like parser that records what a
 // real shell would have run, plus the `sync:` file service. Screen content and
 // input go through a Phone, so a simulator can stand in for the screen.
-package adbtest
+//
+// `autoui sim` serves its simulated phone through it, and the tests use it
+// with a real adb server (Server). It imports no testing: package phonetest
+// holds the testing.TB helpers that close devices and servers when a test
+// ends.
+package fakephone
 
 import (
 	"bytes"
@@ -16,7 +21,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -152,7 +156,8 @@ type deviceFile struct {
 	mtime uint32
 }
 
-// Start listens on a free loopback port and serves until Close.
+// Start listens on a free loopback port and serves until Close. Tests use
+// phonetest.New, which closes the device when the test ends.
 func Start(opts Options) (*Device, error) {
 	if opts.Phone == nil {
 		p, err := NewRecordingPhone(GrayPNG(1080, 2400))
@@ -200,17 +205,6 @@ func Start(opts Options) (*Device, error) {
 	d.wg.Add(1)
 	go d.acceptLoop()
 	return d, nil
-}
-
-// New starts a device for a test and closes it when the test ends.
-func New(tb testing.TB, opts Options) *Device {
-	tb.Helper()
-	d, err := Start(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(d.Close)
-	return d
 }
 
 // Addr is the device's TCP address, which is also the serial adb gives it.

@@ -1,4 +1,4 @@
-package adbtest
+package fakephone
 
 import (
 	"encoding/binary"

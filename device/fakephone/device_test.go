@@ -1,4 +1,4 @@
-package adbtest
+package fakephone
 
 import (
 	"bytes"
@@ -17,9 +17,21 @@ import (
 // handle on the device through the real server.
 func connected(t *testing.T, opts Options) (*Server, *Device, gadb.Device) {
 	t.Helper()
-	srv := StartServer(t)
-	dev := New(t, opts)
-	srv.Connect(t, dev)
+	// Package phonetest does this for other packages; it imports this one,
+	// so this package's own tests cannot use it.
+	srv, err := StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dev, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dev.Close)
+	if err := srv.ConnectAddr(dev.Addr()); err != nil {
+		t.Fatal(err)
+	}
 	client, err := gadb.NewClientWith(srv.Host, srv.Port)
 	if err != nil {
 		t.Fatal(err)

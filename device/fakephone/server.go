@@ -1,4 +1,4 @@
-package adbtest
+package fakephone
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/autoui/autoui/device/adbhost"
@@ -35,20 +34,11 @@ type Server struct {
 func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
 
 // StartServer runs `adb -P PORT nodaemon server` on a free port as a child
-// process, waits until it answers host:version, and kills it (kill-server,
-// then the child itself if needed) when the test ends. A missing adb binary
-// fails the test with InstallHint; nothing is skipped.
-func StartServer(tb testing.TB) *Server {
-	tb.Helper()
-	s, err := startServer(tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(s.Stop)
-	return s
-}
-
-func startServer(home string) (*Server, error) {
+// process, with home as its HOME (where it keeps its key and log), and waits
+// until it answers host:version. The caller stops it with Stop (kill-server,
+// then the child itself if needed); phonetest.StartServer does that when the
+// test ends. A missing adb binary is an error that carries InstallHint.
+func StartServer(home string) (*Server, error) {
 	bin, err := exec.LookPath("adb")
 	if err != nil {
 		return nil, fmt.Errorf("adb not found on PATH: %s", InstallHint)
@@ -180,16 +170,9 @@ func (s *Server) State(serial string) (string, error) {
 	return "", nil
 }
 
-// Connect runs `adb connect` for the device and waits until the server lists
-// it as "device" (bounded polling, no fixed sleeps).
-func (s *Server) Connect(tb testing.TB, d *Device) {
-	tb.Helper()
-	if err := s.ConnectAddr(d.Addr()); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// ConnectAddr is Connect without a testing.TB.
+// ConnectAddr runs `adb connect addr` (a Device's Addr, or a port forwarded
+// to one) and waits until the server lists it as "device" (bounded polling,
+// no fixed sleeps).
 func (s *Server) ConnectAddr(addr string) error {
 	cmd := exec.Command(s.bin, "-P", strconv.Itoa(s.Port), "connect", addr)
 	cmd.Env = s.env()

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package adbtest
+package fakephone
 
 import "os/exec"
 
