@@ -3,6 +3,7 @@ package preprocess
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -18,32 +19,134 @@ var (
 	jpegMagic = []byte{0xff, 0xd8, 0xff}
 )
 
-// Decode reads a PNG or JPEG image, chosen by its first bytes. 8-bit RGBA
-// PNGs come back as *image.NRGBA (straight alpha), opaque RGB PNGs as
-// *image.RGBA, JPEGs as *image.YCbCr or *image.Gray.
+// DefaultMaxPixels is the largest image (width*height) Decode accepts:
+// 40 megapixels. The largest screens a screenshot can come from are tablets
+// (about 3000x2000, 6 Mpx), 4K displays (8.3 Mpx) and 8K displays (7680x4320,
+// 33 Mpx), so every real screenshot fits with margin, while the decoded
+// image stays at most 160 MB (8-bit RGBA) instead of whatever a hostile
+// header claims (a 855-byte PNG can claim 200000x200000, 160 GB).
+const DefaultMaxPixels = 40_000_000
+
+// DecodeOptions tunes DecodeWith.
+type DecodeOptions struct {
+	// MaxPixels refuses images whose header says more than this many
+	// pixels (width*height), before any pixel memory is allocated; 0 (or
+	// negative) means DefaultMaxPixels.
+	MaxPixels int
+}
+
+func (o DecodeOptions) maxPixels() int {
+	if o.MaxPixels <= 0 {
+		return DefaultMaxPixels
+	}
+	return o.MaxPixels
+}
+
+// ErrTooLarge is matched (errors.Is) by the *TooLargeError of an image over
+// the pixel cap.
+var ErrTooLarge = errors.New("image too large")
+
+// TooLargeError is an image refused because its header says more pixels
+// than the cap.
+type TooLargeError struct {
+	Format        string // "PNG" or "JPEG"
+	Width, Height uint64
+	MaxPixels     int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s header says %dx%d = %d pixels, over the limit of %d (raise it with --max-pixels or DecodeOptions.MaxPixels)",
+		e.Format, e.Width, e.Height, e.Width*e.Height, e.MaxPixels)
+}
+
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+func checkPixels(format string, w, h uint64, max int) error {
+	// w and h are at most 2^32-1, so the product cannot overflow uint64.
+	if w*h > uint64(max) {
+		return &TooLargeError{Format: format, Width: w, Height: h, MaxPixels: max}
+	}
+	return nil
+}
+
+// Decode reads a PNG or JPEG image, chosen by its first bytes, refusing
+// images over DefaultMaxPixels. 8-bit RGBA PNGs come back as *image.NRGBA
+// (straight alpha), opaque RGB PNGs as *image.RGBA, JPEGs as *image.YCbCr
+// or *image.Gray — or, when their EXIF Orientation is not 1, turned upright
+// as *image.NRGBA or *image.Gray.
 func Decode(r io.Reader) (image.Image, error) {
+	return DecodeWith(r, DecodeOptions{})
+}
+
+// DecodeWith is Decode with options. The size is read from the header (PNG
+// IHDR, JPEG SOF) and checked against the cap before decoding, so a hostile
+// header costs a few kilobytes, never the memory it claims.
+func DecodeWith(r io.Reader, opts DecodeOptions) (image.Image, error) {
+	max := opts.maxPixels()
 	br := bufio.NewReader(r)
 	head, err := br.Peek(len(pngMagic))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read image header: %w", err)
 	}
+	var img image.Image
 	switch {
 	case bytes.HasPrefix(head, pngMagic):
-		img, err := png.Decode(br)
-		if err != nil {
-			return nil, fmt.Errorf("decode PNG: %w", err)
-		}
-		return img, nil
+		img, err = decodePNG(br, max)
 	case bytes.HasPrefix(head, jpegMagic):
-		img, err := jpeg.Decode(br)
-		if err != nil {
-			return nil, fmt.Errorf("decode JPEG: %w", err)
-		}
-		return img, nil
+		img, err = decodeJPEG(br, max)
 	case len(head) == 0:
 		return nil, errors.New("not a PNG or JPEG (empty input)")
+	default:
+		return nil, fmt.Errorf("not a PNG or JPEG (starts with %s)", describeHead(head))
 	}
-	return nil, fmt.Errorf("not a PNG or JPEG (starts with %s)", describeHead(head))
+	if err != nil {
+		return nil, err
+	}
+	// The header check above is what protects memory; this one guards the
+	// promise to callers should a decoder ever size its image otherwise.
+	b := img.Bounds()
+	if err := checkPixels("decoded", uint64(b.Dx()), uint64(b.Dy()), max); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// decodePNG checks the size in the IHDR chunk, which the PNG format puts
+// first (bytes 16-24: width, height), then decodes.
+func decodePNG(br *bufio.Reader, max int) (image.Image, error) {
+	if h, _ := br.Peek(24); len(h) == 24 && string(h[12:16]) == "IHDR" {
+		w, ht := binary.BigEndian.Uint32(h[16:20]), binary.BigEndian.Uint32(h[20:24])
+		if err := checkPixels("PNG", uint64(w), uint64(ht), max); err != nil {
+			return nil, err
+		}
+	}
+	// Without an IHDR first, png.Decode fails before allocating pixels.
+	img, err := png.Decode(br)
+	if err != nil {
+		return nil, fmt.Errorf("decode PNG: %w", err)
+	}
+	return img, nil
+}
+
+// decodeJPEG reads the segments up to the frame header (SOF) itself, checks
+// the size and keeps the EXIF Orientation, then hands image/jpeg the
+// segments it uses followed by the rest of the stream, and turns the image
+// upright.
+func decodeJPEG(br *bufio.Reader, max int) (image.Image, error) {
+	h, err := scanJPEG(br)
+	if err != nil {
+		return nil, fmt.Errorf("decode JPEG: %w", err)
+	}
+	if h.sof {
+		if err := checkPixels("JPEG", uint64(h.width), uint64(h.height), max); err != nil {
+			return nil, err
+		}
+	}
+	img, err := jpeg.Decode(io.MultiReader(bytes.NewReader(h.replay), br))
+	if err != nil {
+		return nil, fmt.Errorf("decode JPEG: %w", err)
+	}
+	return orient(img, h.orientation), nil
 }
 
 // describeHead shows the first bytes of an unknown file, naming common
@@ -62,14 +165,20 @@ func describeHead(head []byte) string {
 	return desc
 }
 
-// DecodeFile decodes the PNG or JPEG file at path.
+// DecodeFile decodes the PNG or JPEG file at path, refusing images over
+// DefaultMaxPixels.
 func DecodeFile(path string) (image.Image, error) {
+	return DecodeFileWith(path, DecodeOptions{})
+}
+
+// DecodeFileWith is DecodeFile with options.
+func DecodeFileWith(path string, opts DecodeOptions) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	img, err := Decode(f)
+	img, err := DecodeWith(f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
