@@ -75,7 +75,7 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 		}
 		t = pt
 	default:
-		return fmt.Errorf("unmarshal action: action_type %s is neither a name nor a number", raw.ActionType)
+		return fmt.Errorf("unmarshal action: action_type %s is neither a name nor a number", compactJSON(raw.ActionType))
 	}
 	touch, err := unmarshalPoint(raw.Touch)
 	if err != nil {
@@ -102,10 +102,20 @@ func unmarshalPoint(data json.RawMessage) (Point, error) {
 	}
 	var v []float64
 	if err := json.Unmarshal(data, &v); err != nil {
-		return Point{}, fmt.Errorf("%s is not a [y, x] array: %w", data, err)
+		return Point{}, fmt.Errorf("%s is not a [y, x] array: %w", compactJSON(data), err)
 	}
 	if len(v) != 2 {
-		return Point{}, fmt.Errorf("%s does not hold two numbers", strings.TrimSpace(string(data)))
+		return Point{}, fmt.Errorf("%s does not hold two numbers", compactJSON(data))
 	}
 	return Point{Y: v[0], X: v[1]}, nil
+}
+
+// compactJSON drops a JSON value's insignificant whitespace, so that quoting
+// it keeps an error message on one line.
+func compactJSON(data []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, data) != nil {
+		return strings.Join(strings.Fields(string(data)), " ")
+	}
+	return b.String()
 }

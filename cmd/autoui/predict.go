@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -12,8 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"gorgonia.org/tensor"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
@@ -173,13 +172,24 @@ func printPrediction(w io.Writer, res *engine.Result) {
 		ms(t.Total), ms(t.Preprocess), ms(t.Vision), ms(t.Tokenize), ms(t.Encoder), ms(t.Fusion), ms(t.FirstStep), ms(t.LaterSteps), t.DecoderCalls, len(res.TokenIDs))
 }
 
-// parseActionArg reads a --prev value: a compact form or a JSON object.
+// parseActionArg reads a --prev value: a compact form or a JSON object. The
+// action must pass action.Validate, whatever form it came in.
 func parseActionArg(s string) (action.Action, error) {
-	s = strings.TrimSpace(s)
+	a, err := parseActionForm(strings.TrimSpace(s))
+	if err != nil {
+		return action.Action{}, err
+	}
+	if err := a.Validate(); err != nil {
+		return action.Action{}, fmt.Errorf("--prev %q: %w", s, err)
+	}
+	return a, nil
+}
+
+func parseActionForm(s string) (action.Action, error) {
 	if strings.HasPrefix(s, "{") {
 		var a action.Action
 		if err := json.Unmarshal([]byte(s), &a); err != nil {
-			return a, fmt.Errorf("--prev %s: %w", s, err)
+			return a, fmt.Errorf("--prev %q: %w", s, err)
 		}
 		return a, nil
 	}
@@ -187,15 +197,15 @@ func parseActionArg(s string) (action.Action, error) {
 	nums := func(n int) ([]float64, error) {
 		parts := strings.Split(arg, ",")
 		if len(parts) != n {
-			return nil, fmt.Errorf("--prev %s: want %d comma-separated numbers", s, n)
+			return nil, fmt.Errorf("--prev %q: want %d comma-separated numbers", s, n)
 		}
 		out := make([]float64, n)
 		for i, p := range parts {
 			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil || v < 0 || v > 1 {
-				return nil, fmt.Errorf("--prev %s: %q is not a normalized coordinate in [0, 1]", s, p)
+			if err != nil {
+				return nil, fmt.Errorf("--prev %q: %q is not a normalized coordinate in [0, 1]", s, p)
 			}
-			out[i] = v
+			out[i] = v // range and finiteness: action.Validate
 		}
 		return out, nil
 	}
@@ -237,11 +247,22 @@ func readHistory(path string) ([]action.Action, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	return parseHistory(raw, path)
+}
+
+// parseHistory reads a JSON array or JSON lines of actions (name labels
+// errors); every action must pass action.Validate.
+func parseHistory(raw []byte, name string) ([]action.Action, error) {
 	trimmed := strings.TrimSpace(string(raw))
 	var out []action.Action
 	if strings.HasPrefix(trimmed, "[") {
 		if err := json.Unmarshal([]byte(trimmed), &out); err != nil {
-			return nil, fmt.Errorf("history %s: %w", path, err)
+			return nil, fmt.Errorf("history %s: %w", name, err)
+		}
+		for i, a := range out {
+			if err := a.Validate(); err != nil {
+				return nil, fmt.Errorf("history %s action %d: %w", name, i+1, err)
+			}
 		}
 		return out, nil
 	}
@@ -251,14 +272,18 @@ func readHistory(path string) ([]action.Action, error) {
 		}
 		var a action.Action
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
-			return nil, fmt.Errorf("history %s line %d: %w", path, i+1, err)
+			return nil, fmt.Errorf("history %s line %d: %w", name, i+1, err)
+		}
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("history %s line %d: %w", name, i+1, err)
 		}
 		out = append(out, a)
 	}
 	return out, nil
 }
 
-// readFeatures reads a float32 vector from .npy or a JSON array.
+// readFeatures reads a float32 vector from .npy or a JSON array. Empty,
+// truncated or malformed arrays and non-finite values are errors.
 func readFeatures(path string) ([]float32, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -266,19 +291,18 @@ func readFeatures(path string) ([]float32, error) {
 	}
 	defer f.Close()
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
-		d := tensor.New(tensor.Of(tensor.Float32))
-		if err := d.ReadNpy(f); err != nil {
+		v, err := readNpyFloat32(bufio.NewReader(f))
+		if err != nil {
 			return nil, fmt.Errorf("features %s: %w", path, err)
-		}
-		v, ok := d.Data().([]float32)
-		if !ok {
-			return nil, fmt.Errorf("features %s: want float32 data, got %v", path, d.Dtype())
 		}
 		return v, nil
 	}
 	var v []float32
 	if err := json.NewDecoder(f).Decode(&v); err != nil {
 		return nil, fmt.Errorf("features %s: want a .npy file or a JSON array of numbers: %w", path, err)
+	}
+	if err := checkFinite(v); err != nil {
+		return nil, fmt.Errorf("features %s: %w", path, err)
 	}
 	return v, nil
 }

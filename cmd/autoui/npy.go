@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The .npy format (numpy.lib.format): magic, version, header length, a
+// Python dict literal padded with spaces to a multiple of 64 bytes and ended
+// by '\n', then the raw array data.
+const npyMagic = "\x93NUMPY"
+
+// npyMaxHeader bounds the header a reader accepts (numpy writes ~118 bytes).
+const npyMaxHeader = 1 << 16
+
+var (
+	npyDescr   = regexp.MustCompile(`['"]descr['"]\s*:\s*['"]([^'"]*)['"]`)
+	npyFortran = regexp.MustCompile(`['"]fortran_order['"]\s*:\s*(True|False)`)
+	npyShape   = regexp.MustCompile(`['"]shape['"]\s*:\s*\(([^)]*)\)`)
+)
+
+// readNpyFloat32 reads a little-endian float32 .npy array of any shape as a
+// flat vector. Empty, truncated, oversized and malformed arrays are errors,
+// and so is a non-finite value (the error names its flat index).
+func readNpyFloat32(r io.Reader) ([]float32, error) {
+	var pre [10]byte
+	if _, err := io.ReadFull(r, pre[:8]); err != nil {
+		return nil, fmt.Errorf("not a .npy file: too short")
+	}
+	if string(pre[:6]) != npyMagic {
+		return nil, fmt.Errorf("not a .npy file: no \\x93NUMPY magic")
+	}
+	var hlen int
+	switch major := pre[6]; major {
+	case 1:
+		if _, err := io.ReadFull(r, pre[8:10]); err != nil {
+			return nil, fmt.Errorf(".npy header truncated")
+		}
+		hlen = int(binary.LittleEndian.Uint16(pre[8:10]))
+	case 2, 3:
+		var n [4]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return nil, fmt.Errorf(".npy header truncated")
+		}
+		v := binary.LittleEndian.Uint32(n[:])
+		if v > npyMaxHeader {
+			return nil, fmt.Errorf(".npy header of %d bytes is too long", v)
+		}
+		hlen = int(v)
+	default:
+		return nil, fmt.Errorf(".npy format version %d.%d is not supported (1, 2 or 3)", major, pre[7])
+	}
+	hdr := make([]byte, hlen)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return nil, fmt.Errorf(".npy header truncated (want %d bytes)", hlen)
+	}
+	n, err := parseNpyHeader(string(hdr))
+	if err != nil {
+		return nil, err
+	}
+	// Read at most n*4+1 bytes: a short read is a truncated array, an extra
+	// byte is trailing data; a huge declared shape costs no memory up front.
+	want := int64(n) * 4
+	data, err := io.ReadAll(io.LimitReader(r, want+1))
+	if err != nil {
+		return nil, fmt.Errorf(".npy data: %w", err)
+	}
+	if int64(len(data)) < want {
+		return nil, fmt.Errorf(".npy data truncated: %d bytes for %d float32 values (want %d)", len(data), n, want)
+	}
+	if int64(len(data)) > want {
+		return nil, fmt.Errorf(".npy has data after its %d float32 values", n)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	if err := checkFinite(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parseNpyHeader checks the header dict and returns the element count.
+func parseNpyHeader(h string) (int, error) {
+	h = strings.TrimRight(h, " \n\x00")
+	if !strings.HasPrefix(h, "{") || !strings.HasSuffix(strings.TrimRight(h, ", "), "}") {
+		return 0, fmt.Errorf(".npy header %q is not a dict", npyClip(h))
+	}
+	m := npyDescr.FindStringSubmatch(h)
+	if m == nil {
+		return 0, fmt.Errorf(".npy header %q has no descr", npyClip(h))
+	}
+	switch m[1] {
+	case "<f4":
+	case "|f4", "=f4": // byte order irrelevant or native; the project runs little-endian only
+	default:
+		return 0, fmt.Errorf(".npy dtype %q: want little-endian float32 ('<f4'); save with arr.astype('<f4')", m[1])
+	}
+	fo := npyFortran.FindStringSubmatch(h)
+	if fo == nil {
+		return 0, fmt.Errorf(".npy header %q has no fortran_order", npyClip(h))
+	}
+	sm := npyShape.FindStringSubmatch(h)
+	if sm == nil {
+		return 0, fmt.Errorf(".npy header %q has no shape", npyClip(h))
+	}
+	n, big := 1, 0
+	for _, d := range strings.Split(sm[1], ",") {
+		d = strings.TrimSpace(d)
+		if d == "" {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimSuffix(d, "L"))
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf(".npy shape (%s) is not a tuple of sizes", sm[1])
+		}
+		if v == 0 {
+			return 0, fmt.Errorf(".npy array is empty (shape (%s))", sm[1])
+		}
+		if v > 1 {
+			big++
+		}
+		if n > math.MaxInt32/v {
+			return 0, fmt.Errorf(".npy shape (%s) is too large", sm[1])
+		}
+		n *= v
+	}
+	if fo[1] == "True" && big > 1 {
+		return 0, fmt.Errorf(".npy array is in Fortran order; save a C-order array (np.ascontiguousarray)")
+	}
+	return n, nil
+}
+
+func npyClip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// errNonFinite marks a feature vector with NaN or Inf.
+var errNonFinite = errors.New("non-finite feature value")
+
+// checkFinite rejects an empty vector and names the first NaN or Inf.
+func checkFinite(v []float32) error {
+	if len(v) == 0 {
+		return fmt.Errorf("no feature values")
+	}
+	for i, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w %v at index %d", errNonFinite, x, i)
+		}
+	}
+	return nil
+}
+
+// writeNpyFloat32 writes v as a 1-D little-endian float32 .npy (version 1.0),
+// as numpy.save would.
+func writeNpyFloat32(w io.Writer, v []float32) error {
+	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }", len(v))
+	// magic(6) + version(2) + length(2) + header + '\n', padded to 64.
+	total := 10 + len(header) + 1
+	pad := (64 - total%64) % 64
+	header += strings.Repeat(" ", pad) + "\n"
+	var b bytes.Buffer
+	b.Grow(10 + len(header) + 4*len(v))
+	b.WriteString(npyMagic)
+	b.Write([]byte{1, 0})
+	var hl [2]byte
+	binary.LittleEndian.PutUint16(hl[:], uint16(len(header)))
+	b.Write(hl[:])
+	b.WriteString(header)
+	var x [4]byte
+	for _, f := range v {
+		binary.LittleEndian.PutUint32(x[:], math.Float32bits(f))
+		b.Write(x[:])
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
