@@ -50,6 +50,10 @@ type Options struct {
 	// NonASCII says how text outside ASCII is typed: TextAuto (""),
 	// TextFold, TextRefuse or TextADBKeyboard (see typing.go).
 	NonASCII string
+	// MaxPixels refuses screenshots larger than this many pixels
+	// (width*height), read from the PNG header before decoding; 0 means
+	// preprocess.DefaultMaxPixels (the --max-pixels flag).
+	MaxPixels int
 	// LookPath finds the adb binary; nil means exec.LookPath (tests replace it).
 	LookPath func(string) (string, error)
 	// Getenv reads the environment; nil means os.Getenv.

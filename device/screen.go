@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/png"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/autoui/autoui/engine/preprocess"
 )
 
 var (
@@ -235,7 +236,11 @@ func (d *Device) captureVia(ctx context.Context, mode string) (*Screenshot, stri
 	if err != nil {
 		return nil, "", d.wrap("screencap -p ("+mode+")", err)
 	}
-	if img, data, ok := repairPNG(out); ok {
+	img, data, err := repairPNG(out, d.decodeOptions())
+	if err != nil {
+		return nil, "", fmt.Errorf("device %s: screencap -p (%s): %w", d.serial, mode, err)
+	}
+	if img != nil {
 		return &Screenshot{PNG: data, Image: img, Via: mode}, "", nil
 	}
 	return nil, fmt.Sprintf("screencap -p (%s) wrote %s", mode, describeNonPNG(out)), nil
@@ -261,16 +266,24 @@ func (d *Device) screenshotViaFile(ctx context.Context) (*Screenshot, error) {
 	if !bytes.HasPrefix(data, pngSignature) {
 		return nil, fmt.Errorf("device %s: pulled screenshot is %s", d.serial, describeNonPNG(data))
 	}
-	img, err := png.Decode(bytes.NewReader(data))
+	img, err := preprocess.DecodeWith(bytes.NewReader(data), d.decodeOptions())
 	if err != nil {
 		return nil, fmt.Errorf("device %s: decode pulled screenshot (%d bytes): %w", d.serial, len(data), err)
 	}
 	return &Screenshot{PNG: data, Image: img, Via: "pull"}, nil
 }
 
+// decodeOptions is how screenshots are decoded: with the pixel cap of
+// Options.MaxPixels.
+func (d *Device) decodeOptions() preprocess.DecodeOptions {
+	return preprocess.DecodeOptions{MaxPixels: d.opts.MaxPixels}
+}
+
 // repairPNG returns the decoded image and the PNG bytes when out holds a PNG,
-// possibly after dropping leading text or undoing "\n" -> "\r\n".
-func repairPNG(out []byte) (image.Image, []byte, bool) {
+// possibly after dropping leading text or undoing "\n" -> "\r\n"; nil when
+// it holds none. A PNG over the pixel cap is an error: another capture mode
+// would bring the same screen.
+func repairPNG(out []byte, opts preprocess.DecodeOptions) (image.Image, []byte, error) {
 	candidates := [][]byte{out}
 	if i := bytes.Index(out, pngSignature[:4]); i > 0 {
 		candidates = append(candidates, out[i:])
@@ -282,11 +295,15 @@ func repairPNG(out []byte) (image.Image, []byte, bool) {
 		if !bytes.HasPrefix(c, pngSignature) {
 			continue
 		}
-		if img, err := png.Decode(bytes.NewReader(c)); err == nil {
-			return img, c, true
+		img, err := preprocess.DecodeWith(bytes.NewReader(c), opts)
+		if err == nil {
+			return img, c, nil
+		}
+		if errors.Is(err, preprocess.ErrTooLarge) {
+			return nil, nil, err
 		}
 	}
-	return nil, nil, false
+	return nil, nil, nil
 }
 
 func describeNonPNG(b []byte) string {
