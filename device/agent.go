@@ -16,6 +16,7 @@ import (
 	"github.com/autoui/autoui/annotate"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/screendiff"
+	"github.com/autoui/autoui/stoprule"
 )
 
 // Predictor is what the agent needs from the engine; *engine.Predictor
@@ -67,7 +68,8 @@ type AgentOptions struct {
 	// model saw (screendiff.OnNoEffect*); "" means continue.
 	OnNoEffect string
 	// RepeatLimit stops the episode when the model predicts the same action
-	// this many times in a row; 0 means 3. The last repeat is not sent.
+	// this many times in a row; 0 means stoprule.DefaultRepeatLimit (3). The
+	// last repeat is not sent.
 	RepeatLimit int
 	// NoAnnotate skips the annotated PNGs.
 	NoAnnotate bool
@@ -100,7 +102,7 @@ func NewAgent(dev *Device, pred Predictor, opts AgentOptions) *Agent {
 		opts.OnNoEffect = screendiff.OnNoEffectContinue
 	}
 	if opts.RepeatLimit <= 0 {
-		opts.RepeatLimit = 3
+		opts.RepeatLimit = stoprule.DefaultRepeatLimit
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
@@ -142,9 +144,9 @@ func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 
 func describeStop(s *Summary) string {
 	if s.Error != "" {
-		return s.StopReason + ": " + s.Error
+		return string(s.StopReason) + ": " + s.Error
 	}
-	return s.StopReason
+	return string(s.StopReason)
 }
 
 // episode is the state carried from step to step.
@@ -155,14 +157,16 @@ type episode struct {
 	history []action.Action
 	// shot is the screen the next step starts from: the settled capture of
 	// the last action, or nil to capture afresh.
-	shot    *Screenshot
-	frame   *screendiff.Frame
-	last    *action.Action
-	repeats int
+	shot  *Screenshot
+	frame *screendiff.Frame
+	// stops applies the stop rules `autoui sim eval` shares: repeats,
+	// STATUS_*, --on-no-effect.
+	stops *stoprule.Tracker
 }
 
 func (a *Agent) loop(ctx context.Context, sum *Summary, traj *trajectory) error {
-	e := &episode{a: a, sum: sum, traj: traj}
+	e := &episode{a: a, sum: sum, traj: traj,
+		stops: stoprule.NewTracker(stoprule.Rules{RepeatLimit: a.opts.RepeatLimit, OnNoEffect: a.opts.OnNoEffect})}
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -313,25 +317,16 @@ func (e *episode) annotate(r *stepRun, act action.Action) error {
 // dry run, the --confirm prompt, or sending it.
 func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan Plan, before *screendiff.Frame) (bool, error) {
 	o, st, i := e.a.opts, r.st, r.st.Step
-	if e.last != nil && *e.last == act {
-		e.repeats++
-	} else {
-		e.repeats = 1
-	}
-	e.last = &act
 	what := describeAction(act, plan)
-	if e.repeats >= o.RepeatLimit {
+	switch stop := e.stops.Predicted(act); stop {
+	case StopRepeated:
 		return true, e.stopRepeated(r, act, what)
-	}
-	switch plan.Gesture.Kind {
-	case action.GestureStop:
-		e.sum.StopReason = StopComplete
-		if act.Type == action.StatusTaskImpossible {
-			e.sum.StopReason = StopImpossible
-		}
+	case StopComplete, StopImpossible:
+		e.sum.StopReason = stop
 		r.logf("%s", what)
 		return true, r.finish(true)
-	case action.GestureNone:
+	}
+	if plan.Gesture.Kind == action.GestureNone {
 		return true, r.fail(fmt.Errorf("step %d: action type %s has no device gesture", i, act.Type))
 	}
 	if o.DryRun {
@@ -352,7 +347,7 @@ func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan P
 			return true, r.finish(false)
 		case Skip:
 			st.Skipped = true
-			e.last, e.repeats = nil, 0
+			e.stops.Skip()
 			r.logf("%s; skipped, not sent", what)
 			return false, r.finish(false)
 		}
@@ -370,8 +365,8 @@ func (e *episode) stopRepeated(r *stepRun, act action.Action, what string) error
 		return r.finish(false)
 	}
 	e.sum.StopReason = StopRepeated
-	e.sum.Error = fmt.Sprintf("the model predicted the same action %d times in a row: %s", e.repeats, act.String())
-	r.logf("%s; not sent: predicted %d times in a row", what, e.repeats)
+	e.sum.Error = fmt.Sprintf("the model predicted the same action %d times in a row: %s", e.stops.Repeats(), act.String())
+	r.logf("%s; not sent: predicted %d times in a row", what, e.stops.Repeats())
 	return r.finish(false)
 }
 
@@ -384,7 +379,7 @@ func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, pl
 	}
 	e.history = append(e.history, act)
 	st.Effect = screendiff.Effect(before, e.frame, o.Diff)
-	if st.Effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectRetry {
+	if e.stops.Retry(st.Effect) {
 		r.logf("%s -> %s: no visible effect, sending it again", what, strings.Join(plan.Commands, "; "))
 		st.Retried = true
 		if err := e.sendAndSettle(ctx, r, plan); err != nil {
@@ -393,8 +388,8 @@ func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, pl
 		st.Effect = screendiff.Effect(before, e.frame, o.Diff)
 	}
 	r.logf("%s -> %s%s", what, strings.Join(plan.Commands, "; "), describeSettle(st))
-	if st.Effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectStop {
-		e.sum.StopReason = StopNoEffect
+	if stop := e.stops.Performed(st.Effect); stop != "" {
+		e.sum.StopReason = stop
 		e.sum.Error = fmt.Sprintf("step %d: %s had no visible effect (--on-no-effect stop)", i, act.String())
 		return true, r.finish(true)
 	}

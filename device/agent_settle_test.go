@@ -16,6 +16,7 @@ import (
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/screendiff"
+	"github.com/autoui/autoui/stoprule"
 )
 
 // clockPhone changes its body on every input and its status bar (the top
@@ -99,7 +100,7 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 		policy     string
 		taps, none int
 		retried    int
-		stop       string
+		stop       stoprule.Reason
 	}{
 		{screendiff.OnNoEffectContinue, 2, 2, 0, StopComplete},
 		{screendiff.OnNoEffectRetry, 4, 2, 2, StopComplete},

@@ -196,7 +196,7 @@ func TestAgentFullEpisode(t *testing.T) {
 		t.Errorf("android_world.jsonl =\n%s\nwant\n%s", raw, strings.Join(wantAW, "\n"))
 	}
 	s := readSummary(t, out)
-	if s["stop_reason"] != StopComplete || s["steps"] != 7.0 {
+	if s["stop_reason"] != string(StopComplete) || s["steps"] != 7.0 {
 		t.Errorf("summary.json = %v", s)
 	}
 	for _, k := range []string{"total_ms", "stage_ms"} {
@@ -320,7 +320,7 @@ func TestAgentDeviceDisconnectsMidEpisode(t *testing.T) {
 	if len(steps) != 3 || steps[0]["dispatched"] != true || steps[1]["dispatched"] != true || steps[2]["error"] == nil {
 		t.Fatalf("steps = %v", steps)
 	}
-	if s := readSummary(t, out); s["stop_reason"] != StopError || s["steps"] != 3.0 {
+	if s := readSummary(t, out); s["stop_reason"] != string(StopError) || s["steps"] != 3.0 {
 		t.Fatalf("summary.json = %v", s)
 	}
 }
@@ -345,7 +345,7 @@ func TestAgentInterruptKeepsTrajectory(t *testing.T) {
 	if n := len(readLines(t, filepath.Join(out, "steps.jsonl"))); n != 3 {
 		t.Fatalf("%d step lines, want 3 (2 done + the interrupted one)", n)
 	}
-	if s := readSummary(t, out); s["stop_reason"] != StopInterrupted {
+	if s := readSummary(t, out); s["stop_reason"] != string(StopInterrupted) {
 		t.Fatalf("summary.json = %v", s)
 	}
 }

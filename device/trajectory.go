@@ -15,20 +15,22 @@ import (
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/screendiff"
+	"github.com/autoui/autoui/stoprule"
 )
 
-// Stop reasons in Summary.StopReason.
+// Stop reasons in Summary.StopReason: package stoprule's, which `autoui sim
+// eval` shares, under the names this package exports.
 const (
-	StopComplete     = "task_complete"     // the model said STATUS_TASK_COMPLETE
-	StopImpossible   = "task_impossible"   // the model said STATUS_TASK_IMPOSSIBLE
-	StopMaxSteps     = "max_steps"         // the step budget ran out
-	StopRepeated     = "repeated_action"   // the same action N times in a row (not dispatched the last time)
-	StopDryRunRepeat = "dry_run_repeat"    // a dry run's model repeated itself on the unchanged screen
-	StopNoEffect     = "no_effect"         // --on-no-effect stop: an action changed nothing on screen
-	StopUnparsable   = "unparsable_output" // the model text is not an Auto-UI action
-	StopInterrupted  = "interrupted"       // the context was cancelled (Ctrl-C)
-	StopUserQuit     = "user_quit"         // --confirm answered q
-	StopError        = "error"             // device or model failure; Summary.Error says which
+	StopComplete     = stoprule.Complete
+	StopImpossible   = stoprule.Impossible
+	StopMaxSteps     = stoprule.MaxSteps
+	StopRepeated     = stoprule.Repeated
+	StopDryRunRepeat = stoprule.DryRunRepeat
+	StopNoEffect     = stoprule.NoEffect
+	StopUnparsable   = stoprule.Unparsable
+	StopInterrupted  = stoprule.Interrupted
+	StopUserQuit     = stoprule.UserQuit
+	StopError        = stoprule.Error
 )
 
 // GestureRecord is an action in device pixels, as dispatched.
@@ -108,14 +110,14 @@ type Step struct {
 
 // Summary is summary.json.
 type Summary struct {
-	Goal       string `json:"goal"`
-	Serial     string `json:"serial"`
-	Model      string `json:"device_model,omitempty"`
-	DryRun     bool   `json:"dry_run"`
-	Steps      int    `json:"steps"`
-	Dispatched int    `json:"dispatched"`
-	StopReason string `json:"stop_reason"`
-	Error      string `json:"error,omitempty"`
+	Goal       string          `json:"goal"`
+	Serial     string          `json:"serial"`
+	Model      string          `json:"device_model,omitempty"`
+	DryRun     bool            `json:"dry_run"`
+	Steps      int             `json:"steps"`
+	Dispatched int             `json:"dispatched"`
+	StopReason stoprule.Reason `json:"stop_reason"`
+	Error      string          `json:"error,omitempty"`
 	// Effects counts the sent actions by effect; SettleTimeouts the sent
 	// actions whose screen was still changing at --settle-timeout;
 	// BlackFrames the steps whose screen was black.

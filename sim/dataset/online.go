@@ -11,6 +11,7 @@ import (
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
+	"github.com/autoui/autoui/stoprule"
 )
 
 // Predictor is what online evaluation needs from the engine;
@@ -25,7 +26,8 @@ type OnlineOptions struct {
 	// MaxSteps caps an episode; 0 means the task's own budget (MaxSteps).
 	MaxSteps int
 	// RepeatLimit ends an episode when the model predicts the same action
-	// this many times in a row; 0 means 3, as `autoui run` does.
+	// this many times in a row; 0 means stoprule.DefaultRepeatLimit (3), as
+	// in `autoui run`.
 	RepeatLimit int
 	// OnNoEffect is what to do when an action leaves the screen unchanged
 	// (screendiff.OnNoEffect*; "" means continue).
@@ -34,16 +36,6 @@ type OnlineOptions struct {
 	Diff screendiff.Options
 }
 
-// Stop reasons of an online episode (the same words `autoui run` uses).
-const (
-	StopComplete   = "complete"
-	StopImpossible = "impossible"
-	StopMaxSteps   = "max_steps"
-	StopRepeated   = "repeated"
-	StopUnparsable = "unparsable"
-	StopNoEffect   = "no_effect" // --on-no-effect stop
-)
-
 // Episode is the outcome of one online task.
 type Episode struct {
 	Family  string `json:"family"`
@@ -51,7 +43,10 @@ type Episode struct {
 	Goal    string `json:"goal"`
 	Success bool   `json:"success"` // read from the phone's state
 	Steps   int    `json:"steps"`
-	Stop    string `json:"stop"`
+	// Stop is why the episode ended, as stoprule.Reason.Short words it
+	// ("complete", "impossible", "max_steps", "repeated", "unparsable",
+	// "no_effect").
+	Stop string `json:"stop"`
 	// Effects counts what the performed actions visibly did.
 	Effects screendiff.Counts `json:"effects"`
 	Actions []action.Action   `json:"-"`
@@ -62,8 +57,9 @@ type Episode struct {
 // device: screenshot -> predict with the model's own previous actions as
 // history -> perform the action through the same pixel gestures ADB sends,
 // until the model says the task is complete (or impossible), repeats itself,
-// emits something unparsable, or runs out of steps. Success is the task's
-// state-based check at the end, whatever the model claimed.
+// emits something unparsable, or runs out of steps, on the stop rules
+// `autoui run` shares (package stoprule). Success is the task's state-based
+// check at the end, whatever the model claimed.
 func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOptions) (Episode, error) {
 	if o.Width == 0 && o.Height == 0 {
 		o.Width, o.Height = 360, 800
@@ -71,16 +67,13 @@ func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOption
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = t.MaxSteps
 	}
-	if o.RepeatLimit <= 0 {
-		o.RepeatLimit = 3
-	}
-	ep := Episode{Family: t.Family, Seed: t.Seed, Goal: t.Goal, Stop: StopMaxSteps}
+	ep := Episode{Family: t.Family, Seed: t.Seed, Goal: t.Goal, Stop: stoprule.MaxSteps.Short()}
 	p, err := t.NewPhone(tasks.Options{Width: o.Width, Height: o.Height})
 	if err != nil {
 		return ep, err
 	}
 	var history []action.Action
-	repeats := 0
+	stops := stoprule.NewTracker(stoprule.Rules{RepeatLimit: o.RepeatLimit, OnNoEffect: o.OnNoEffect})
 	for ep.Steps < o.MaxSteps {
 		if err := ctx.Err(); err != nil {
 			return ep, err
@@ -92,32 +85,20 @@ func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOption
 		ep.Steps++
 		ep.Raw = append(ep.Raw, res.Raw)
 		if res.ParseErr != nil {
-			ep.Stop = StopUnparsable
+			ep.Stop = stoprule.Unparsable.Short()
 			break
 		}
 		a := res.Action
 		ep.Actions = append(ep.Actions, a)
-		if n := len(history); n > 0 && history[n-1] == a {
-			repeats++
-		} else {
-			repeats = 1
-		}
-		if repeats >= o.RepeatLimit {
-			ep.Stop = StopRepeated
+		// A repeat is not performed; a status action has nothing to perform.
+		if stop := stops.Predicted(a); stop != "" {
+			ep.Stop = stop.Short()
 			break
 		}
-		if isStatus(a) {
-			tasks.Apply(p, a)
-			ep.Stop = StopComplete
-			if a.Type == action.StatusTaskImpossible {
-				ep.Stop = StopImpossible
-			}
-			break
-		}
-		effect := applyObserved(p, a, o, &ep.Effects)
+		effect := applyObserved(p, a, stops, o.Diff, &ep.Effects)
 		history = append(history, a)
-		if effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectStop {
-			ep.Stop = StopNoEffect
+		if stop := stops.Performed(effect); stop != "" {
+			ep.Stop = stop.Short()
 			break
 		}
 	}
@@ -125,22 +106,18 @@ func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOption
 	return ep, nil
 }
 
-func isStatus(a action.Action) bool {
-	return a.Type == action.StatusTaskComplete || a.Type == action.StatusTaskImpossible
-}
-
 // applyObserved performs a on the phone and compares the screen before and
 // after, as `autoui run` does with the settled screenshot; under the retry
 // policy an action without effect is performed once more. It returns the
 // final effect and counts it.
-func applyObserved(p *sim.Phone, a action.Action, o OnlineOptions, counts *screendiff.Counts) string {
+func applyObserved(p *sim.Phone, a action.Action, stops *stoprule.Tracker, diff screendiff.Options, counts *screendiff.Counts) string {
 	before := screendiff.NewFrame(p.Image())
 	tasks.Apply(p, a)
-	effect := screendiff.Effect(before, screendiff.NewFrame(p.Image()), o.Diff)
-	if effect == screendiff.EffectNone && o.OnNoEffect == screendiff.OnNoEffectRetry {
+	effect := screendiff.Effect(before, screendiff.NewFrame(p.Image()), diff)
+	if stops.Retry(effect) {
 		counts.Retried++
 		tasks.Apply(p, a)
-		effect = screendiff.Effect(before, screendiff.NewFrame(p.Image()), o.Diff)
+		effect = screendiff.Effect(before, screendiff.NewFrame(p.Image()), diff)
 	}
 	counts.Add(effect)
 	return effect

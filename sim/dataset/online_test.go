@@ -2,9 +2,11 @@ package dataset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/sim/tasks"
+	"github.com/autoui/autoui/stoprule"
 )
 
 // replayPredictor replays fixed answers.
@@ -51,8 +54,12 @@ func TestRunOnlineReplaysExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ep.Success || ep.Stop != StopComplete || ep.Steps != len(raw) {
+	if !ep.Success || ep.Stop != stoprule.Complete.Short() || ep.Steps != len(raw) {
 		t.Fatalf("expert replay: %+v", ep)
+	}
+	// Episode files keep their words: "complete", not run's "task_complete".
+	if b, err := json.Marshal(ep); err != nil || !strings.Contains(string(b), `"steps":`+strconv.Itoa(len(raw))+`,"stop":"complete","effects":`) {
+		t.Fatalf("episode JSON %s, %v", b, err)
 	}
 
 	// Claiming completion at once is not success.
@@ -61,7 +68,7 @@ func TestRunOnlineReplaysExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.Success || ep.Stop != StopComplete || ep.Steps != 1 {
+	if ep.Success || ep.Stop != stoprule.Complete.Short() || ep.Steps != 1 {
 		t.Fatalf("premature completion: %+v", ep)
 	}
 }
@@ -73,14 +80,14 @@ func TestRunOnlineStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.Stop != StopRepeated || ep.Steps != 3 {
+	if ep.Stop != stoprule.Repeated.Short() || ep.Steps != 3 {
 		t.Fatalf("repeats: %+v", ep)
 	}
 	ep, err = RunOnline(context.Background(), &replayPredictor{raw: []string{"Action Plan: [DUAL"}}, task, OnlineOptions{Width: testW, Height: testH})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.Stop != StopUnparsable || ep.Success {
+	if ep.Stop != stoprule.Unparsable.Short() || ep.Success {
 		t.Fatalf("unparsable: %+v", ep)
 	}
 	home := answer(action.Action{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint})
@@ -88,7 +95,7 @@ func TestRunOnlineStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.Stop != StopMaxSteps || ep.Steps != 2 {
+	if ep.Stop != stoprule.MaxSteps.Short() || ep.Steps != 2 {
 		t.Fatalf("max steps: %+v", ep)
 	}
 }
@@ -140,7 +147,7 @@ func TestDefaultBundleCompletesTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ep.Success || ep.Stop != StopComplete {
+		if !ep.Success || ep.Stop != stoprule.Complete.Short() {
 			t.Errorf("%s/%d %q: %+v; outputs %q", c.family, c.seed, task.Goal, ep, ep.Raw)
 		}
 	}
@@ -186,9 +193,9 @@ func TestRunOnlineNoEffectPolicies(t *testing.T) {
 		retried     int
 		stop        string
 	}{
-		{"continue", 4, 3, 0, StopComplete},
-		{"retry", 4, 3, 3, StopComplete},
-		{"stop", 1, 1, 0, StopNoEffect},
+		{"continue", 4, 3, 0, stoprule.Complete.Short()},
+		{"retry", 4, 3, 3, stoprule.Complete.Short()},
+		{"stop", 1, 1, 0, stoprule.NoEffect.Short()},
 	} {
 		ep, err := RunOnline(context.Background(), &replayPredictor{raw: script}, task, OnlineOptions{Width: testW, Height: testH, OnNoEffect: c.policy})
 		if err != nil {
