@@ -23,9 +23,11 @@ import (
 	"github.com/autoui/autoui/aitw"
 )
 
-// A private single-node Slurm cluster (Debian's slurm-wlm + munge, see
-// DESIGN.md section 7) runs `eval run --shard auto` as a 3-task array job;
-// the merged shards must score exactly like one unsharded run.
+// A private single-node Slurm cluster (Debian's slurm-wlm + munge, which
+// `make setup-slurm` installs; startSlurm runs munged, slurmctld and slurmd
+// with their own key, config, state and ports under a temporary directory)
+// runs `eval run --shard auto` as a 3-task array job; the merged shards must
+// score exactly like one unsharded run.
 func TestEvalRunShardAutoOnSlurm(t *testing.T) {
 	start := time.Now()
 	c := startSlurm(t)

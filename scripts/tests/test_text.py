@@ -1,4 +1,4 @@
-"""The reference prompt and target text (contracts.md, Auto-UI's utils_data.py)."""
+"""The reference prompt and target text, as Auto-UI's utils_data.py builds them."""
 
 import pytest
 
