@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
 )
 
@@ -17,6 +18,7 @@ type modelFlags struct {
 	truncation string
 	history    int
 	maxTokens  int
+	maxPixels  int
 	optimize   string
 	noVerify   bool
 	decoding   string
@@ -32,6 +34,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.StringVar(&m.truncation, "truncation", "keep-goal", "prompt over the token limit: keep-goal (drop oldest history first) or right (Auto-UI's)")
 	fs.IntVar(&m.history, "history-window", 0, "previous actions in the prompt (0: the bundle's, 8 for Auto-UI; -1: none)")
 	fs.IntVar(&m.maxTokens, "max-new-tokens", 0, "generated token limit (0: the bundle's, 127 for Auto-UI, as its generate(max_length=128) counts the start token)")
+	fs.IntVar(&m.maxPixels, "max-pixels", 0, fmt.Sprintf("refuse screenshots (predict --screen, run's captures) over this many pixels, width*height, read from the header before decoding (0: %d)", preprocess.DefaultMaxPixels))
 	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
 	fs.StringVar(&m.decoding, "decoding", "speculative", "speculative (drafts the output format's fixed tokens, verified in one call) or greedy (one call per token); same tokens")
 	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
@@ -69,6 +72,14 @@ func (m *modelFlags) options() (engine.Options, error) {
 		Decoding:      dec,
 		Constrained:   m.constrain,
 	}, nil
+}
+
+// decodeOptions is how screenshots are decoded: the --max-pixels cap.
+func (m *modelFlags) decodeOptions() (preprocess.DecodeOptions, error) {
+	if m.maxPixels < 0 {
+		return preprocess.DecodeOptions{}, usageErrorf("--max-pixels %d: must be >= 0", m.maxPixels)
+	}
+	return preprocess.DecodeOptions{MaxPixels: m.maxPixels}, nil
 }
 
 // open loads and validates the bundle and starts a predictor. The returned

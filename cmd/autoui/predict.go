@@ -76,7 +76,11 @@ func runPredict(ctx context.Context, args []string) error {
 	}
 	req := engine.Request{Goal: *goal, History: history}
 	if *screen != "" {
-		img, err := preprocess.DecodeFile(*screen)
+		dopts, err := mf.decodeOptions()
+		if err != nil {
+			return err
+		}
+		img, err := preprocess.DecodeFileWith(*screen, dopts)
 		if err != nil {
 			return fmt.Errorf("screen: %w", err)
 		}

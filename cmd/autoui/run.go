@@ -160,6 +160,11 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	dopts, err := mf.decodeOptions()
+	if err != nil {
+		return err
+	}
+	devOpts.MaxPixels = dopts.MaxPixels
 	// Refuse a used --out before anything slow happens.
 	if err := device.CheckOutDir(rf.out, rf.overwrite); err != nil {
 		return err
