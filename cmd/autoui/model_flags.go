@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"runtime"
 
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -23,12 +25,15 @@ type modelFlags struct {
 	noVerify   bool
 	decoding   string
 	constrain  bool
+	spin       string
+	capWarned  bool // the --threads cap warning was printed
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	m := &modelFlags{}
 	fs.StringVar(&m.model, "model", "", "model bundle directory (manifest.json + ONNX graphs); required")
-	fs.IntVar(&m.threads, "threads", 0, "intra-op threads (0: one per physical core)")
+	fs.IntVar(&m.threads, "threads", 0, "intra-op threads (0: one per physical core; more than the machine's CPUs is capped)")
+	fs.StringVar(&m.spin, "spin", defaultSpin, "ONNX Runtime worker threads spin-wait between operators: on or off (off: 2-4x faster when the cores are shared; docs/eval.md)")
 	fs.StringVar(&m.provider, "provider", "cpu", "execution provider: cpu or cuda")
 	fs.StringVar(&m.ortLib, "ort-lib", "", "path to libonnxruntime.so 1.29 (default: $"+engine.LibraryEnv+", then third_party/onnxruntime)")
 	fs.StringVar(&m.truncation, "truncation", "keep-goal", "prompt over the token limit: keep-goal (drop oldest history first) or right (Auto-UI's)")
@@ -59,11 +64,23 @@ func (m *modelFlags) options() (engine.Options, error) {
 	if m.threads < 0 {
 		return engine.Options{}, fmt.Errorf("--threads %d: must be >= 0", m.threads)
 	}
+	if max := runtime.NumCPU(); m.threads > max {
+		if !m.capWarned {
+			fmt.Fprintf(os.Stderr, "autoui: --threads %d is more than the %d CPUs here; using %d\n", m.threads, max, max)
+			m.capWarned = true
+		}
+		m.threads = max
+	}
+	spin, err := parseSpin(m.spin)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	return engine.Options{
 		Session: engine.SessionOptions{
 			IntraOpThreads:    m.threads,
 			Provider:          prov,
 			GraphOptimization: engine.GraphOptimization(m.optimize),
+			DisableSpinning:   !spin,
 		},
 		Truncation:    trunc,
 		HistoryWindow: m.history,
@@ -105,4 +122,19 @@ func (m *modelFlags) open() (*engine.Predictor, func(), error) {
 		return nil, nil, err
 	}
 	return p, func() { p.Close() }, nil
+}
+
+// defaultSpin is --spin's default, chosen by measurement (docs/eval.md,
+// "Spin-waiting").
+const defaultSpin = "off"
+
+// parseSpin reads a --spin value.
+func parseSpin(s string) (bool, error) {
+	switch s {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("--spin %q: want on or off", s)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -50,11 +52,18 @@ func runPredict(ctx context.Context, args []string) error {
 	features := fs.String("features", "", "precomputed image features (.npy float32, or a JSON array) instead of running the vision tower")
 	asJSON := fs.Bool("json", false, "print the prediction as JSON")
 	annotateOut := fs.String("annotate", "", "write the screenshot with the action drawn on it to this PNG")
+	dumpFeatures := fs.String("dump-features", "", "write the image features used (computed or given) to this .npy file (float32, shape (image_dim,))")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui predict --model DIR --screen FILE --goal TEXT [flags]")
 		fs.PrintDefaults()
 	}
+	// A bad flag is one line (main prints the error); only -h shows usage.
+	var flagOut bytes.Buffer
+	fs.SetOutput(&flagOut)
 	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Stderr.Write(flagOut.Bytes())
+		}
 		return err
 	}
 	if strings.TrimSpace(*goal) == "" {
@@ -108,6 +117,11 @@ func runPredict(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *dumpFeatures != "" {
+		if err := atomicfile.Write(*dumpFeatures, func(w io.Writer) error { return writeNpyFloat32(w, res.Features) }); err != nil {
+			return fmt.Errorf("--dump-features: %w", err)
+		}
+	}
 	if *asJSON {
 		if err := printPredictionJSON(os.Stdout, res); err != nil {
 			return err
@@ -131,13 +145,17 @@ type predictionJSON struct {
 	Tokens       int            `json:"tokens"`
 	Timings      engine.Timings `json:"timings_ms"`
 	SourceTokens int            `json:"source_tokens"`
+	SourceText   string         `json:"source_text"`
+	SourceIDs    []int64        `json:"source_ids"`
+	OutputIDs    []int64        `json:"output_ids"`
 	Error        string         `json:"error,omitempty"`
 }
 
 func printPredictionJSON(w io.Writer, res *engine.Result) error {
 	out := predictionJSON{
 		Raw: res.Raw, Tokens: len(res.TokenIDs), Timings: res.Timings, Plan: []string{},
-		SourceTokens: res.SourceTokens,
+		SourceTokens: res.SourceTokens, SourceText: res.SourceText,
+		SourceIDs: append([]int64{}, res.SourceIDs...), OutputIDs: append([]int64{}, res.TokenIDs...),
 	}
 	if res.ParseErr != nil {
 		out.Error = res.ParseErr.Error()

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/tokenizer"
+)
+
+// cliArgsEnv makes this test binary the autoui command: TestCLIHelperProcess
+// runs main with the JSON-encoded arguments in it.
+const cliArgsEnv = "AUTOUI_CLI_TEST_ARGS"
+
+func TestCLIHelperProcess(t *testing.T) {
+	raw := os.Getenv(cliArgsEnv)
+	if raw == "" {
+		t.Skip("only runs as the autoui command of runCLI")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		panic(err)
+	}
+	os.Args = append([]string{"autoui"}, args...)
+	main() // exits
+}
+
+// runCLI runs `autoui args...` in a child process through main, and returns
+// its stdout, stderr and exit status.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	enc, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+	cmd.Env = append(os.Environ(), cliArgsEnv+"="+string(enc), "ORT_DISABLE_TELEMETRY=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// wantOneLineError checks a failed command: the exit status, one line on
+// stderr mentioning want, and no Go panic or stack trace anywhere.
+func wantOneLineError(t *testing.T, stdout, stderr string, code, wantCode int, want string) {
+	t.Helper()
+	if code != wantCode {
+		t.Errorf("exit status %d, want %d; stderr: %s", code, wantCode, stderr)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("stderr is not one line: %q", stderr)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not mention %q", stderr, want)
+	}
+	for _, s := range []string{"goroutine ", "panic:", ".go:"} {
+		if strings.Contains(stdout+stderr, s) {
+			t.Errorf("output has %q: %s%s", s, stdout, stderr)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPredictBadInputsCLI(t *testing.T) {
+	npyHdr := func(shape string) string {
+		return "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }"
+	}
+	nan := make([]float32, 8)
+	nan[5] = float32(math.NaN())
+	cases := map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"empty npy":            {[]string{"--features", writeFile(t, "e.npy", npyBytes(npyHdr("0,"), nil))}, 1, "empty"},
+		"zero-byte npy":        {[]string{"--features", writeFile(t, "z.npy", nil)}, 1, "not a .npy file"},
+		"truncated npy":        {[]string{"--features", writeFile(t, "t.npy", npyBytes(npyHdr("1408,"), f32bytes(1, 2, 3)))}, 1, "truncated"},
+		"float64 npy":          {[]string{"--features", writeFile(t, "d.npy", npyBytes(strings.Replace(npyHdr("1,"), "<f4", "<f8", 1), make([]byte, 8)))}, 1, "float32"},
+		"garbage npy":          {[]string{"--features", writeFile(t, "g.npy", []byte("\x93NUMPY\x01\x00\x04\x00{}}\n"))}, 1, "no descr"},
+		"NaN npy":              {[]string{"--features", writeFile(t, "n.npy", npyBytes(npyHdr("8,"), f32bytes(nan...)))}, 1, "at index 5"},
+		"Inf JSON":             {[]string{"--features", writeFile(t, "i.json", []byte("[0, 1, 1e39]"))}, 1, "features"},
+		"empty JSON":           {[]string{"--features", writeFile(t, "e.json", []byte("[]"))}, 1, "no feature values"},
+		"prev NaN":             {[]string{"--screen", sampleScreen, "--prev", "tap:NaN,0.2"}, 2, "normalized coordinate"},
+		"prev Inf swipe":       {[]string{"--screen", sampleScreen, "--prev", "swipe:0.1,0.2,0.3,+Inf"}, 2, "normalized coordinate"},
+		"prev 1.5":             {[]string{"--screen", sampleScreen, "--prev", "tap:1.5,0"}, 2, "normalized coordinate"},
+		"prev JSON [5,5]":      {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}`}, 2, "normalized coordinate"},
+		"prev JSON multi-line": {[]string{"--screen", sampleScreen, "--prev", "{\"action_type\": [\n4]}"}, 2, "neither a name nor a number"},
+		"prev text on back":    {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "PRESS_BACK", "typed_text": "x"}`}, 2, "only TYPE has text"},
+		"prev unknown":         {[]string{"--screen", sampleScreen, "--prev", "fly"}, 2, "want tap:Y,X"},
+		"history [5,5]": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h.json",
+			[]byte(`[{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}]`))}, 1, "history"},
+		"history JSONL NaN": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h.jsonl",
+			[]byte("{\"action_type\": \"PRESS_BACK\"}\n{\"action_type\": 4, \"touch_point\": \"[0.5, 1.5]\", \"lift_point\": [0.5, 0.5]}\n"))}, 1, "line 2"},
+		"history type 9": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h9.json", []byte(`[{"action_type": 9}]`))}, 1, "unknown action type"},
+		"spin bogus":     {[]string{"--screen", sampleScreen, "--spin", "maybe"}, 1, "--spin"},
+		"threads -1":     {[]string{"--screen", sampleScreen, "--threads", "-1"}, 1, "--threads"},
+		"unknown flag":   {[]string{"--screen", sampleScreen, "--nope"}, 2, "nope"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"predict", "--model", tinyBundle, "--goal", "Open settings"}, c.args...)
+			stdout, stderr, code := runCLI(t, args...)
+			wantOneLineError(t, stdout, stderr, code, c.code, c.want)
+		})
+	}
+}
+
+// --threads above the CPU count runs, capped, with a one-line warning.
+func TestPredictThreadsCapCLI(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "predict", "--model", tinyBundle, "--screen", sampleScreen, "--goal", "Open settings", "--threads", "1000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--threads 1000") || !strings.Contains(stderr, "using") {
+		t.Fatalf("want a one-line cap warning, got %q", stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout: %v: %s", err, stdout)
+	}
+}
+
+func TestThreadsCappedAndSpinDefault(t *testing.T) {
+	old := os.Stderr
+	tmp, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stderr = tmp
+	m := &modelFlags{threads: 1000, spin: defaultSpin, provider: "cpu", truncation: "keep-goal", decoding: "greedy"}
+	o1, err1 := m.options()
+	o2, err2 := m.options()
+	os.Stderr = old
+	tmp.Close()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if o1.Session.IntraOpThreads != runtime.NumCPU() || o2.Session.IntraOpThreads != runtime.NumCPU() {
+		t.Fatalf("threads %d, %d; want the cap %d", o1.Session.IntraOpThreads, o2.Session.IntraOpThreads, runtime.NumCPU())
+	}
+	warn, _ := os.ReadFile(tmp.Name())
+	if strings.Count(string(warn), "\n") != 1 {
+		t.Fatalf("want one warning line, got %q", warn)
+	}
+	if wantOff := defaultSpin == "off"; o1.Session.DisableSpinning != wantOff {
+		t.Fatalf("default --spin %s gave DisableSpinning %v", defaultSpin, o1.Session.DisableSpinning)
+	}
+	m = &modelFlags{spin: "on", provider: "cpu", truncation: "keep-goal", decoding: "greedy"}
+	if o, err := m.options(); err != nil || o.Session.DisableSpinning || o.Session.IntraOpThreads != 0 {
+		t.Fatalf("--spin on, --threads 0: %+v %v", o.Session, err)
+	}
+	m.spin = "off"
+	if o, err := m.options(); err != nil || !o.Session.DisableSpinning {
+		t.Fatalf("--spin off: %+v %v", o.Session, err)
+	}
+}
+
+// -h shows the flags, --spin with its default among them.
+func TestPredictHelpShowsSpinDefault(t *testing.T) {
+	_, stderr, code := runCLI(t, "predict", "-h")
+	if code != 2 || !strings.Contains(stderr, "-spin string") || !strings.Contains(stderr, `(default "`+defaultSpin+`")`) {
+		t.Fatalf("exit %d, help:\n%s", code, stderr)
+	}
+}
+
+// --json carries the prompt and output ids; --dump-features writes the
+// features used, readable by the .npy reader.
+func TestPredictJSONIdsAndDumpFeatures(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "feat.npy")
+	stdout, stderr, code := runCLI(t, "predict", "--model", tinyBundle, "--screen", sampleScreen, "--goal", "Open the settings app",
+		"--prev", "tap:0.5,0.3", "--json", "--dump-features", dump)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Raw        string   `json:"raw"`
+		Tokens     int      `json:"tokens"`
+		SourceText *string  `json:"source_text"`
+		SourceIDs  *[]int64 `json:"source_ids"`
+		OutputIDs  *[]int64 `json:"output_ids"`
+		SourceToks int      `json:"source_tokens"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout: %v: %s", err, stdout)
+	}
+	if got.SourceText == nil || got.SourceIDs == nil || got.OutputIDs == nil {
+		t.Fatalf("JSON lacks source_text, source_ids or output_ids: %s", stdout)
+	}
+	if !strings.Contains(*got.SourceText, "Goal: Open the settings app") || !strings.HasPrefix(*got.SourceText, "Previous Actions:") {
+		t.Errorf("source_text %q", *got.SourceText)
+	}
+	if len(*got.SourceIDs) != got.SourceToks || len(*got.OutputIDs) != got.Tokens || got.Tokens == 0 {
+		t.Errorf("%d source ids for %d source tokens, %d output ids for %d tokens", len(*got.SourceIDs), got.SourceToks, len(*got.OutputIDs), got.Tokens)
+	}
+	b, err := models.Load(tinyBundle, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(b.Path(models.RoleTokenizer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := tok.Encode(*got.SourceText); err != nil || !equalIDs(ids, *got.SourceIDs) {
+		t.Errorf("source_ids are not the tokenized source_text: %v vs %v (%v)", *got.SourceIDs, ids, err)
+	}
+	if text := tok.Decode(*got.OutputIDs, tokenizer.DecodeOptions{SkipSpecial: true}); text != got.Raw {
+		t.Errorf("output_ids decode to %q, raw is %q", text, got.Raw)
+	}
+
+	f, err := os.Open(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feats, err := readNpyFloat32(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feats) != b.Manifest.Model.ImageDim {
+		t.Fatalf("%d dumped features, image_dim %d", len(feats), b.Manifest.Model.ImageDim)
+	}
+	// The dump is the features used: feeding it back gives the same prediction.
+	again, stderr, code := runCLI(t, "predict", "--model", tinyBundle, "--features", dump, "--goal", "Open the settings app",
+		"--prev", "tap:0.5,0.3", "--json", "--dump-features", filepath.Join(dir, "again.npy"))
+	if code != 0 {
+		t.Fatalf("--features the dump: exit %d: %s", code, stderr)
+	}
+	var got2 struct {
+		Raw string `json:"raw"`
+	}
+	if err := json.Unmarshal([]byte(again), &got2); err != nil || got2.Raw != got.Raw {
+		t.Fatalf("prediction from the dumped features %q, from the screen %q (%v)", got2.Raw, got.Raw, err)
+	}
+	first, _ := os.ReadFile(dump)
+	second, _ := os.ReadFile(filepath.Join(dir, "again.npy"))
+	if !bytes.Equal(first, second) {
+		t.Fatal("features given with --features are not dumped unchanged")
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
