@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // sameResult reports how a batched result differs from the single one ("" if not).
 func sameResult(got, want *Result) string {
 	switch {
-	case !equalIDs(got.TokenIDs, want.TokenIDs):
+	case !slices.Equal(got.TokenIDs, want.TokenIDs):
 		return "token ids"
 	case got.Raw != want.Raw:
 		return "raw text"
@@ -70,7 +71,7 @@ func TestPredictBatchGolden(t *testing.T) {
 				if size == 1 {
 					singles[lo+j] = res
 				}
-				if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
 					t.Errorf("size %d %s: ids differ from golden\n got %v\nwant %v", size, c.ID, res.TokenIDs, c.GeneratedIDs)
 				}
 				if res.Raw != c.Text {
@@ -144,72 +145,15 @@ func TestPredictBatchMixedFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, i := range picks {
-		if !equalIDs(got[k].TokenIDs, cases[i].GeneratedIDs) {
+		if !slices.Equal(got[k].TokenIDs, cases[i].GeneratedIDs) {
 			t.Errorf("item %d (%s): ids differ from golden", k, cases[i].ID)
 		}
 		if fromFeatures := k%2 == 0; fromFeatures != (got[k].Timings.Vision == 0) {
 			t.Errorf("item %d: features given %v, vision time %v", k, fromFeatures, got[k].Timings.Vision)
 		}
-		if d := maxAbsDiff(t, "features", got[k].Features, loadNpy(t, cases[i].Tensors["image_features"])); d > tolFeatures {
+		if d := maxAbsDiff(t, "features", got[k].Features, loadNpy(t, cases[i].Tensors["image_features"])); d > tolerance(t, "image_features") {
 			t.Errorf("item %d: features off golden by %g", k, d)
 		}
-	}
-}
-
-// Greedy decoding (one token per item per call) and constrained decoding
-// give per item exactly what single Predict gives with the same options.
-func TestPredictBatchOptions(t *testing.T) {
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	cases := loadGolden(t)
-	picks := []int{0, 3, 11, 12, 21}
-	for _, v := range []struct {
-		name string
-		opts Options
-	}{
-		{"greedy", Options{Truncation: TruncateRight, Decoding: DecodeGreedy}},
-		{"constrained", Options{Truncation: TruncateRight, Constrained: true}},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			p, err := NewPredictor(b, v.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			var reqs []Request
-			for _, i := range picks {
-				c := cases[i]
-				req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
-				if v.opts.Constrained {
-					req.MaxNewTokens = min(req.MaxNewTokens, 32) // constrained steps decode text: keep it short
-				}
-				reqs = append(reqs, req)
-			}
-			got, err := p.PredictBatch(ctx, reqs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, req := range reqs {
-				want, err := p.Predict(ctx, req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if what := sameResult(got[k], want); what != "" {
-					t.Errorf("%s: %s differs from single Predict\n got %v\nwant %v", cases[picks[k]].ID, what, got[k].TokenIDs, want.TokenIDs)
-				}
-				if v.opts.Decoding == DecodeGreedy {
-					if !equalIDs(got[k].TokenIDs, cases[picks[k]].GeneratedIDs) {
-						t.Errorf("%s: ids differ from golden", cases[picks[k]].ID)
-					}
-					if got[k].Timings.DecoderCalls != len(got[k].TokenIDs) {
-						t.Errorf("%s: greedy made %d decoder calls for %d tokens", cases[picks[k]].ID, got[k].Timings.DecoderCalls, len(got[k].TokenIDs))
-					}
-				}
-			}
-		})
 	}
 }
 
@@ -273,8 +217,8 @@ func TestPredictBatchErrors(t *testing.T) {
 		t.Errorf("no screen: %v", err)
 	}
 	_, err = p.PredictBatch(ctx, []Request{{Goal: "no screen"}})
-	if err == nil || !strings.Contains(err.Error(), "item 0") {
-		t.Errorf("no screen, batch of one: %v", err)
+	if err == nil || strings.Contains(err.Error(), "item") || !strings.Contains(err.Error(), "no screen") {
+		t.Errorf("no screen, batch of one (Predict's message, no index): %v", err)
 	}
 }
 
@@ -371,7 +315,7 @@ func TestPredictBatchDefaultModel(t *testing.T) {
 		if what := sameResult(got[i], want); what != "" {
 			t.Errorf("%q (item %d): %s differs from single Predict\n got %q\nwant %q", req.Goal, i, what, got[i].Raw, want.Raw)
 		}
-		if d := maxAbsDiff(t, "features", got[i].Features, feat); d > tolFeatures {
+		if d := maxAbsDiff(t, "features", got[i].Features, feat); d > tolerance(t, "image_features") {
 			t.Errorf("item %d: batched vision features differ from single by %g", i, d)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/models"
 )
 
@@ -39,18 +40,18 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 	for i := range mask {
 		mask[i] = 1
 	}
-	enc, err := p.encode(ids, mask)
+	enc, err := p.runEncoder(1, len(ids), ids, mask)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fused, err := p.fuse(enc, feat, mask)
+	fused, err := p.runFusion(1, len(ids), enc, feat, mask)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p, fused, mask
 }
 
-// BenchmarkDecoderStep measures one decoder call (op = one step) and the Go
+// BenchmarkDecoderStep measures one decoder call (op = one call) and the Go
 // allocations it makes, on the tiny bundle so that the loop's own overhead,
 // not the model, dominates:
 //
@@ -59,58 +60,64 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 // k=1 is a greedy step; k=4 a speculative verify of 4 tokens after which 2
 // are rejected (truncate), so the cache's length changes as in speculative
 // decoding; greedy-32 and speculative-32 are whole decodes of 32 tokens
-// including the run's setup (op = one decode).
+// including the cache's setup (op = one decode).
 func BenchmarkDecoderStep(b *testing.B) {
 	p, fused, mask := decodeInputs(b)
 	const maxLen = 128
 	for _, bc := range []struct {
 		name   string
 		tokens []int64
-		keep   int64 // tokens kept of each call's input (truncate the rest)
+		keep   int // tokens kept of each call's input (truncate the rest)
 	}{
 		{"k=1", []int64{5}, 1},
 		{"k=4", []int64{5, 6, 7, 8}, 2},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			var r *decodeRun
+			k := len(bc.tokens)
+			var c *decoderCall
 			defer func() {
-				if r != nil {
-					r.close()
+				if c != nil {
+					c.close()
 				}
 			}()
 			for b.Loop() {
-				if r == nil || r.pastLen+int64(len(bc.tokens)) > r.maxLen {
-					if r != nil {
-						r.close()
+				if c == nil || c.cache.Len()+k > c.cache.Self.Cap() {
+					if c != nil {
+						c.close()
 					}
 					var err error
-					if r, err = p.newDecodeRun(fused, mask, maxLen, &Timings{}); err != nil {
+					if c, err = p.newCall(1, fused, mask, maxLen, k); err != nil {
 						b.Fatal(err)
 					}
 				}
-				past := r.pastLen
-				if _, err := r.step(bc.tokens); err != nil {
+				past := c.cache.Len()
+				copy(c.input(k), bc.tokens)
+				if _, err := c.step(k); err != nil {
 					b.Fatal(err)
 				}
-				r.truncate(past + bc.keep)
+				c.cache.Truncate(past + bc.keep)
 			}
 		})
 	}
 	// whole decodes of a fixed 32 tokens (op = one decode, setup included)
 	for _, dec := range []struct {
-		name string
-		fn   func(context.Context, []float32, []int64, genLimits, *Timings) ([]int64, error)
-	}{{"greedy-32", p.greedy}, {"speculative-32", p.speculative}} {
+		name  string
+		draft bool
+	}{{"greedy-32", false}, {"speculative-32", true}} {
 		b.Run(dec.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ids, err := dec.fn(context.Background(), fused, mask, genLimits{minNew: 32, maxNew: 32}, &Timings{})
-				if err != nil {
+				s := &sequence{tokens: []int64{p.bundle.Manifest.Tokens.DecoderStartID}, limit: 32, tm: &Timings{},
+					choose: sample.MinLength{N: 32, EOS: p.bundle.Manifest.Tokens.EOSID, Next: sample.Argmax{}}}
+				if dec.draft {
+					s.draft = p.drafts
+				}
+				if err := p.decode(context.Background(), []*sequence{s}, fused, mask); err != nil {
 					b.Fatal(err)
 				}
-				if len(ids) != 32 {
-					b.Fatalf("%d tokens", len(ids))
+				if len(s.out()) != 32 {
+					b.Fatalf("%d tokens", len(s.out()))
 				}
 			}
 		})

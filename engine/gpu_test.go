@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/models"
 )
 
@@ -63,7 +65,7 @@ func TestCUDAGoldenTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+		if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
 			t.Errorf("%s: cuda ids differ from golden", c.ID)
 		}
 	}
@@ -78,15 +80,31 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 		runCUDAChild(t, "TestCUDADeviceDecodeGolden")
 		return
 	}
-	p := cudaPredictor(t)
+	dev := cudaPredictor(t)
+	host := cudaPredictor(t)
+	host.cachePlace = kv.Host
+	if dev.cachePlace != kv.Adapter {
+		t.Fatal("the cuda provider does not keep the cache on the device")
+	}
 	cases := loadGolden(t)
-	for _, c := range cases {
-		ids, _ := deviceGreedy(t, p, c)
-		if !equalIDs(ids, c.GeneratedIDs) {
-			t.Errorf("%s: cuda device decoding differs from golden\n got %v\nwant %v", c.ID, ids, c.GeneratedIDs)
+	for _, B := range []int{1, 3} {
+		for lo := 0; lo+B <= len(cases); lo += B {
+			var reqs []Request
+			for _, c := range cases[lo : lo+B] {
+				reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+			}
+			got, err := dev.PredictBatch(context.Background(), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, res := range got {
+				if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+					t.Errorf("B=%d %s: cuda device decoding differs from golden\n got %v\nwant %v", B, c.ID, res.TokenIDs, c.GeneratedIDs)
+				}
+			}
 		}
 	}
 	for _, c := range []goldenCase{cases[0], cases[10], cases[11]} {
-		compareWithHostRun(t, p, c, 1e-4)
+		compareCaches(t, host, dev, c, 1e-4)
 	}
 }

@@ -1,17 +1,15 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"image"
 	"sync"
-	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/tokenizer"
 )
@@ -56,10 +54,14 @@ type Predictor struct {
 	vision     *graph
 	visionErr  error
 
-	drafts *drafter
+	drafts *sample.NGram
 
-	decoderPastNames [][4]string // per layer: decoder key, decoder value, encoder key, encoder value
-	decoderPresNames [][4]string
+	decoderNames kv.Names
+	decoderSlots *kv.Slots
+	// cachePlace is where a decode keeps its encoder states and
+	// cross-attention K/V: in device memory under cuda, else on the host
+	// (tests also run the device placement on the cpu provider).
+	cachePlace kv.Placement
 }
 
 // NewPredictor opens the bundle's graphs and tokenizer.
@@ -98,7 +100,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
 	}
-	if p.drafts, err = newDrafter(tok, m.Tokens.EOSID); err != nil {
+	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID); err != nil {
 		return nil, err
 	}
 	p.so, err = opts.Session.build()
@@ -114,15 +116,13 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 			return nil, err
 		}
 	}
-	for i := 0; i < p.cfg.NumDecoderLayers; i++ {
-		p.decoderPastNames = append(p.decoderPastNames, [4]string{
-			fmt.Sprintf("past_key_values.%d.decoder.key", i), fmt.Sprintf("past_key_values.%d.decoder.value", i),
-			fmt.Sprintf("past_key_values.%d.encoder.key", i), fmt.Sprintf("past_key_values.%d.encoder.value", i),
-		})
-		p.decoderPresNames = append(p.decoderPresNames, [4]string{
-			fmt.Sprintf("present.%d.decoder.key", i), fmt.Sprintf("present.%d.decoder.value", i),
-			fmt.Sprintf("present.%d.encoder.key", i), fmt.Sprintf("present.%d.encoder.value", i),
-		})
+	p.decoderNames = kv.DecoderNames(p.cfg.NumDecoderLayers)
+	if p.decoderSlots, err = kv.FindSlots(p.decoderNames, p.decoder.inputs, p.decoder.outputs); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("load decoder graph %s: %w", p.decoder.path, err)
+	}
+	if opts.Session.Provider == ProviderCUDA {
+		p.cachePlace = kv.Adapter
 	}
 	return p, nil
 }
@@ -182,139 +182,31 @@ func (p *Predictor) visionGraph() (*graph, error) {
 	return p.vision, p.visionErr
 }
 
-// ImageFeatures runs preprocessing and the vision tower on one screenshot.
-func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float32, error) {
-	f, _, _, err := p.imageFeatures(ctx, img)
-	return f, err
+// Decoding selects the decoding strategy. Both produce the same tokens.
+type Decoding int
+
+const (
+	// DecodeSpeculative drafts the tokens the Auto-UI output format fixes and
+	// verifies them in one decoder call (the default).
+	DecodeSpeculative Decoding = iota
+	// DecodeGreedy runs one decoder call per token: the reference.
+	DecodeGreedy
+)
+
+// ParseDecoding reads "speculative" or "greedy".
+func ParseDecoding(s string) (Decoding, error) {
+	switch s {
+	case "", "speculative":
+		return DecodeSpeculative, nil
+	case "greedy":
+		return DecodeGreedy, nil
+	}
+	return 0, fmt.Errorf("unknown decoding %q (want speculative or greedy)", s)
 }
 
-func (p *Predictor) imageFeatures(ctx context.Context, img image.Image) (feat []float32, prep, vis time.Duration, err error) {
-	if img == nil {
-		return nil, 0, 0, errors.New("no screen and no image features given")
+func (d Decoding) String() string {
+	if d == DecodeGreedy {
+		return "greedy"
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, 0, err
-	}
-	g, err := p.visionGraph()
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	t0 := time.Now()
-	pix := p.prep.Pixels(img)
-	prep = time.Since(t0)
-	t1 := time.Now()
-	in, err := ort.NewTensor(ort.NewShape(1, 3, int64(p.prep.Height), int64(p.prep.Width)), pix)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("vision input: %w", err)
-	}
-	defer in.Destroy()
-	feat = make([]float32, p.bundle.Manifest.Vision.OutputDim)
-	out, err := ort.NewTensor(ort.NewShape(1, int64(len(feat))), feat)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("vision output: %w", err)
-	}
-	defer out.Destroy()
-	if err := g.run(map[string]ort.Value{g.inputs[0]: in}, map[string]ort.Value{g.outputs[0]: out}); err != nil {
-		return nil, 0, 0, err
-	}
-	return feat, prep, time.Since(t1), nil
-}
-
-// Predict returns the next action for one screen.
-func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
-	start := time.Now()
-	res := &Result{}
-	var err error
-	if req.Features != nil {
-		if len(req.Features) != p.cfg.ImageDim {
-			return nil, fmt.Errorf("image features have %d values, the bundle's image_dim is %d", len(req.Features), p.cfg.ImageDim)
-		}
-		res.Features = req.Features
-	} else {
-		res.Features, res.Timings.Preprocess, res.Timings.Vision, err = p.imageFeatures(ctx, req.Screen)
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	t := time.Now()
-	var ids []int64
-	res.SourceText, ids, err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, req.Goal, req.History,
-		p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
-	if err != nil {
-		return nil, err
-	}
-	res.SourceTokens = len(ids)
-	res.SourceIDs = ids
-	res.Timings.Tokenize = time.Since(t)
-
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// Every prompt token is real (no padding): one all-ones mask serves the
-	// encoder, the fusion and the decoder's cross-attention.
-	mask := make([]int64, len(ids))
-	for i := range mask {
-		mask[i] = 1
-	}
-	t = time.Now()
-	enc, err := p.encode(ids, mask)
-	if err != nil {
-		return nil, err
-	}
-	res.Timings.Encoder = time.Since(t)
-
-	t = time.Now()
-	fused, err := p.fuse(enc, res.Features, mask)
-	if err != nil {
-		return nil, err
-	}
-	res.Timings.Fusion = time.Since(t)
-
-	maxNew := p.maxNew
-	if req.MaxNewTokens > 0 {
-		maxNew = req.MaxNewTokens
-	}
-	decode := p.speculative
-	if p.opts.Decoding == DecodeGreedy {
-		decode = p.greedy
-	}
-	if req.Replay != nil && len(req.Replay) >= maxNew {
-		return nil, fmt.Errorf("replay of %d tokens does not fit the %d-token limit with its </s>", len(req.Replay), maxNew)
-	}
-	g := genLimits{minNew: req.MinNewTokens, maxNew: maxNew, replay: req.Replay}
-	res.TokenIDs, err = decode(ctx, fused, mask, g, &res.Timings)
-	if err != nil {
-		return nil, err
-	}
-
-	p.parse(res, start)
-	return res, nil
-}
-
-// parse detokenizes the result's tokens as Auto-UI does and parses the
-// action; an unparsable output is recorded, not an error. It closes the
-// timings (Total from start).
-func (p *Predictor) parse(res *Result, start time.Time) {
-	t := time.Now()
-	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
-	out, perr := action.ParseOutput(res.Raw)
-	if perr != nil {
-		res.ParseErr = perr
-	} else {
-		res.Action, res.Plan = out.Action, out.Plan
-	}
-	res.Timings.Parse = time.Since(t)
-	res.Timings.Total = time.Since(start)
-}
-
-// encode runs the T5 encoder on one prompt: [1, n, d].
-func (p *Predictor) encode(ids, mask []int64) ([]float32, error) {
-	return p.runEncoder(1, len(ids), ids, mask)
-}
-
-// fuse runs the fusion graph on one prompt: encoder states + image vector ->
-// fused states.
-func (p *Predictor) fuse(enc, feat []float32, mask []int64) ([]float32, error) {
-	return p.runFusion(1, len(mask), enc, feat, mask)
+	return "speculative"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ func TestThreadCountsAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+			if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
 				t.Errorf("threads=%d %s: ids differ from golden", threads, c.ID)
 			}
 		}
@@ -57,7 +58,7 @@ func TestConcurrentPredict(t *testing.T) {
 					errs <- err
 					return
 				}
-				if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
 					errs <- fmt.Errorf("goroutine %d %s: ids differ", g, c.ID)
 				}
 			}
@@ -77,7 +78,7 @@ func TestPrecomputedFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalIDs(res.TokenIDs, c.GeneratedIDs) {
+	if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
 		t.Fatalf("ids from golden features differ")
 	}
 	if res.Timings.Vision != 0 {

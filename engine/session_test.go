@@ -10,6 +10,36 @@ import (
 	"github.com/autoui/autoui/models"
 )
 
+func ioInfos(in []ort.InputOutputInfo) []models.IOInfo {
+	out := make([]models.IOInfo, len(in))
+	for i, x := range in {
+		out[i] = models.IOInfo{Name: x.Name, DType: dtypeName(x.DataType), Dims: []int64(x.Dimensions)}
+	}
+	return out
+}
+
+func dtypeName(t ort.TensorElementDataType) string {
+	switch t {
+	case ort.TensorElementDataTypeFloat:
+		return "float32"
+	case ort.TensorElementDataTypeFloat16:
+		return "float16"
+	case ort.TensorElementDataTypeDouble:
+		return "float64"
+	case ort.TensorElementDataTypeInt64:
+		return "int64"
+	case ort.TensorElementDataTypeInt32:
+		return "int32"
+	case ort.TensorElementDataTypeInt8:
+		return "int8"
+	case ort.TensorElementDataTypeUint8:
+		return "uint8"
+	case ort.TensorElementDataTypeBool:
+		return "bool"
+	}
+	return t.String()
+}
+
 // models.ReadGraphIO (which reads the file) must report exactly what ONNX
 // Runtime reports for every graph.
 func TestReadGraphIOMatchesRuntime(t *testing.T) {

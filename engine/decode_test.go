@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/kv"
+	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/tokenizer"
+)
+
+// tableCases are the golden cases the decoder table runs: the short output,
+// the 504- and 512-token prompts, a 16-token limit, and a spread of others,
+// in batches of three that mix prompt lengths.
+func tableCases(t testing.TB) []goldenCase {
+	all := loadGolden(t)
+	var out []goldenCase
+	for _, i := range []int{0, 10, 11, 3, 12, 21, 5, 16, 7} {
+		out = append(out, all[i%len(all)])
+	}
+	return out
+}
+
+// placed returns a predictor on the tiny bundle whose decodes keep their
+// cross part at place (Adapter on the cpu provider runs the cuda code path
+// with the adapters in host memory).
+func placed(t testing.TB, place kv.Placement, opts Options) *Predictor {
+	t.Helper()
+	opts.Truncation = TruncateRight
+	p := tinyWith(t, opts)
+	p.cachePlace = place
+	return p
+}
+
+// Every way to decode runs through one loop: {host, device-on-CPU} cache x
+// {B=1, B=3} x {argmax, grammar, replay} chooser x {none, n-gram} drafter.
+// Argmax and replay must give the golden ids; grammar gives per item what
+// the reference (host, one item, no drafter) gives, every output inside the
+// grammar and, where the free output was already whole, the free output.
+// Drafting must never change a token and must save calls; a replay must
+// take exactly the calls of the model producing the same tokens.
+func TestDecodeTable(t *testing.T) {
+	ctx := context.Background()
+	cases := tableCases(t)
+	feats := make([][]float32, len(cases))
+	for i, c := range cases {
+		feats[i] = loadNpy(t, c.Tensors["image_features"])
+	}
+	eos := tiny(t).bundle.Manifest.Tokens.EOSID
+	grammarMin, err := sample.MinTokens(tiny(t).tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(i int, chooser string) Request {
+		c := cases[i]
+		r := Request{Features: feats[i], Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		if chooser == "replay" {
+			// a goal the model would answer differently: the replay decides
+			r.Goal, r.History = "something else entirely", nil
+			r.Replay = c.GeneratedIDs
+			if r.Replay[len(r.Replay)-1] == eos {
+				r.Replay = r.Replay[:len(r.Replay)-1]
+			}
+			r.MaxNewTokens = max(c.MaxNewTokens, len(r.Replay)+1)
+		}
+		if chooser == "grammar" {
+			r.MaxNewTokens = max(c.MaxNewTokens, grammarMin)
+		}
+		return r
+	}
+	type key struct {
+		place          kv.Placement
+		chooser, draft string
+	}
+	preds := map[key]*Predictor{}
+	results := map[string][]*Result{} // by configuration name
+	var ref []*Result                 // grammar reference: host, B=1, no drafter
+	for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+		for _, chooser := range []string{"argmax", "grammar", "replay"} {
+			for _, draft := range []string{"none", "ngram"} {
+				opts := Options{Constrained: chooser == "grammar"}
+				if draft == "none" {
+					opts.Decoding = DecodeGreedy
+				}
+				preds[key{place, chooser, draft}] = placed(t, place, opts)
+			}
+		}
+	}
+	for _, chooser := range []string{"grammar", "argmax", "replay"} {
+		for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+			for _, draft := range []string{"none", "ngram"} {
+				for _, B := range []int{1, 3} {
+					name := fmt.Sprintf("%s/%s/B=%d/%s", map[kv.Placement]string{kv.Host: "host", kv.Adapter: "device"}[place], chooser, B, draft)
+					p := preds[key{place, chooser, draft}]
+					var got []*Result
+					for lo := 0; lo < len(cases); lo += B {
+						var reqs []Request
+						for i := lo; i < lo+B; i++ {
+							reqs = append(reqs, request(i, chooser))
+						}
+						res, err := p.PredictBatch(ctx, reqs)
+						if err != nil {
+							t.Fatalf("%s items %d..: %v", name, lo, err)
+						}
+						got = append(got, res...)
+					}
+					results[name] = got
+					if chooser == "grammar" && ref == nil {
+						ref = got // host/grammar/B=1/none comes first
+					}
+					for i, res := range got {
+						c := cases[i]
+						switch chooser {
+						case "argmax", "replay":
+							want := c.GeneratedIDs
+							if chooser == "replay" && want[len(want)-1] != eos {
+								want = append(slices.Clip(want), eos) // cut by its limit; the replay ends
+							}
+							if !slices.Equal(res.TokenIDs, want) {
+								t.Errorf("%s %s: ids differ from golden\n got %v\nwant %v", name, c.ID, res.TokenIDs, want)
+							}
+						case "grammar":
+							if !slices.Equal(res.TokenIDs, ref[i].TokenIDs) {
+								t.Errorf("%s %s: ids differ from the reference\n got %v\nwant %v", name, c.ID, res.TokenIDs, ref[i].TokenIDs)
+							}
+							if !action.ValidOutputPrefix(res.Raw) && !action.ValidOutputPrefix(p.tok.Decode(res.TokenIDs, decodePlain)) {
+								t.Errorf("%s %s: left the grammar: %q", name, c.ID, res.Raw)
+							}
+						}
+						if draft == "none" && B == 1 && res.Timings.DecoderCalls != len(res.TokenIDs) {
+							t.Errorf("%s %s: %d calls for %d tokens", name, c.ID, res.Timings.DecoderCalls, len(res.TokenIDs))
+						}
+					}
+				}
+			}
+		}
+	}
+	// Drafts save calls; a replay costs what the model's own decoding does.
+	for _, place := range []string{"host", "device"} {
+		for _, B := range []int{1, 3} {
+			calls := func(chooser, draft string) (n int) {
+				for _, r := range results[fmt.Sprintf("%s/%s/B=%d/%s", place, chooser, B, draft)] {
+					n += r.Timings.DecoderCalls
+				}
+				return n
+			}
+			if g, s := calls("argmax", "none"), calls("argmax", "ngram"); s >= g {
+				t.Errorf("%s B=%d: n-gram drafts took %d calls, greedy %d", place, B, s, g)
+			}
+			if B == 1 {
+				if r, m := calls("replay", "ngram"), calls("argmax", "ngram"); r != m {
+					t.Errorf("%s: replay took %d calls, the model's own decoding %d", place, r, m)
+				}
+			}
+		}
+	}
+	// Where the free output was already whole, the grammar changes nothing.
+	same := 0
+	for i, r := range results["host/argmax/B=1/none"] {
+		if action.CompleteOutput(tiny(t).tok.Decode(r.TokenIDs, decodePlain)) {
+			same++
+			if !slices.Equal(r.TokenIDs, ref[i].TokenIDs) {
+				t.Errorf("%s: the grammar changed a whole output\n free %q\n cons %q", cases[i].ID, r.Raw, ref[i].Raw)
+			}
+		}
+	}
+	if same == 0 {
+		t.Error("no table case was whole without the grammar: the check above proves nothing")
+	}
+}
+
+// With the grammar, every limit that can hold a valid action gives one that
+// parses; a smaller limit is refused up front with the number needed.
+func TestGrammarWithinLimit(t *testing.T) {
+	p := placed(t, kv.Host, Options{Constrained: true})
+	need, err := sample.MinTokens(p.tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := loadGolden(t)
+	ctx := context.Background()
+	checked := 0
+	for limit := 5; limit <= 85; limit += 4 {
+		for _, c := range []goldenCase{cases[0], cases[5], cases[12]} {
+			req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: limit}
+			res, err := p.Predict(ctx, req)
+			if limit < need {
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at least %d tokens", need)) {
+					t.Fatalf("limit %d < %d: got %v", limit, need, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("limit %d: %v", limit, err)
+			}
+			if res.ParseErr != nil {
+				t.Errorf("limit %d %s: %d tokens do not parse: %q", limit, c.ID, len(res.TokenIDs), res.Raw)
+			}
+			if len(res.TokenIDs) > limit {
+				t.Errorf("limit %d: %d tokens", limit, len(res.TokenIDs))
+			}
+			checked++
+		}
+	}
+	t.Logf("shortest valid action: %d tokens; %d outputs at limits %d..85 parse", need, checked, need)
+}
+
+// One validator serves every path: each bad request fails alone and in a
+// batch, with the same message.
+func TestRequestValidation(t *testing.T) {
+	p := tiny(t)
+	feat := make([]float32, p.cfg.ImageDim)
+	nan := append([]float32(nil), feat...)
+	nan[7] = float32(inf())
+	bad := []struct {
+		req  Request
+		want string
+	}{
+		{Request{Goal: "x"}, "no screen"},
+		{Request{Features: []float32{1}, Goal: "x"}, "image_dim"},
+		{Request{Features: nan, Goal: "x"}, "image feature 7"},
+		{Request{Features: feat, Goal: "x", MaxNewTokens: -1}, "negative"},
+		{Request{Features: feat, Goal: "x", Replay: make([]int64, 20), MaxNewTokens: 20}, "does not fit"},
+		{Request{Features: feat, Goal: "x", Replay: []int64{-3}}, "outside the vocabulary"},
+		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 1.5}, Lift: action.Point{}}}}, "history action 0"},
+	}
+	for _, b := range bad {
+		_, err := p.Predict(context.Background(), b.req)
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("alone: want %q, got %v", b.want, err)
+		}
+		_, err = p.PredictBatch(context.Background(), []Request{{Features: feat, Goal: "ok"}, b.req})
+		if err == nil || !strings.Contains(err.Error(), "item 1") || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("in a batch: want item 1 and %q, got %v", b.want, err)
+		}
+	}
+}
+
+// decodePlain is the grammar's view of tokens: special tokens dropped, no
+// clean-up of spaces.
+var decodePlain = tokenizer.DecodeOptions{SkipSpecial: true}
+
+func inf() float64 { return math.Inf(1) }
+
+// caseInputs runs the encoder and fusion on a golden case's own prompt
+// tokens and image features: the decoder's inputs.
+func caseInputs(t testing.TB, p *Predictor, c goldenCase) (fused []float32, mask []int64) {
+	t.Helper()
+	mask = make([]int64, len(c.InputIDs))
+	for i := range mask {
+		mask[i] = 1
+	}
+	enc, err := p.runEncoder(1, len(mask), c.InputIDs, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, err = p.runFusion(1, len(mask), enc, loadNpy(t, c.Tensors["image_features"]), mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fused, mask
+}
+
+// compareCaches drives host's and dev's caches through the same script of
+// multi-token calls (drafts) and truncations (rejected drafts, and the whole
+// past) and requires the same logits from both.
+func compareCaches(t testing.TB, host, dev *Predictor, c goldenCase, tol float64) {
+	t.Helper()
+	g := c.GeneratedIDs
+	if len(g) < 10 {
+		t.Fatalf("%s: golden output too short for the script", c.ID)
+	}
+	start := host.bundle.Manifest.Tokens.DecoderStartID
+	cat := func(a []int64, b ...int64) []int64 { return append(append([]int64(nil), a...), b...) }
+	script := []struct {
+		feed []int64
+		keep int // truncate to this many cached positions after the call; -1 keeps all
+	}{
+		{[]int64{start}, -1},
+		{cat(g[0:4], 7, 7, 7), 5}, // 4 accepted drafts, 3 rejected
+		{g[4:5], -1},
+		{cat(g[5:9], 3), 9},
+		{g[8:9], 0}, // then drop the whole past
+		{cat([]int64{start}, g[0:3]...), -1},
+		{g[3:6], 5},
+		{g[5:7], -1},
+	}
+	fused, mask := caseInputs(t, host, c)
+	var calls [2]*decoderCall
+	for i, p := range []*Predictor{host, dev} {
+		var err error
+		if calls[i], err = p.newCall(1, fused, mask, 32, 8); err != nil {
+			t.Fatal(err)
+		}
+		defer calls[i].close()
+	}
+	for i, s := range script {
+		var logits [2][]float32
+		for j, call := range calls {
+			copy(call.input(len(s.feed)), s.feed)
+			l, err := call.step(len(s.feed))
+			if err != nil {
+				t.Fatalf("%s call %d (%d): %v", c.ID, i, j, err)
+			}
+			logits[j] = append([]float32(nil), l...)
+			if s.keep >= 0 {
+				call.cache.Truncate(s.keep)
+			}
+		}
+		if d := maxAbsDiff(t, "logits", logits[1], logits[0]); d > tol {
+			t.Fatalf("%s call %d (%d tokens): logits differ by %g", c.ID, i, len(s.feed), d)
+		}
+	}
+}
+
+// The device cache (adapters, in ORT's host memory on the cpu provider)
+// gives the host cache's logits through drafts and truncations, down to an
+// empty past.
+func TestDeviceCacheMatchesHost(t *testing.T) {
+	host, dev := placed(t, kv.Host, Options{}), placed(t, kv.Adapter, Options{})
+	cases := loadGolden(t)
+	for _, c := range []goldenCase{cases[0], cases[10], cases[11]} { // short, and long prompts (504, 512)
+		compareCaches(t, host, dev, c, 1e-5)
+	}
+}
+
+// Under cpu no allocator is needed; asking for CUDA memory from a session
+// without the CUDA provider fails instead of silently using host memory.
+func TestDeviceKVAllocator(t *testing.T) {
+	p := tiny(t)
+	a, err := kvAllocator(p.decoder.sess, SessionOptions{})
+	if a != nil || err != nil {
+		t.Fatalf("cpu: allocator %v, error %v; want neither", a, err)
+	}
+	a, err = kvAllocator(p.decoder.sess, SessionOptions{Provider: ProviderCUDA})
+	if err == nil {
+		a.Destroy()
+		t.Fatal("cuda memory from a cpu-only session: no error")
+	}
+}
+
+// A call longer than the cache, or on nothing, is refused, not written past it.
+func TestDecoderCallBounds(t *testing.T) {
+	for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+		p := placed(t, place, Options{})
+		fused, mask := caseInputs(t, p, loadGolden(t)[0])
+		c, err := p.newCall(1, fused, mask, 2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.step(3); err == nil {
+			t.Error("3 positions into a 2-position cache: no error")
+		}
+		if _, err := c.step(0); err == nil {
+			t.Error("empty call: no error")
+		}
+		c.close()
+		if _, err := p.newCall(1, fused[1:], mask, 2, 1); err == nil {
+			t.Error("fused states of the wrong size: no error")
+		}
+	}
+}

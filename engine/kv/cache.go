@@ -1,0 +1,139 @@
+package kv
+
+import (
+	"fmt"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Shape is a decoder's geometry.
+type Shape struct {
+	Layers, Heads, DKV, DModel int
+}
+
+// Placement says where the cross part lives.
+type Placement int
+
+const (
+	// Host keeps the encoder states and cross-attention K/V in Go memory,
+	// bound to every call.
+	Host Placement = iota
+	// Adapter holds them in ORT LoRA adapters: in device memory with a
+	// device allocator, else in ORT's host memory (the same code path, which
+	// is how it is tested without a GPU).
+	Adapter
+)
+
+// Config describes one decode's cache.
+type Config struct {
+	Shape
+	Batch  int // rows
+	MaxLen int // decoder positions the self-attention part holds
+	Names  Names
+	Slots  *Slots
+	Place  Placement
+	// Alloc is the device allocator for Adapter (nil: ORT host memory).
+	// The cache owns it and destroys it on Close.
+	Alloc *ort.Allocator
+}
+
+type dims struct{ b, layers, heads, dkv, model, enc int64 }
+
+// Cache is a decode's state: the self-attention part x the cross part.
+type Cache struct {
+	Self  *Self
+	cross cross
+	slots *Slots
+	flag  [2]Pinned // use_cache_branch false, true
+	alloc *ort.Allocator
+}
+
+// New makes the cache of a decode over states [Batch, E, DModel] with
+// mask [Batch, E].
+func New(cfg Config, states []float32, mask []int64) (*Cache, error) {
+	if cfg.Batch <= 0 || len(mask)%cfg.Batch != 0 || len(states) != len(mask)*cfg.DModel {
+		return nil, fmt.Errorf("decoder cache: %d states and %d mask values for %d rows of width %d (programmer error)", len(states), len(mask), cfg.Batch, cfg.DModel)
+	}
+	d := dims{b: int64(cfg.Batch), layers: int64(cfg.Layers), heads: int64(cfg.Heads), dkv: int64(cfg.DKV),
+		model: int64(cfg.DModel), enc: int64(len(mask) / cfg.Batch)}
+	c := &Cache{slots: cfg.Slots, alloc: cfg.Alloc}
+	var err error
+	switch cfg.Place {
+	case Host:
+		c.cross, err = newHostCross(d, states, mask)
+	case Adapter:
+		c.cross, err = newDeviceCross(d, cfg.Names, cfg.Alloc, states, mask)
+	default:
+		err = fmt.Errorf("unknown placement %d (programmer error)", cfg.Place)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	shape := make(ort.Shape, 0, 1)
+	for i, v := range []bool{false, true} {
+		if c.flag[i], err = NewTensor(&shape, []bool{v}, 1); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("decoder use_cache_branch: %w", err)
+		}
+	}
+	c.Self = newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen)
+	return c, nil
+}
+
+// Bind binds everything of the next call but its ids and logits, for k new
+// positions per row.
+func (c *Cache) Bind(ins, outs []ort.Value, k int) error {
+	if len(ins) != c.slots.Inputs || len(outs) != c.slots.Outputs {
+		return fmt.Errorf("decoder call binds %d inputs and %d outputs, want %d and %d (programmer error)", len(ins), len(outs), c.slots.Inputs, c.slots.Outputs)
+	}
+	if err := c.Self.bind(ins, outs, c.slots, int64(k)); err != nil {
+		return err
+	}
+	c.cross.bind(ins, outs, c.slots)
+	// The cached branch also serves a past truncated to nothing.
+	ins[c.slots.UseCache] = &c.flag[0]
+	if c.cross.ready() {
+		ins[c.slots.UseCache] = &c.flag[1]
+	}
+	return nil
+}
+
+// RunOptions are the next call's run options (nil: none).
+func (c *Cache) RunOptions() *ort.RunOptions { return c.cross.runOptions() }
+
+// After records a call on k positions per row that returned err; on
+// success the cache holds them.
+func (c *Cache) After(outs []ort.Value, k int, err error) error {
+	if cerr := c.cross.after(outs, c.slots, err); cerr != nil {
+		return cerr
+	}
+	if err == nil {
+		c.Self.advance(int64(k))
+	}
+	return nil
+}
+
+// Len is the number of cached positions per row.
+func (c *Cache) Len() int { return c.Self.Len() }
+
+// Truncate keeps the first n cached positions of every row.
+func (c *Cache) Truncate(n int) { c.Self.Truncate(n) }
+
+// Close releases the cache's ORT values; closing twice is safe.
+func (c *Cache) Close() {
+	if c.Self != nil {
+		c.Self.close()
+	}
+	if c.cross != nil {
+		c.cross.close()
+		c.cross = nil
+	}
+	c.flag[0].Release()
+	c.flag[1].Release()
+	// The adapters referred to the allocator.
+	if c.alloc != nil {
+		c.alloc.Destroy()
+		c.alloc = nil
+	}
+}

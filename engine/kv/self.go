@@ -1,0 +1,121 @@
+package kv
+
+import (
+	"fmt"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Self is the self-attention part of the cache: per layer a key and a value
+// buffer [B, heads, maxLen, d_kv], twice. A call reads its past from one
+// buffer and writes past+new (the graph's present) into the other, so the
+// cache grows without copying and without allocating.
+//
+// ORT values over the first n positions of a buffer ("views") are kept while
+// n stays the same: the present of one call is the past of the next, so a
+// one-token step makes only the new present's views.
+type Self struct {
+	b, heads, dkv, maxLen int64
+	n                     int64 // cached positions
+	cur                   int   // the buffer that holds them
+	buf                   [2][][]float32
+	views                 [2]viewSet
+	shape                 ort.Shape // scratch: ORT copies a tensor's shape
+}
+
+type viewSet struct {
+	n int64 // -1: none made
+	t []Pinned
+}
+
+func newSelf(b, layers, heads, dkv, maxLen int) *Self {
+	s := &Self{b: int64(b), heads: int64(heads), dkv: int64(dkv), maxLen: int64(maxLen), shape: make(ort.Shape, 0, 4)}
+	for i := range s.buf {
+		s.buf[i] = make([][]float32, 2*layers)
+		for j := range s.buf[i] {
+			s.buf[i][j] = make([]float32, s.b*s.heads*s.maxLen*s.dkv)
+		}
+		s.views[i] = viewSet{n: -1, t: make([]Pinned, 2*layers)}
+	}
+	return s
+}
+
+// Len is the number of cached positions (of every batch row).
+func (s *Self) Len() int { return int(s.n) }
+
+// Cap is the most positions the buffers hold.
+func (s *Self) Cap() int { return int(s.maxLen) }
+
+// view returns the tensors over the first n positions of buffer i.
+func (s *Self) view(i int, n int64) ([]Pinned, error) {
+	v := &s.views[i]
+	if v.n == n {
+		return v.t, nil
+	}
+	ReleaseAll(v.t)
+	v.n = -1
+	for j, buf := range s.buf[i] {
+		t, err := NewTensor(&s.shape, buf, s.b, s.heads, n, s.dkv)
+		if err != nil {
+			return nil, fmt.Errorf("self-attention cache: %w", err)
+		}
+		v.t[j] = t
+	}
+	v.n = n
+	return v.t, nil
+}
+
+// bind binds the past and the present of a call on k new positions.
+func (s *Self) bind(ins, outs []ort.Value, sl *Slots, k int64) error {
+	if k <= 0 || s.n+k > s.maxLen {
+		return fmt.Errorf("decoder call on %d positions after %d exceeds the cache's %d (programmer error)", k, s.n, s.maxLen)
+	}
+	past, err := s.view(s.cur, s.n)
+	if err != nil {
+		return err
+	}
+	pres, err := s.view(1-s.cur, s.n+k)
+	if err != nil {
+		return err
+	}
+	for l := range sl.Past {
+		for kv := SelfKey; kv <= SelfValue; kv++ {
+			ins[sl.Past[l][kv]] = &past[2*l+kv]
+			outs[sl.Present[l][kv]] = &pres[2*l+kv]
+		}
+	}
+	return nil
+}
+
+// advance records a call on k positions: the other buffer holds the cache.
+func (s *Self) advance(k int64) {
+	s.n += k
+	s.cur = 1 - s.cur
+}
+
+// Truncate keeps the first n cached positions of every row (the rest were
+// rejected drafts or padding).
+func (s *Self) Truncate(n int) {
+	m := max(int64(n), 0)
+	if m >= s.n {
+		return
+	}
+	KeepPositions(s.buf[s.cur], s.b*s.heads, s.n, m, s.dkv)
+	s.n = m
+}
+
+// KeepPositions keeps the first n of T positions in each buffer, laid out
+// [rows, T, d_kv], as [rows, n, d_kv]: each row moves down, in order, and
+// never overwrites a row not yet moved.
+func KeepPositions(bufs [][]float32, rows, T, n, dkv int64) {
+	for _, buf := range bufs {
+		for row := int64(1); row < rows; row++ {
+			copy(buf[row*n*dkv:(row+1)*n*dkv], buf[row*T*dkv:row*T*dkv+n*dkv])
+		}
+	}
+}
+
+func (s *Self) close() {
+	ReleaseAll(s.views[0].t)
+	ReleaseAll(s.views[1].t)
+}

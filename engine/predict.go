@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"runtime"
+	"sync"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/tokenizer"
+)
+
+// Predict returns the next action for one screen: PredictBatch of one.
+func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
+	res, err := p.PredictBatch(ctx, []Request{req})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// PredictBatch predicts the next action for several screens (several
+// devices, or several evaluation steps) in one pass: one vision call for all
+// screens given as images, one encoder and one fusion call over the prompts
+// right-padded to the longest, and decoder calls shared by the whole batch
+// (see decode). Every item gets the same TokenIDs, Raw, Action, Plan and
+// SourceText that it gets on its own; per-request MaxNewTokens,
+// MinNewTokens and Replay and the predictor's options (Constrained,
+// Decoding, HistoryWindow, Truncation) apply per item.
+//
+// Padding costs: every item is encoded and cross-attended at the longest
+// prompt's length, so callers with many requests should batch prompts of
+// similar length together.
+//
+// Timings: Preprocess and Tokenize are the item's own. Vision, Encoder,
+// Fusion and the decoder steps are batched calls shared by the items: each
+// item is attributed the full wall time of every shared call it took part in
+// (DecoderCalls counts the decoder calls made while it was still generating),
+// so summing a stage over items overcounts it. Total is the wall time from the
+// start of the batch to the item's result.
+//
+// The results are in request order. A bad request fails the whole batch with
+// an error naming its index (in batches of more than one).
+func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("predict batch: empty batch")
+	}
+	start := time.Now()
+	B := len(reqs)
+	itemErr := func(i int, err error) error {
+		if B == 1 {
+			return err
+		}
+		return fmt.Errorf("predict batch item %d: %w", i, err)
+	}
+	batchErr := func(err error) error {
+		if B == 1 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("predict batch of %d: %w", B, err)
+	}
+	res := make([]*Result, B)
+	seqs := make([]*sequence, B)
+	for i, r := range reqs {
+		res[i] = &Result{}
+		var err error
+		if seqs[i], err = p.sequence(r, &res[i].Timings); err != nil {
+			return nil, itemErr(i, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.features(ctx, reqs, res); err != nil {
+		return nil, batchErr(err)
+	}
+
+	// Prompts right-padded to the longest.
+	prompts := make([][]int64, B)
+	n := 0
+	for i, r := range reqs {
+		t := time.Now()
+		var err error
+		res[i].SourceText, prompts[i], err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, r.Goal, r.History,
+			p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
+		if err != nil {
+			return nil, itemErr(i, err)
+		}
+		res[i].SourceIDs, res[i].SourceTokens = prompts[i], len(prompts[i])
+		res[i].Timings.Tokenize = time.Since(t)
+		n = max(n, len(prompts[i]))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The mask is 0 on padding; the encoder, fusion and the decoder's
+	// cross-attention all read it, so padded positions never reach an output.
+	ids := make([]int64, B*n)
+	mask := make([]int64, B*n)
+	feats := make([]float32, 0, B*p.cfg.ImageDim)
+	for i, pr := range prompts {
+		row := ids[i*n : (i+1)*n]
+		copy(row, pr)
+		for j := len(pr); j < n; j++ {
+			row[j] = p.bundle.Manifest.Tokens.PadID
+		}
+		for j := range pr {
+			mask[i*n+j] = 1
+		}
+		feats = append(feats, res[i].Features...)
+	}
+
+	t := time.Now()
+	enc, err := p.runEncoder(B, n, ids, mask)
+	if err != nil {
+		return nil, batchErr(err)
+	}
+	dt := time.Since(t)
+	for _, r := range res {
+		r.Timings.Encoder = dt
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	fused, err := p.runFusion(B, n, enc, feats, mask)
+	if err != nil {
+		return nil, batchErr(err)
+	}
+	dt = time.Since(t)
+	for _, r := range res {
+		r.Timings.Fusion = dt
+	}
+
+	if err := p.decode(ctx, seqs, fused, mask); err != nil {
+		return nil, batchErr(err)
+	}
+	for i, r := range res {
+		r.TokenIDs = append(make([]int64, 0, len(seqs[i].out())), seqs[i].out()...)
+		p.parse(r, start)
+	}
+	return res, nil
+}
+
+// sequence checks a request (every path goes through here) and makes its
+// decoding state: the token limit and the chooser and drafter its options
+// ask for.
+func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
+	switch {
+	case r.Features != nil:
+		if len(r.Features) != p.cfg.ImageDim {
+			return nil, fmt.Errorf("image features have %d values, the bundle's image_dim is %d", len(r.Features), p.cfg.ImageDim)
+		}
+		for i, v := range r.Features {
+			if v != v || v > maxFinite || v < -maxFinite {
+				return nil, fmt.Errorf("image feature %d is %v: features must be finite", i, v)
+			}
+		}
+	case r.Screen == nil:
+		return nil, errors.New("no screen and no image features given")
+	}
+	if r.MaxNewTokens < 0 || r.MinNewTokens < 0 {
+		return nil, fmt.Errorf("token limits must not be negative (max %d, min %d)", r.MaxNewTokens, r.MinNewTokens)
+	}
+	for i, a := range r.History {
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("history action %d: %w", i, err)
+		}
+	}
+	limit := p.maxNew
+	if r.MaxNewTokens > 0 {
+		limit = r.MaxNewTokens
+	}
+	eos := p.bundle.Manifest.Tokens.EOSID
+	var choose sample.Chooser = sample.Argmax{}
+	switch {
+	case r.Replay != nil:
+		if len(r.Replay) >= limit {
+			return nil, fmt.Errorf("replay of %d tokens does not fit the %d-token limit with its </s>", len(r.Replay), limit)
+		}
+		for i, id := range r.Replay {
+			if id < 0 || id >= int64(p.cfg.VocabSize) {
+				return nil, fmt.Errorf("replay token %d is %d, outside the vocabulary of %d", i, id, p.cfg.VocabSize)
+			}
+		}
+		choose = sample.Replay{Tokens: r.Replay, EOS: eos}
+	case p.opts.Constrained:
+		g, err := sample.NewGrammar(p.tok, limit)
+		if err != nil {
+			return nil, err
+		}
+		choose = g
+	}
+	if r.MinNewTokens > 0 && r.Replay == nil {
+		choose = sample.MinLength{N: r.MinNewTokens, EOS: eos, Next: choose}
+	}
+	s := &sequence{tokens: make([]int64, 1, limit+sample.MaxDraft+2), limit: limit, choose: choose, tm: tm}
+	s.tokens[0] = p.bundle.Manifest.Tokens.DecoderStartID
+	if p.opts.Decoding != DecodeGreedy {
+		s.draft = p.drafts
+	}
+	return s, nil
+}
+
+const maxFinite = 3.4028234663852886e38 // math.MaxFloat32
+
+// parse detokenizes the result's tokens as Auto-UI does and parses the
+// action; an unparsable output is recorded, not an error. It closes the
+// timings (Total from start).
+func (p *Predictor) parse(res *Result, start time.Time) {
+	t := time.Now()
+	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
+	out, perr := action.ParseOutput(res.Raw)
+	if perr != nil {
+		res.ParseErr = perr
+	} else {
+		res.Action, res.Plan = out.Action, out.Plan
+	}
+	res.Timings.Parse = time.Since(t)
+	res.Timings.Total = time.Since(start)
+}
+
+// ImageFeatures runs preprocessing and the vision tower on one screenshot.
+func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float32, error) {
+	if img == nil {
+		return nil, errors.New("no screen given")
+	}
+	res := []*Result{{}}
+	if err := p.features(ctx, []Request{{Screen: img}}, res); err != nil {
+		return nil, err
+	}
+	return res[0].Features, nil
+}
+
+// features fills res[i].Features: given features as they are, screens
+// preprocessed in parallel and run through the vision tower in one call.
+func (p *Predictor) features(ctx context.Context, reqs []Request, res []*Result) error {
+	var need []int
+	for i, r := range reqs {
+		if r.Features != nil {
+			res[i].Features = r.Features
+		} else {
+			need = append(need, i)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	g, err := p.visionGraph()
+	if err != nil {
+		return err
+	}
+	H, W := p.prep.Height, p.prep.Width
+	per := 3 * H * W
+	pix := make([]float32, len(need)*per)
+	// Resizing a full screenshot is plain Go work: spread it over the cores.
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(need)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				i := need[j]
+				t := time.Now()
+				copy(pix[j*per:(j+1)*per], p.prep.Pixels(reqs[i].Screen))
+				res[i].Timings.Preprocess = time.Since(t)
+			}
+		}()
+	}
+	for j := range need {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	k := int64(len(need))
+	dim := p.bundle.Manifest.Vision.OutputDim
+	t := time.Now()
+	in, err := ort.NewTensor(ort.NewShape(k, 3, int64(H), int64(W)), pix)
+	if err != nil {
+		return fmt.Errorf("vision input: %w", err)
+	}
+	defer in.Destroy()
+	feat := make([]float32, len(need)*dim)
+	out, err := ort.NewTensor(ort.NewShape(k, int64(dim)), feat)
+	if err != nil {
+		return fmt.Errorf("vision output: %w", err)
+	}
+	defer out.Destroy()
+	if err := g.run(map[string]ort.Value{g.inputs[0]: in}, map[string]ort.Value{g.outputs[0]: out}); err != nil {
+		return fmt.Errorf("%d screens: %w", k, err)
+	}
+	dt := time.Since(t)
+	for j, i := range need {
+		res[i].Features = feat[j*dim : (j+1)*dim : (j+1)*dim]
+		res[i].Timings.Vision = dt
+	}
+	return nil
+}
+
+// runEncoder runs the T5 encoder on B padded prompts of n tokens: [B, n, d].
+func (p *Predictor) runEncoder(B, n int, ids, mask []int64) ([]float32, error) {
+	shape := ort.NewShape(int64(B), int64(n))
+	idT, err := ort.NewTensor(shape, ids)
+	if err != nil {
+		return nil, fmt.Errorf("encoder input: %w", err)
+	}
+	defer idT.Destroy()
+	maskT, err := ort.NewTensor(shape, mask)
+	if err != nil {
+		return nil, fmt.Errorf("encoder input: %w", err)
+	}
+	defer maskT.Destroy()
+	hidden := make([]float32, B*n*p.cfg.DModel)
+	outT, err := ort.NewTensor(ort.NewShape(int64(B), int64(n), int64(p.cfg.DModel)), hidden)
+	if err != nil {
+		return nil, fmt.Errorf("encoder output: %w", err)
+	}
+	defer outT.Destroy()
+	err = p.encoder.run(
+		map[string]ort.Value{"input_ids": idT, "attention_mask": maskT},
+		map[string]ort.Value{"last_hidden_state": outT})
+	return hidden, err
+}
+
+// runFusion runs the fusion graph on B padded sequences of n states.
+func (p *Predictor) runFusion(B, n int, enc, feats []float32, mask []int64) ([]float32, error) {
+	d := int64(p.cfg.DModel)
+	encT, err := ort.NewTensor(ort.NewShape(int64(B), int64(n), d), enc)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer encT.Destroy()
+	maskT, err := ort.NewTensor(ort.NewShape(int64(B), int64(n)), mask)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer maskT.Destroy()
+	featT, err := ort.NewTensor(ort.NewShape(int64(B), int64(p.cfg.ImageDim)), feats)
+	if err != nil {
+		return nil, fmt.Errorf("fusion input: %w", err)
+	}
+	defer featT.Destroy()
+	fused := make([]float32, len(enc))
+	outT, err := ort.NewTensor(ort.NewShape(int64(B), int64(n), d), fused)
+	if err != nil {
+		return nil, fmt.Errorf("fusion output: %w", err)
+	}
+	defer outT.Destroy()
+	err = p.fusion.run(
+		map[string]ort.Value{"encoder_hidden_states": encT, "attention_mask": maskT, "image_features": featT},
+		map[string]ort.Value{"fused_hidden_states": outT})
+	return fused, err
+}
