@@ -1,0 +1,162 @@
+package sample
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/tokenizer"
+)
+
+func tinyTokenizer(t testing.TB) *tokenizer.Tokenizer {
+	t.Helper()
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "models", "testdata", "tiny", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+var plain = tokenizer.DecodeOptions{SkipSpecial: true}
+
+// With an oracle that knows the true output, count the sequential calls the
+// drafter needs on whole targets tokenized as the model emits them: the
+// format's fixed text and the lift point's copy of the touch point must be
+// drafted, leaving mostly the touch point's digits to decode one by one.
+func TestNGramOnTargets(t *testing.T) {
+	tok := tinyTokenizer(t)
+	d, err := NewNGram(tok, tok.EOS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{
+		`Action Plan: [DUAL_POINT,TYPE,PRESS_ENTER,STATUS_TASK_COMPLETE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1234, 0.5678]", "lift_point": "[0.1234, 0.5678]", "typed_text": ""`,
+		`Action Plan: [TYPE,PRESS_ENTER] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "cheap flights to paris"`,
+		`Action Plan: [PRESS_HOME] ; Action Decision: "action_type": "PRESS_HOME", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": ""`,
+		`Action Plan: [DUAL_POINT,DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.8, 0.5]", "lift_point": "[0.2, 0.5]", "typed_text": ""`,
+	}
+	for _, target := range targets {
+		ids, err := tok.Encode(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := []int64{0}
+		calls := 0
+		for pos := 0; pos < len(ids); calls++ {
+			dr := d.Draft(seq, MaxDraft)
+			acc := 0
+			for acc < len(dr) && pos+acc < len(ids) && dr[acc] == ids[pos+acc] {
+				acc++
+			}
+			n := min(acc+1, len(ids)-pos)
+			seq = append(seq, ids[pos:pos+n]...)
+			pos += n
+		}
+		t.Logf("%d tokens in %d calls: %.60s...", len(ids), calls, target)
+		if calls*3 > len(ids) {
+			t.Errorf("%d calls for %d tokens: the drafter misses the format", calls, len(ids))
+		}
+	}
+	if dr := d.Draft([]int64{0}, 0); len(dr) != 0 {
+		t.Fatalf("max 0 drafted %v", dr)
+	}
+}
+
+// On noise, every token the grammar chooses keeps the text inside the
+// grammar, and the output is whole within its limit.
+func TestGrammarOnNoise(t *testing.T) {
+	tok := tinyTokenizer(t)
+	need, err := MinTokens(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewGrammar(tok, need-1); err == nil {
+		t.Fatalf("a limit of %d below the shortest action (%d) accepted", need-1, need)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	row := make([]float32, tok.VocabSize())
+	for _, limit := range []int{need, need + 3, 120} {
+		g, err := NewGrammar(tok, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for len(out) < limit {
+			for i := range row {
+				row[i] = float32(rng.NormFloat64())
+			}
+			id := g.Choose(row, out)
+			if id == tok.EOS() {
+				break
+			}
+			out = append(out, id)
+			if s := tok.Decode(out, plain); !action.ValidOutputPrefix(s) {
+				t.Fatalf("limit %d, token %d: %q left the grammar", limit, len(out), s)
+			}
+		}
+		s := tok.Decode(out, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
+		if _, err := action.ParseOutput(s); err != nil {
+			t.Fatalf("limit %d: %d tokens do not parse: %v\n%q", limit, len(out), err, s)
+		}
+	}
+}
+
+// A model that repeats itself inside typed_text until the token limit
+// gives an output that never parses; the grammar closes it in time.
+func TestGrammarClosesRunaway(t *testing.T) {
+	tok := tinyTokenizer(t)
+	prefix := `Action Plan: [TYPE,PRESS_ENTER] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "jazz jazz`
+	out, err := tok.EncodeNoEOS(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word, err := tok.EncodeNoEOS(" jazz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, tok.VocabSize())
+	favour := func() []float32 {
+		clear(row)
+		row[word[0]] = 10 // the runaway continuation
+		return row
+	}
+	// With room left, the repetition is grammatical and kept.
+	g, _ := NewGrammar(tok, len(out)+5)
+	if id := g.Choose(favour(), out); id != word[0] {
+		t.Fatalf("with room: got token %d, want the favoured %d", id, word[0])
+	}
+	// Near the limit the output is closed instead.
+	for _, room := range []int{1, 2} {
+		g, _ := NewGrammar(tok, len(out)+room)
+		seq := append([]int64(nil), out...)
+		for len(seq) < len(out)+room {
+			id := g.Choose(favour(), seq)
+			if id == tok.EOS() {
+				break
+			}
+			seq = append(seq, id)
+		}
+		if s := tok.Decode(seq, plain); !action.CompleteOutput(s) {
+			t.Fatalf("room %d: %q is not whole", room, s)
+		}
+	}
+}
+
+func TestChoosers(t *testing.T) {
+	row := []float32{0, 3, 1, 3}
+	if got := (Argmax{}).Choose(row, nil); got != 1 {
+		t.Errorf("argmax: first maximum is 1, got %d", got)
+	}
+	m := MinLength{N: 2, EOS: 1, Next: Argmax{}}
+	if got := m.Choose([]float32{0, 3, 1, 2}, []int64{5}); got != 3 {
+		t.Errorf("min length masks </s>: got %d", got)
+	}
+	if got := m.Choose([]float32{0, 3, 1, 2}, []int64{5, 6}); got != 1 {
+		t.Errorf("min length reached: got %d", got)
+	}
+	r := Replay{Tokens: []int64{7, 8}, EOS: 1}
+	if r.Choose(row, nil) != 7 || r.Choose(row, []int64{7}) != 8 || r.Choose(row, []int64{7, 8}) != 1 {
+		t.Error("replay")
+	}
+}
