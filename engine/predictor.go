@@ -154,6 +154,10 @@ type Settings struct {
 	Constrained       bool
 	Provider          Provider
 	GraphOptimization GraphOptimization
+	// Threads and Spinning are the intra-op thread count and whether its
+	// workers spin-wait: they change speed, never tokens.
+	Threads  int
+	Spinning bool
 }
 
 // Settings returns the effective settings.
@@ -162,6 +166,7 @@ func (p *Predictor) Settings() Settings {
 		HistoryWindow: p.window, MaxNewTokens: p.maxNew, Truncation: p.opts.Truncation,
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
+		Threads: p.opts.Session.threads(), Spinning: !p.opts.Session.DisableSpinning,
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU
