@@ -85,4 +85,3 @@ func (d *NGram) Draft(seq []int64, max int) []int64 {
 	}
 	return nil
 }
-
