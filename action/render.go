@@ -14,8 +14,8 @@ import (
 //
 // Points are Python list reprs of [y, x] with the values as stored (call
 // Normalize first for the training-time form); the typed text has \ " and '
-// removed. This is the contract's "Text()": Go forbids a method named like the
-// Text field, so the rendering is the action's String method.
+// removed. It is a String method, not Text(): Go forbids a method named
+// like the Text field.
 func (a Action) String() string {
 	var b strings.Builder
 	b.Grow(128 + len(a.Text))

@@ -74,8 +74,7 @@ type Point struct{ Y, X float64 }
 var NoPoint = Point{-1, -1}
 
 // Action is one step: its type, the touch and lift points (DUAL_POINT) and the
-// typed text (TYPE). Its String method renders Auto-UI's action text (the
-// contract's Text(): Go cannot have a method named like the Text field).
+// typed text (TYPE). Its String method renders Auto-UI's action text.
 type Action struct {
 	Type  Type
 	Touch Point
