@@ -149,17 +149,20 @@ func ResizeBicubic(src image.Image, width, height int) *image.NRGBA {
 // scratch holds the buffers of one resize; pooled so steady-state frames
 // allocate nothing.
 type scratch struct {
-	bands []band // one per worker
-	tmp   []byte // horizontal pass output
-	out   []byte // vertical pass output
+	bands []band  // one per worker
+	tmp   []byte  // horizontal pass output
+	out   []byte  // vertical pass output
+	acc   []int32 // chunked resizes: the vertical sums of every output row
 
 	// the current resize, read by the workers
 	first, stride int
+	chunkEnd      int // chunked resizes: tmp holds source rows [first, chunkEnd)
 	needH         bool
 	hw, vw        *window
 	wg            sync.WaitGroup
 
-	forceWorkers int // tests: bands regardless of size and cores
+	forceWorkers   int // tests: bands regardless of size and cores
+	forceChunkRows int // tests: chunked resize with this many source rows
 }
 
 // band holds one worker's row buffers: workers share only tmp and out, and
@@ -205,7 +208,16 @@ func workers(pixels int) int {
 const (
 	passH = iota
 	passV
+	passVAcc
 )
+
+// maxTmpBytes bounds the horizontal pass's output held at once. A phone
+// screenshot's (2400 source rows of 224 RGB pixels, 1.6 MB) fits, and is
+// resized in one piece; a taller source goes through in chunks of source
+// rows (see resizeChunked), so that a resize never holds more than this
+// plus 4 bytes per output byte beyond the source image, whatever its shape:
+// without chunks a 1 x 40M image resized to 224x224 would need 27 GB here.
+const maxTmpBytes = 8 << 20
 
 // pass runs one pass over rows [lo, hi) with band w's buffers: source rows
 // for the horizontal pass, output rows for the vertical one.
@@ -213,6 +225,10 @@ func (s *scratch) pass(kind, w, lo, hi int) {
 	bd := &s.bands[w]
 	if kind == passH {
 		bd.horizontal(s.tmp[(lo-s.first)*s.stride:(hi-s.first)*s.stride], lo, hi, s.needH, s.hw, s.stride)
+		return
+	}
+	if kind == passVAcc {
+		verticalAcc(s.tmp, s.stride, s.first, s.chunkEnd, s.vw, lo, hi, s.acc)
 		return
 	}
 	bd.acc = grow(bd.acc, s.stride)
@@ -281,15 +297,18 @@ func (s *scratch) resize(img image.Image, outW, outH int) (px []byte, ch int, er
 	var vw, hw *window
 	first, last := 0, inH
 	if needV {
-		vw = cachedWindow(inH, outH)
+		vw = cachedWindow(inH, outH, true)
 		first = vw.first[0]
 		last = vw.first[outH-1] + vw.count[outH-1]
 	}
 	if needH {
-		hw = cachedWindow(inW, outW)
+		hw = cachedWindow(inW, outW, false)
 	}
 	stride := outW * ch
 	s.first, s.stride, s.needH, s.hw, s.vw = first, stride, needH, hw, vw
+	if chunk := s.chunkRows(stride); needV && (chunk < last-first || vw.coef == nil) {
+		return s.resizeChunked(first, last, outH, chunk), ch, nil
+	}
 	s.tmp = grow(s.tmp, (last-first)*stride)
 	s.parallel(passH, first, last, 2)
 	if !needV {
@@ -298,6 +317,52 @@ func (s *scratch) resize(img image.Image, outW, outH int) (px []byte, ch int, er
 	s.out = grow(s.out, outH*stride)
 	s.parallel(passV, 0, outH, 1)
 	return s.out, ch, nil
+}
+
+// chunkRows is how many horizontally resampled source rows of stride bytes
+// a resize holds at once.
+func (s *scratch) chunkRows(stride int) int {
+	if s.forceChunkRows > 0 {
+		return s.forceChunkRows
+	}
+	return max(2, maxTmpBytes/stride)
+}
+
+// resizeChunked is resize's two passes for sources whose horizontal pass
+// output would exceed maxTmpBytes: source rows [first, last) go through the
+// horizontal pass chunk rows at a time, and each chunk is added into the
+// vertical sums of the output rows whose windows it reaches, kept for all
+// output rows (4 bytes per output byte). Integer sums do not depend on their
+// order, so the result is identical to the one-piece resize, and every
+// source row is resampled once.
+func (s *scratch) resizeChunked(first, last, outH, chunk int) []byte {
+	stride, vw := s.stride, s.vw
+	s.acc = grow(s.acc, outH*stride)
+	for i := range s.acc {
+		s.acc[i] = half
+	}
+	s.tmp = grow(s.tmp, chunk*stride)
+	oLo := 0
+	for lo := first; lo < last; lo += chunk {
+		hi := min(last, lo+chunk)
+		s.first, s.chunkEnd = lo, hi
+		s.parallel(passH, lo, hi, 2)
+		// Windows move forward with the output row: skip those that end
+		// before this chunk, take those that start before its end.
+		for oLo < outH && vw.first[oLo]+vw.count[oLo] <= lo {
+			oLo++
+		}
+		oHi := oLo
+		for oHi < outH && vw.first[oHi] < hi {
+			oHi++
+		}
+		s.parallel(passVAcc, oLo, oHi, 1)
+	}
+	s.out = grow(s.out, outH*stride)
+	for i, a := range s.acc {
+		s.out[i] = clip8(a)
+	}
+	return s.out
 }
 
 // horizontal runs the horizontal pass (or the channel packing when the width

@@ -14,13 +14,25 @@ const precisionBits = 32 - 8 - 2
 // window is the resampling of one axis (inSize -> outSize): for every output
 // index, the first source index, the number of source samples and their
 // fixed-point bicubic weights (ksize slots per output, the unused ones 0).
+//
+// The weights take about 16 bytes per source index (ksize is about four
+// times the downscale factor). A lazy window, used for the vertical axis of
+// sources taller than maxWindowCoefs allows, keeps only each output's weight
+// sum and computes a weight when it is used (coefAt), to the same bits.
 type window struct {
 	inSize, outSize int
 	ksize           int
 	first           []int
 	count           []int
-	coef            []int32
+	coef            []int32 // nil in a lazy window
+
+	sums      []float64 // lazy: each output's sum of unnormalized weights
+	scale, ss float64   // lazy: newWindow's scale and 1/filterScale
 }
+
+// maxWindowCoefs is the most weights a window stores (4 MB): a phone
+// screenshot's windows hold some 10 000.
+const maxWindowCoefs = 1 << 20
 
 // cubic is the bicubic convolution kernel with a = -0.5. Every product is
 // rounded explicitly (float64 conversions) so no fused multiply-add changes
@@ -49,7 +61,11 @@ func cubic(x float64) float64 {
 // Pillow's resampler does: support scaled by the downscale factor, bounds
 // rounded from the sample centre, weights normalized to sum 1, then
 // quantized to precisionBits with round-half-away-from-zero.
-func newWindow(inSize, outSize int) *window {
+func newWindow(inSize, outSize int) *window { return buildWindow(inSize, outSize, false) }
+
+// buildWindow is newWindow, giving a lazy window when lazy is set and the
+// weights would be more than maxWindowCoefs.
+func buildWindow(inSize, outSize int, lazy bool) *window {
 	// Pillow takes the box edges as float32 and the scale in float64.
 	scale := float64(float32(inSize)) / float64(outSize)
 	filterScale := scale
@@ -64,9 +80,16 @@ func newWindow(inSize, outSize int) *window {
 		inSize: inSize, outSize: outSize, ksize: ksize,
 		first: make([]int, outSize),
 		count: make([]int, outSize),
-		coef:  make([]int32, outSize*ksize),
+		scale: scale, ss: ss,
 	}
-	weights := make([]float64, ksize)
+	lazy = lazy && outSize*ksize > maxWindowCoefs
+	var weights []float64
+	if lazy {
+		w.sums = make([]float64, outSize)
+	} else {
+		w.coef = make([]int32, outSize*ksize)
+		weights = make([]float64, ksize)
+	}
 	for xx := 0; xx < outSize; xx++ {
 		center := float64((float64(xx) + 0.5) * scale)
 		lo := int(center - support + 0.5) // truncation toward zero, as C's (int)
@@ -84,49 +107,75 @@ func newWindow(inSize, outSize int) *window {
 		sum := 0.0
 		for x := 0; x < n; x++ {
 			v := cubic(float64(float64(x+lo)-center+0.5) * ss)
-			weights[x] = v
+			if !lazy {
+				weights[x] = v
+			}
 			sum += v
-		}
-		k := w.coef[xx*ksize : xx*ksize+ksize]
-		for x := 0; x < n; x++ {
-			v := weights[x]
-			if sum != 0 {
-				v /= sum
-			}
-			f := float64(v * (1 << precisionBits))
-			if v < 0 {
-				k[x] = int32(f - 0.5)
-			} else {
-				k[x] = int32(f + 0.5)
-			}
 		}
 		w.first[xx] = lo
 		w.count[xx] = n
+		if lazy {
+			w.sums[xx] = sum
+			continue
+		}
+		k := w.coef[xx*ksize : xx*ksize+ksize]
+		for x := 0; x < n; x++ {
+			k[x] = quantize(weights[x], sum)
+		}
 	}
 	return w
+}
+
+// quantize normalizes weight v by the window's sum and rounds it to
+// precisionBits, half away from zero.
+func quantize(v, sum float64) int32 {
+	if sum != 0 {
+		v /= sum
+	}
+	f := float64(v * (1 << precisionBits))
+	if v < 0 {
+		return int32(f - 0.5)
+	}
+	return int32(f + 0.5)
+}
+
+// coefAt is the weight of source index j for output index xx (j within its
+// window), stored or, in a lazy window, computed as newWindow does.
+func (w *window) coefAt(xx, j int) int32 {
+	if w.coef != nil {
+		return w.coef[xx*w.ksize+j-w.first[xx]]
+	}
+	center := float64((float64(xx) + 0.5) * w.scale)
+	return quantize(cubic(float64(float64(j)-center+0.5)*w.ss), w.sums[xx])
 }
 
 // windowCache keeps the windows of recently used (in, out) sizes: a phone
 // produces one screen size, so after the first frame no window is rebuilt.
 var windowCache struct {
 	sync.Mutex
-	m map[[2]int]*window
+	m map[[3]int]*window
 }
 
 const maxCachedWindows = 64
 
-func cachedWindow(inSize, outSize int) *window {
-	key := [2]int{inSize, outSize}
+func cachedWindow(inSize, outSize int, lazy bool) *window {
+	key := [3]int{inSize, outSize, 0}
+	if lazy {
+		key[2] = 1
+	}
 	windowCache.Lock()
 	w := windowCache.m[key]
 	windowCache.Unlock()
 	if w != nil {
 		return w
 	}
-	w = newWindow(inSize, outSize)
+	w = buildWindow(inSize, outSize, lazy)
+	if len(w.coef) > maxWindowCoefs {
+		return w // a huge source's: not worth keeping
+	}
 	windowCache.Lock()
 	if windowCache.m == nil || len(windowCache.m) >= maxCachedWindows {
-		windowCache.m = make(map[[2]int]*window)
+		windowCache.m = make(map[[3]int]*window)
 	}
 	windowCache.m[key] = w
 	windowCache.Unlock()
@@ -246,6 +295,25 @@ func horizontal1(src []byte, w *window, dst []byte) {
 			acc += int32(s[i]) * c
 		}
 		dst[xx] = clip8(acc)
+	}
+}
+
+// verticalAcc adds source rows [rowLo, rowHi), held in tmp (stride bytes
+// each), into the vertical sums acc of output rows [lo, hi), as far as their
+// windows reach into those rows: vertical's sums, one chunk at a time.
+func verticalAcc(tmp []byte, stride, rowLo, rowHi int, w *window, lo, hi int, acc []int32) {
+	for yy := lo; yy < hi; yy++ {
+		f := w.first[yy]
+		a, b := max(f, rowLo), min(f+w.count[yy], rowHi)
+		out := acc[yy*stride : (yy+1)*stride]
+		for j := a; j < b; j++ {
+			c := w.coefAt(yy, j)
+			row := tmp[(j-rowLo)*stride : (j-rowLo+1)*stride]
+			row = row[:len(out)]
+			for i, v := range row {
+				out[i] += int32(v) * c
+			}
+		}
 	}
 }
 

@@ -1,0 +1,107 @@
+package preprocess
+
+import (
+	"bytes"
+	"image"
+	"testing"
+)
+
+// A resize in chunks of source rows gives the one-piece result bit for bit,
+// for any chunk size, band count, and for down- and upscales.
+func TestChunkedResizeMatches(t *testing.T) {
+	imgs := map[string]image.Image{
+		"phone": decodeTestdata(t, "phone_1080x2400.png"),
+		"gray":  decodeTestdata(t, "gray_160x300.png"),
+		"noisy": noisyImage(37, 523),
+	}
+	for name, img := range imgs {
+		for _, size := range [][2]int{{224, 224}, {7, 5}, {224, 1000}, {37, 100}} {
+			whole := &scratch{forceWorkers: 1}
+			want, wch, err := whole.resize(img, size[0], size[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append([]byte(nil), want...)
+			for _, rows := range []int{1, 2, 3, 7, 64, 1000} {
+				for _, workers := range []int{1, 3} {
+					s := &scratch{forceWorkers: workers, forceChunkRows: rows}
+					got, ch, err := s.resize(img, size[0], size[1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ch != wch || !bytes.Equal(got, want) {
+						t.Fatalf("%s -> %v in chunks of %d rows, %d bands: differs from the one-piece resize", name, size, rows, workers)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A tall, narrow source — the shape that passes a pixel cap yet made the
+// horizontal pass's buffer (source rows x output width) huge — resizes
+// within a bounded buffer.
+func TestResizeMemoryBounded(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 1, 250_000)) // 1 MB
+	for i := range img.Pix {
+		img.Pix[i] = byte(i / 4 % 251)
+	}
+	cfg := DefaultConfig()
+	dst := make([]float32, cfg.Len())
+	n := allocated(func() {
+		if err := cfg.PixelsInto(dst, img); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// One piece would hold 250,000 x 224 x 3 bytes = 168 MB.
+	if n > 16<<20 {
+		t.Errorf("resizing 1x250000 to 224x224 allocated %d bytes", n)
+	}
+	t.Logf("1x250000 -> 224x224 allocated %d bytes", n)
+}
+
+// A lazy window computes the weights a stored one holds, bit for bit.
+func TestLazyWindowMatchesStored(t *testing.T) {
+	for _, sz := range [][2]int{{1_000_000, 224}, {300_000, 16}, {5_000_000, 7}} {
+		lazy := buildWindow(sz[0], sz[1], true)
+		if lazy.coef != nil {
+			t.Fatalf("%v: window not lazy", sz)
+		}
+		stored := newWindow(sz[0], sz[1])
+		for xx := 0; xx < sz[1]; xx++ {
+			if lazy.first[xx] != stored.first[xx] || lazy.count[xx] != stored.count[xx] {
+				t.Fatalf("%v output %d: window [%d +%d], stored [%d +%d]", sz, xx, lazy.first[xx], lazy.count[xx], stored.first[xx], stored.count[xx])
+			}
+			for j := stored.first[xx]; j < stored.first[xx]+stored.count[xx]; j++ {
+				if got, want := lazy.coefAt(xx, j), stored.coef[xx*stored.ksize+j-stored.first[xx]]; got != want {
+					t.Fatalf("%v output %d source %d: lazy %d, stored %d", sz, xx, j, got, want)
+				}
+			}
+		}
+	}
+	if w := buildWindow(2400, 224, true); w.coef == nil {
+		t.Error("a phone screenshot's window is lazy")
+	}
+}
+
+// A source tall enough for a lazy vertical window resizes as the plain
+// reference does.
+func TestTallSourceMatchesReference(t *testing.T) {
+	src := noisyImage(3, 300_000)
+	want := referenceResize(src, 16, 16)
+	if vw := cachedWindow(300_000, 16, true); vw.coef != nil {
+		t.Fatal("expected a lazy window")
+	}
+	for _, workers := range []int{1, 3} {
+		s := &scratch{forceWorkers: workers}
+		got, ch, err := s.resize(src, 16, 16)
+		if err != nil || ch != 3 {
+			t.Fatal(err, ch)
+		}
+		for i := 0; i < 16*16; i++ {
+			if !bytes.Equal(got[3*i:3*i+3], want.Pix[4*i:4*i+3]) {
+				t.Fatalf("%d bands: pixel %d = %v, want %v", workers, i, got[3*i:3*i+3], want.Pix[4*i:4*i+3])
+			}
+		}
+	}
+}
