@@ -49,14 +49,18 @@ var ErrTooLarge = errors.New("image too large")
 // TooLargeError is an image refused because its header says more pixels
 // than the cap.
 type TooLargeError struct {
-	Format        string // "PNG" or "JPEG"
+	Format        string // "PNG" or "JPEG"; "" when found after decoding
 	Width, Height uint64
 	MaxPixels     int
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s header says %dx%d = %d pixels, over the limit of %d (raise it with --max-pixels or DecodeOptions.MaxPixels)",
-		e.Format, e.Width, e.Height, e.Width*e.Height, e.MaxPixels)
+	what := e.Format + " header says"
+	if e.Format == "" {
+		what = "decoded image is"
+	}
+	return fmt.Sprintf("%s %dx%d = %d pixels, over the limit of %d (raise it with --max-pixels or DecodeOptions.MaxPixels)",
+		what, e.Width, e.Height, e.Width*e.Height, e.MaxPixels)
 }
 
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
@@ -105,7 +109,7 @@ func DecodeWith(r io.Reader, opts DecodeOptions) (image.Image, error) {
 	// The header check above is what protects memory; this one guards the
 	// promise to callers should a decoder ever size its image otherwise.
 	b := img.Bounds()
-	if err := checkPixels("decoded", uint64(b.Dx()), uint64(b.Dy()), max); err != nil {
+	if err := checkPixels("", uint64(b.Dx()), uint64(b.Dy()), max); err != nil {
 		return nil, err
 	}
 	return img, nil
