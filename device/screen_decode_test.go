@@ -2,31 +2,14 @@ package device
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"image"
 	"image/png"
 	"testing"
 
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/engine/preprocess/imagetest"
 )
-
-// bigHeaderPNG is a PNG whose IHDR claims w x h RGBA pixels, with no data.
-func bigHeaderPNG(w, h uint32) []byte {
-	chunk := func(typ string, data []byte) []byte {
-		b := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
-		b = append(b, typ...)
-		b = append(b, data...)
-		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-	}
-	ihdr := binary.BigEndian.AppendUint32(nil, w)
-	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
-	ihdr = append(ihdr, 8, 6, 0, 0, 0)
-	out := append([]byte(nil), pngSignature...)
-	out = append(out, chunk("IHDR", ihdr)...)
-	return append(out, chunk("IEND", nil)...)
-}
 
 func TestRepairPNGPixelCap(t *testing.T) {
 	var b bytes.Buffer
@@ -45,7 +28,7 @@ func TestRepairPNGPixelCap(t *testing.T) {
 			t.Errorf("%s over a 599-pixel cap: %v", name, err)
 		}
 	}
-	_, _, err := repairPNG(bigHeaderPNG(200000, 200000), preprocess.DecodeOptions{})
+	_, _, err := repairPNG(imagetest.HostilePNG(200000, 200000, 0), preprocess.DecodeOptions{})
 	if !errors.Is(err, preprocess.ErrTooLarge) {
 		t.Errorf("200000x200000 header: %v", err)
 	}

@@ -2,10 +2,8 @@ package preprocess
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -14,33 +12,13 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/autoui/autoui/engine/preprocess/imagetest"
 )
 
-// pngChunk is one PNG chunk: length, type, data, CRC.
-func pngChunk(typ string, data []byte) []byte {
-	var b []byte
-	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
-	b = append(b, typ...)
-	b = append(b, data...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-}
+func pngChunk(typ string, data []byte) []byte { return imagetest.PNGChunk(typ, data) }
 
-// hostilePNG is a well-formed PNG header claiming w x h 8-bit RGBA pixels,
-// followed by a little compressed data (the first rows) and IEND: what an
-// 855-byte "decompression bomb" header looks like.
-func hostilePNG(w, h uint32) []byte {
-	ihdr := binary.BigEndian.AppendUint32(nil, w)
-	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
-	ihdr = append(ihdr, 8, 6, 0, 0, 0) // 8-bit RGBA, no interlace
-	var z bytes.Buffer
-	zw := zlib.NewWriter(&z)
-	zw.Write(make([]byte, 64<<10))
-	zw.Close()
-	out := append([]byte(nil), pngMagic...)
-	out = append(out, pngChunk("IHDR", ihdr)...)
-	out = append(out, pngChunk("IDAT", z.Bytes())...)
-	return append(out, pngChunk("IEND", nil)...)
-}
+func hostilePNG(w, h uint32) []byte { return imagetest.HostilePNG(w, h, 64<<10) }
 
 // markedImage is w x h white with a red 8x8 block at the top-left, so the
 // block survives JPEG's 8x8 DCT and says where the stored corner went.
