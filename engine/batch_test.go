@@ -176,18 +176,25 @@ func TestPredictBatchConcurrent(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
-	for g := 0; g < 3; g++ {
+	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
 			lo := g * 2
-			batch := append([]Request{reqs[5-g]}, reqs[lo:lo+2]...)
+			idxs := []int{5 - g, lo, lo + 1}
+			if g == 3 { // single requests beside the batches
+				idxs = []int{g}
+			}
+			var batch []Request
+			for _, i := range idxs {
+				batch = append(batch, reqs[i])
+			}
 			got, err := p.PredictBatch(ctx, batch)
 			if err != nil {
 				errs <- err.Error()
 				return
 			}
-			for j, idx := range []int{5 - g, lo, lo + 1} {
+			for j, idx := range idxs {
 				if what := sameResult(got[j], want[idx]); what != "" {
 					errs <- fmt.Sprintf("goroutine %d item %d: %s differs", g, j, what)
 				}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/autoui/autoui/action"
@@ -38,36 +36,6 @@ func TestThreadCountsAgree(t *testing.T) {
 			}
 		}
 		p.Close()
-	}
-}
-
-// One predictor shared by 8 goroutines gives every request its own, correct answer.
-func TestConcurrentPredict(t *testing.T) {
-	p := tiny(t)
-	cases := loadGolden(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := g; i < len(cases); i += 3 {
-				c := cases[i%len(cases)]
-				res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-					errs <- fmt.Errorf("goroutine %d %s: ids differ", g, c.ID)
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
 	}
 }
 
