@@ -162,7 +162,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "write the sweep as JSON to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui bench tune --model DIR [--runs N] [--quick] [--try-threads 1,2] [--try-spin on,off] [--try-arena on,off] [--try-opt basic,extended,all] [--benchstat FILE] [--json FILE]")
-		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin, arena and memory pattern on, opt=all); --threads and --graph-opt are not used here.")
+		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin, arena and memory pattern on, opt=all); --threads, --graph-opt and --spin are not used here.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -170,8 +170,9 @@ func runBenchTune(ctx context.Context, args []string) error {
 	}
 	var conflict error
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "threads" || f.Name == "graph-opt" {
-			conflict = fmt.Errorf("--%s: bench tune sweeps it; use --try-threads / --try-opt", f.Name)
+		switch f.Name {
+		case "threads", "graph-opt", "spin":
+			conflict = fmt.Errorf("--%s: bench tune sweeps it; use --try-threads / --try-opt / --try-spin", f.Name)
 		}
 	})
 	if conflict != nil {
