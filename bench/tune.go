@@ -30,7 +30,7 @@ type Setting struct {
 
 // DefaultSetting is what a predictor uses when no session option is given.
 func DefaultSetting() Setting {
-	return Setting{Threads: engine.PhysicalCores(), Spin: true, Arena: true, MemPattern: true, Opt: engine.OptimizeAll}
+	return Setting{Threads: engine.PhysicalCores(), Spin: false, Arena: true, MemPattern: true, Opt: engine.OptimizeAll}
 }
 
 // Name is the setting as benchmark-name keys, e.g.
@@ -47,7 +47,7 @@ func (s Setting) Name() string {
 // Session returns base with this setting's fields.
 func (s Setting) Session(base engine.SessionOptions) engine.SessionOptions {
 	base.IntraOpThreads = s.Threads
-	base.DisableSpinning = !s.Spin
+	base.Spin = s.Spin
 	base.DisableMemArena = !s.Arena
 	base.DisableMemPattern = !s.MemPattern
 	base.GraphOptimization = s.Opt

@@ -165,7 +165,7 @@ func TestGridAndParsing(t *testing.T) {
 		t.Fatalf("name %q", n)
 	}
 	so := Setting{Threads: 1, Spin: false, Arena: false, MemPattern: true, Opt: engine.OptimizeBasic}.Session(engine.SessionOptions{CUDADevice: 3})
-	if so.IntraOpThreads != 1 || !so.DisableSpinning || !so.DisableMemArena || so.DisableMemPattern || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
+	if so.IntraOpThreads != 1 || so.Spin || !so.DisableMemArena || so.DisableMemPattern || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
 		t.Fatalf("session options %+v", so)
 	}
 	if th, err := ParseThreads(" 1, 2,4"); err != nil || len(th) != 3 || th[2] != 4 {

@@ -166,7 +166,7 @@ func (p *Predictor) Settings() Settings {
 		HistoryWindow: p.window, MaxNewTokens: p.maxNew, Truncation: p.opts.Truncation,
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
-		Threads: p.opts.Session.threads(), Spinning: !p.opts.Session.DisableSpinning,
+		Threads: p.opts.Session.threads(), Spinning: p.opts.Session.Spin,
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU

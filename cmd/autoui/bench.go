@@ -162,7 +162,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	jsonOut := fs.String("json", "", "write the sweep as JSON to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui bench tune --model DIR [--runs N] [--quick] [--try-threads 1,2] [--try-spin on,off] [--try-arena on,off] [--try-opt basic,extended,all] [--benchstat FILE] [--json FILE]")
-		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin, arena and memory pattern on, opt=all); --threads, --graph-opt and --spin are not used here.")
+		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin off, arena and memory pattern on, opt=all); --threads, --graph-opt and --spin are not used here.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

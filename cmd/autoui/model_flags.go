@@ -80,7 +80,7 @@ func (m *modelFlags) options() (engine.Options, error) {
 			IntraOpThreads:    m.threads,
 			Provider:          prov,
 			GraphOptimization: engine.GraphOptimization(m.optimize),
-			DisableSpinning:   !spin,
+			Spin:              spin,
 		},
 		Truncation:    trunc,
 		HistoryWindow: m.history,

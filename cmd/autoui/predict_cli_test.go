@@ -167,15 +167,15 @@ func TestThreadsCappedAndSpinDefault(t *testing.T) {
 	if strings.Count(string(warn), "\n") != 1 {
 		t.Fatalf("want one warning line, got %q", warn)
 	}
-	if wantOff := defaultSpin == "off"; o1.Session.DisableSpinning != wantOff {
-		t.Fatalf("default --spin %s gave DisableSpinning %v", defaultSpin, o1.Session.DisableSpinning)
+	if wantOn := defaultSpin == "on"; o1.Session.Spin != wantOn {
+		t.Fatalf("default --spin %s gave Spin %v", defaultSpin, o1.Session.Spin)
 	}
 	m = &modelFlags{spin: "on", provider: "cpu", truncation: "keep-goal", decoding: "greedy"}
-	if o, err := m.options(); err != nil || o.Session.DisableSpinning || o.Session.IntraOpThreads != 0 {
+	if o, err := m.options(); err != nil || !o.Session.Spin || o.Session.IntraOpThreads != 0 {
 		t.Fatalf("--spin on, --threads 0: %+v %v", o.Session, err)
 	}
 	m.spin = "off"
-	if o, err := m.options(); err != nil || !o.Session.DisableSpinning {
+	if o, err := m.options(); err != nil || o.Session.Spin {
 		t.Fatalf("--spin off: %+v %v", o.Session, err)
 	}
 }
