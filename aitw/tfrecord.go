@@ -100,9 +100,6 @@ func NewRecordReader(r io.Reader, name string, maxSize int) (*RecordReader, erro
 // A download cut a few bytes short looks like this.
 func (rr *RecordReader) TrailerMissing() bool { return rr.gz != nil && rr.gz.trailerMissing }
 
-// Offset is the uncompressed byte offset of the next record.
-func (rr *RecordReader) Offset() int64 { return rr.off }
-
 // Next returns the next record's payload, valid until the next call, and
 // its offset. At the end of the stream it returns io.EOF. A bad record gives
 // a *RecordError; if its Resumable field is set, Next can be called again to

@@ -87,13 +87,6 @@ type Diff struct {
 	Changed bool
 }
 
-// Fraction is Differing over Compared (1 when the sizes differ).
-func (d Diff) Fraction() float64 {
-	if d.Compared == 0 {
-		return 1
-	}
-	return float64(d.Differing) / float64(d.Compared)
-}
 
 // Compare compares two frames outside the status bar.
 func Compare(a, b *Frame, o Options) Diff {

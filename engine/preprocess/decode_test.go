@@ -16,8 +16,6 @@ import (
 	"github.com/autoui/autoui/engine/preprocess/imagetest"
 )
 
-func pngChunk(typ string, data []byte) []byte { return imagetest.PNGChunk(typ, data) }
-
 func hostilePNG(w, h uint32) []byte { return imagetest.HostilePNG(w, h, 64<<10) }
 
 // markedImage is w x h white with a red 8x8 block at the top-left, so the
