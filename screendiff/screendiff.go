@@ -87,7 +87,6 @@ type Diff struct {
 	Changed bool
 }
 
-
 // Compare compares two frames outside the status bar.
 func Compare(a, b *Frame, o Options) Diff {
 	o = o.withDefaults()
