@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/kv"
@@ -363,5 +365,48 @@ func TestDecoderCallBounds(t *testing.T) {
 		if _, err := p.newCall(1, fused[1:], mask, 2, 1); err == nil {
 			t.Error("fused states of the wrong size: no error")
 		}
+	}
+}
+
+// Constrained per request: in one batch, a constrained and a free item each
+// get what they get alone under a predictor with that option.
+func TestConstrainedPerRequest(t *testing.T) {
+	free := tiny(t)
+	cons := placed(t, kv.Host, Options{Constrained: true})
+	ctx := context.Background()
+	var reqs []Request
+	for i, c := range loadGolden(t)[:4] {
+		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+			MaxNewTokens: 80, Constrained: i%2 == 1})
+	}
+	got, err := free.PredictBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		p := free
+		if r.Constrained {
+			p = cons
+		}
+		r.Constrained = false
+		want, err := p.Predict(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[i].TokenIDs, want.TokenIDs) {
+			t.Errorf("item %d (constrained %v): %v, alone %v", i, reqs[i].Constrained, got[i].TokenIDs, want.TokenIDs)
+		}
+	}
+}
+
+func TestTimingsJSONRoundTrip(t *testing.T) {
+	in := Timings{Preprocess: 1500 * time.Microsecond, Total: 2 * time.Second, DecoderCalls: 7, LaterSteps: 3 * time.Millisecond}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Timings
+	if err := json.Unmarshal(raw, &out); err != nil || out != in {
+		t.Fatalf("%s -> %+v (%v)", raw, out, err)
 	}
 }

@@ -190,7 +190,7 @@ func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
 			}
 		}
 		choose = sample.Replay{Tokens: r.Replay, EOS: eos}
-	case p.opts.Constrained:
+	case p.opts.Constrained || r.Constrained:
 		g, err := sample.NewGrammar(p.tok, limit)
 		if err != nil {
 			return nil, err

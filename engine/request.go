@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"image"
 	"time"
 
@@ -22,6 +23,9 @@ type Request struct {
 	History []action.Action
 	// MaxNewTokens overrides the predictor's generated-token limit when > 0.
 	MaxNewTokens int
+	// Constrained decodes this request under the output grammar, as
+	// Options.Constrained does for every request.
+	Constrained bool
 	// MinNewTokens masks </s> until this many tokens are generated. Benchmarks
 	// of random-weight bundles use it to generate a fixed length; it changes
 	// the output, so predictions leave it 0.
@@ -82,6 +86,30 @@ func (t *Timings) addDecoderCall(d time.Duration) {
 		t.LaterSteps += d
 	}
 	t.DecoderCalls++
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (to the microsecond).
+func (t *Timings) UnmarshalJSON(data []byte) error {
+	var ms struct {
+		Preprocess   float64 `json:"preprocess_ms"`
+		Vision       float64 `json:"vision_ms"`
+		Tokenize     float64 `json:"tokenize_ms"`
+		Encoder      float64 `json:"encoder_ms"`
+		Fusion       float64 `json:"fusion_ms"`
+		FirstStep    float64 `json:"first_step_ms"`
+		LaterSteps   float64 `json:"later_steps_ms"`
+		Parse        float64 `json:"parse_ms"`
+		Total        float64 `json:"total_ms"`
+		DecoderCalls int     `json:"decoder_calls"`
+	}
+	if err := json.Unmarshal(data, &ms); err != nil {
+		return fmt.Errorf("timings: %w", err)
+	}
+	d := func(v float64) time.Duration { return time.Duration(v*1000) * time.Microsecond }
+	*t = Timings{Preprocess: d(ms.Preprocess), Vision: d(ms.Vision), Tokenize: d(ms.Tokenize), Encoder: d(ms.Encoder),
+		Fusion: d(ms.Fusion), FirstStep: d(ms.FirstStep), LaterSteps: d(ms.LaterSteps), Parse: d(ms.Parse), Total: d(ms.Total),
+		DecoderCalls: ms.DecoderCalls}
+	return nil
 }
 
 // MarshalJSON writes the stages in milliseconds, as the CLI and reports show them.
