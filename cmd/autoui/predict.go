@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/annotate"
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
@@ -135,40 +136,8 @@ func runPredict(ctx context.Context, args []string) error {
 	return nil
 }
 
-type predictionJSON struct {
-	ActionType   string         `json:"action_type"`
-	TouchPoint   [2]float64     `json:"touch_point"`
-	LiftPoint    [2]float64     `json:"lift_point"`
-	TypedText    string         `json:"typed_text"`
-	Plan         []string       `json:"plan"`
-	Raw          string         `json:"raw"`
-	Tokens       int            `json:"tokens"`
-	Timings      engine.Timings `json:"timings_ms"`
-	SourceTokens int            `json:"source_tokens"`
-	SourceText   string         `json:"source_text"`
-	SourceIDs    []int64        `json:"source_ids"`
-	OutputIDs    []int64        `json:"output_ids"`
-	Error        string         `json:"error,omitempty"`
-}
-
 func printPredictionJSON(w io.Writer, res *engine.Result) error {
-	out := predictionJSON{
-		Raw: res.Raw, Tokens: len(res.TokenIDs), Timings: res.Timings, Plan: []string{},
-		SourceTokens: res.SourceTokens, SourceText: res.SourceText,
-		SourceIDs: append([]int64{}, res.SourceIDs...), OutputIDs: append([]int64{}, res.TokenIDs...),
-	}
-	if res.ParseErr != nil {
-		out.Error = res.ParseErr.Error()
-	} else {
-		a := res.Action
-		out.ActionType = a.Type.String()
-		out.TouchPoint = [2]float64{a.Touch.Y, a.Touch.X}
-		out.LiftPoint = [2]float64{a.Lift.Y, a.Lift.X}
-		out.TypedText = a.Text
-		for _, t := range res.Plan {
-			out.Plan = append(out.Plan, t.String())
-		}
-	}
+	out := api.FromResult(res)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)

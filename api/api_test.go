@@ -1,0 +1,55 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine"
+)
+
+func TestPredictionRoundTrip(t *testing.T) {
+	results := []*engine.Result{
+		{Action: action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.25, X: 0.5}, Lift: action.Point{Y: 0.25, X: 0.5}},
+			Plan: []action.Type{action.DualPoint, action.TypeText}, Raw: "r", TokenIDs: []int64{5, 1}, SourceIDs: []int64{3, 1},
+			SourceText: "Goal: x", SourceTokens: 2, Timings: engine.Timings{Total: 1500 * time.Microsecond, DecoderCalls: 2}},
+		{Raw: "garbage", ParseErr: errors.New("no action"), TokenIDs: []int64{9}},
+	}
+	for _, in := range results {
+		raw, err := json.Marshal(FromResult(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Prediction
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Action != in.Action || !slices.Equal(out.Plan, in.Plan) || out.Raw != in.Raw || !slices.Equal(out.TokenIDs, in.TokenIDs) ||
+			!slices.Equal(out.SourceIDs, in.SourceIDs) || out.Timings != in.Timings || (out.ParseErr == nil) != (in.ParseErr == nil) {
+			t.Errorf("%s\n-> %+v\nwant %+v", raw, out, in)
+		}
+	}
+	bad := Prediction{ActionType: "DUAL_POINT", TouchPoint: [2]float64{2, 0}}
+	if _, err := bad.Result(); err == nil {
+		t.Error("an out-of-range point accepted")
+	}
+}
+
+func TestRequestJSON(t *testing.T) {
+	var r PredictRequest
+	body := `{"goal": "open settings", "screen": "iVBORw0K", "history": [{"action_type": "PRESS_BACK"}], "options": {"max_new_tokens": 40, "constrain": true}}`
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Goal != "open settings" || string(r.Screen[:4]) != "\x89PNG" || len(r.History) != 1 || r.History[0].Type != action.PressBack ||
+		r.Options.MaxNewTokens != 40 || !r.Options.Constrain {
+		t.Fatalf("%+v", r)
+	}
+}
