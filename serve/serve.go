@@ -1,0 +1,342 @@
+// Package serve is the HTTP server of `autoui serve`: one engine shared by
+// many devices, with requests batched across clients.
+//
+// POST /v1/predict takes an api.PredictRequest and answers an api.Prediction
+// (docs/serve.md has the OpenAPI description). Screens are decoded in the
+// request's own goroutine, so bad images fail fast and in parallel; the
+// decoded requests wait in a bounded queue (full: 429) for the one batcher
+// goroutine, which gathers what is waiting (or arrives within the batch
+// wait) up to the largest batch and runs one engine.PredictBatch for it.
+// Each answer is the one the request gets on its own: PredictBatch gives
+// every item the tokens it gets alone.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/engine/sample"
+)
+
+// Defaults of Config's zero fields (and of autoui serve's flags).
+const (
+	DefaultMaxBatch       = 8
+	DefaultBatchWait      = 5 * time.Millisecond
+	DefaultQueue          = 64
+	DefaultMaxBody        = 32 << 20
+	DefaultRequestTimeout = 60 * time.Second
+)
+
+// Config tunes a Server. Zero fields take the defaults above.
+type Config struct {
+	// MaxBatch is the most requests in one engine call.
+	MaxBatch int
+	// BatchWait is how long the batcher waits for more requests after the
+	// first of a batch; negative: not at all (only those already waiting).
+	BatchWait time.Duration
+	// Queue is how many decoded requests may wait for the batcher; more
+	// are refused with 429.
+	Queue int
+	// MaxBody is the largest request body in bytes (413 above).
+	MaxBody int64
+	// RequestTimeout bounds a request from arrival to its answer (504).
+	RequestTimeout time.Duration
+	// Token, when not empty, is the bearer token /v1/* requires.
+	Token string
+	// Decode is how screens are decoded (the --max-pixels cap).
+	Decode preprocess.DecodeOptions
+	// RetryAfter is the Retry-After (whole seconds, at least 1) of 429 and
+	// 503 answers; 0: 1 s.
+	RetryAfter time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = DefaultBatchWait
+	}
+	if c.BatchWait < 0 {
+		c.BatchWait = 0
+	}
+	if c.Queue <= 0 {
+		c.Queue = DefaultQueue
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.RetryAfter < time.Second {
+		c.RetryAfter = time.Second
+	}
+	return c
+}
+
+// Engine runs batches of requests; *engine.Predictor is one.
+type Engine interface {
+	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
+}
+
+// Model is the engine a server runs and what the server checks requests
+// against before they reach it (so one bad request cannot fail a batch).
+type Model struct {
+	Engine Engine
+	// Name says which model this is (the bundle's name or directory).
+	Name string
+	// ImageDim is the length of a request's features.
+	ImageDim int
+	// MaxNewTokens is the engine's default token limit; Constrained whether
+	// it constrains every request; MinConstrainedTokens the smallest limit
+	// constrained decoding accepts (0: not checked here).
+	MaxNewTokens         int
+	Constrained          bool
+	MinConstrainedTokens int
+}
+
+// ModelOf describes a predictor; name is shown in logs (e.g. the bundle
+// directory), the bundle's own name when empty.
+func ModelOf(p *engine.Predictor, name string) (Model, error) {
+	b := p.Bundle()
+	if name == "" {
+		name = b.Manifest.Name
+	}
+	minTok, err := sample.MinTokens(p.Tokenizer())
+	if err != nil {
+		return Model{}, fmt.Errorf("constrained decoding: %w", err)
+	}
+	s := p.Settings()
+	return Model{Engine: p, Name: name, ImageDim: b.Manifest.Model.ImageDim, MaxNewTokens: s.MaxNewTokens,
+		Constrained: s.Constrained, MinConstrainedTokens: minTok}, nil
+}
+
+// Server is the HTTP API. It answers /healthz at once, /readyz and
+// /v1/predict with 503 until SetModel, and 503 again once Shutdown begins.
+type Server struct {
+	cfg     Config
+	token   [32]byte // SHA-256 of cfg.Token: compared in constant time
+	metrics *metrics
+	mux     *http.ServeMux
+
+	mu       sync.Mutex
+	model    *Model
+	queue    chan *job
+	closing  bool
+	batching bool          // the batcher runs
+	done     chan struct{} // closed when the batcher has answered everything
+	// runCtx is the batches' context: cancelled only when a shutdown's
+	// drain runs out of time.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+
+	// Test hooks: beforeBatch runs before each engine call with the batch
+	// size; onDrop for every request dropped because its client went away
+	// or its deadline passed.
+	beforeBatch func(n int)
+	onDrop      func()
+}
+
+// New returns a server that is up (healthz) but not ready until SetModel.
+func New(cfg Config) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, queue: make(chan *job, cfg.Queue), done: make(chan struct{})}
+	if cfg.Token != "" {
+		s.token = sha256.Sum256([]byte(cfg.Token))
+	}
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.metrics = newMetrics(cfg.MaxBatch, func() float64 { return float64(len(s.queue)) })
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/v1/predict", s.handlePredict)
+	s.mux.HandleFunc("/healthz", s.handleHealthz)
+	s.mux.HandleFunc("/readyz", s.handleReadyz)
+	s.mux.Handle("/metrics", s.metrics.handler())
+	return s
+}
+
+// Paths are the server's endpoints.
+var Paths = []string{"/v1/predict", "/healthz", "/readyz", "/metrics"}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Registry is the server's own metrics registry (not the global one).
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// SetModel makes the server ready: requests are checked against m and run
+// on m.Engine by the batcher it starts. After Shutdown has begun it does
+// nothing and returns false.
+func (s *Server) SetModel(m Model) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.model != nil {
+		return false
+	}
+	s.model = &m
+	s.batching = true
+	go s.batcher(m.Engine)
+	return true
+}
+
+// Ready says whether predictions are taken: a model is set and no shutdown
+// has begun.
+func (s *Server) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model != nil && !s.closing
+}
+
+// Shutdown stops taking predictions (503 shutting_down; /readyz 503) and
+// waits until every queued and running batch has been answered. When ctx
+// ends first, the running batch is cancelled, the requests still queued are
+// answered 503, and ctx's error is returned. It does not close listeners:
+// call http.Server.Shutdown after it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		// Enqueueing holds mu and checks closing, so nothing is sent after this.
+		close(s.queue)
+		if !s.batching {
+			close(s.done)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		s.cancelRun()
+		<-s.done
+		return ctx.Err()
+	}
+}
+
+// enqueue hands a job to the batcher, or says why it cannot.
+func (s *Server) enqueue(j *job) *httpError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errShuttingDown
+	}
+	select {
+	case s.queue <- j:
+		return nil
+	default:
+		return &httpError{status: http.StatusTooManyRequests, kind: KindQueueFull,
+			msg: fmt.Sprintf("the queue of %d requests is full; retry later", s.cfg.Queue)}
+	}
+}
+
+// Error kinds (api.ErrorBody.Kind).
+const (
+	KindBadRequest       = "bad_request"
+	KindUnauthorized     = "unauthorized"
+	KindTooLarge         = "too_large"
+	KindQueueFull        = "queue_full"
+	KindDeadline         = "deadline"
+	KindShuttingDown     = "shutting_down"
+	KindNotReady         = "not_ready"
+	KindInternal         = "internal"
+	KindMethodNotAllowed = "method_not_allowed"
+)
+
+var (
+	errShuttingDown = &httpError{status: http.StatusServiceUnavailable, kind: KindShuttingDown, msg: "the server is shutting down; retry on another replica"}
+	errNotReady     = &httpError{status: http.StatusServiceUnavailable, kind: KindNotReady, msg: "the model is still loading; retry shortly"}
+)
+
+// authorized checks the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], s.token[:]) == 1
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writeError(w, methodNotAllowed("GET, HEAD"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writeError(w, methodNotAllowed("GET, HEAD"))
+		return
+	}
+	s.mu.Lock()
+	model, closing := s.model, s.closing
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	switch {
+	case closing:
+		w.Header().Set("Retry-After", s.retryAfter())
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "shutting down")
+	case model == nil:
+		w.Header().Set("Retry-After", s.retryAfter())
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "loading")
+	default:
+		fmt.Fprintln(w, "ready")
+	}
+}
+
+func (s *Server) retryAfter() string {
+	return strconv.Itoa(int((s.cfg.RetryAfter + time.Second - 1) / time.Second))
+}
+
+func methodNotAllowed(allow string) *httpError {
+	return &httpError{status: http.StatusMethodNotAllowed, kind: KindMethodNotAllowed, msg: "method not allowed; use " + allow, allow: allow}
+}
+
+// httpError is an error answer.
+type httpError struct {
+	status int
+	kind   string
+	msg    string
+	allow  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) *httpError {
+	return &httpError{status: http.StatusBadRequest, kind: KindBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorOf maps an engine error to an answer.
+func errorOf(err error) *httpError {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.Is(err, context.DeadlineExceeded):
+		return &httpError{status: http.StatusGatewayTimeout, kind: KindDeadline, msg: "the request timed out before its prediction finished"}
+	case errors.Is(err, context.Canceled):
+		return errShuttingDown
+	}
+	return &httpError{status: http.StatusInternalServerError, kind: KindInternal, msg: "prediction failed: " + err.Error()}
+}
