@@ -93,7 +93,10 @@ def test_goldens_reproduce(golden, committed_model, tokenizer, index):
         assert got[k] == want[k], k
     for name, rel in want["tensors"].items():
         ref = np.load(os.path.join(TESTDATA, "golden", rel))
-        assert np.abs(tensors[name] - ref).max() <= 1e-5, name
+        # PyTorch against itself: a few float32 ulps, relative to each value
+        # (the logits reach ~20, where one ulp is 2e-6; thread scheduling on
+        # a shared machine changed the worst element by 1.1e-5).
+        np.testing.assert_allclose(tensors[name], ref, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 def test_reexport_is_byte_identical(manifest, tmp_path):
