@@ -11,6 +11,8 @@ type Summary struct {
 	Min    time.Duration
 	Median time.Duration
 	P90    time.Duration
+	P99    time.Duration
+	Max    time.Duration
 }
 
 // Summarize computes min, median and p90. The median of an even count is the
@@ -27,8 +29,14 @@ func Summarize(samples []time.Duration) Summary {
 	if n%2 == 0 {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
-	rank := (9*n + 9) / 10 // ceil(0.9 n)
-	return Summary{N: n, Min: s[0], Median: med, P90: s[rank-1]}
+	return Summary{N: n, Min: s[0], Median: med, P90: nearestRank(s, 90), P99: nearestRank(s, 99), Max: s[n-1]}
+}
+
+// nearestRank is the smallest of sorted samples with at least pct percent
+// of them at or below it.
+func nearestRank(sorted []time.Duration, pct int) time.Duration {
+	rank := (pct*len(sorted) + 99) / 100 // ceil(pct/100 n)
+	return sorted[max(rank, 1)-1]
 }
 
 // medianFloat is the median of float samples (mean of the middle two for an

@@ -100,17 +100,21 @@ func (g Grid) Settings() []Setting {
 }
 
 // ParseThreads reads a comma-separated list of thread counts ("1,2").
-func ParseThreads(s string) ([]int, error) {
+func ParseThreads(s string) ([]int, error) { return ParseCounts(s, "thread count") }
+
+// ParseCounts reads a comma-separated list of counts >= 1 ("1,4,8"); what
+// names them in errors.
+func ParseCounts(s, what string) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("thread count %q: want an integer >= 1", f)
+			return nil, fmt.Errorf("%s %q: want an integer >= 1", what, f)
 		}
 		out = append(out, n)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no thread counts in %q", s)
+		return nil, fmt.Errorf("no %ss in %q", what, s)
 	}
 	return out, nil
 }

@@ -22,6 +22,9 @@ func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "tune" {
 		return runBenchTune(ctx, args[1:])
 	}
+	if len(args) > 0 && args[0] == "serve" {
+		return runBenchServe(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	mf := addModelFlags(fs)
 	runs := fs.Int("runs", 3, "measured passes over the fixed cases (3 cases per pass)")
@@ -39,6 +42,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--json FILE]")
 		fmt.Fprintln(fs.Output(), "       autoui bench tune --model DIR [flags]   (sweep ONNX Runtime session settings; -h for its flags)")
+		fmt.Fprintln(fs.Output(), "       autoui bench serve --server URL [flags] (load a running autoui serve; -h for its flags)")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -17,8 +17,8 @@ import (
 	"strings"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/annotate"
+	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"

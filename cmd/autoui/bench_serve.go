@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/atomicfile"
+	"github.com/autoui/autoui/bench"
+)
+
+// runBenchServe loads a running server with closed-loop /v1/predict clients
+// at each concurrency and prints throughput and latency percentiles.
+func runBenchServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
+	server := fs.String("server", "", "base URL of a running autoui serve, e.g. http://127.0.0.1:8080; required")
+	tokenFile := fs.String("token-file", "", "bearer token for the server, read from this file")
+	screen := fs.String("screen", "models/default/sample_screen.png", "PNG/JPEG screenshot every request sends")
+	goal := fs.String("goal", "Open the settings app", "goal every request sends")
+	levels := fs.String("concurrency", "1,2,4,8,16,32", "numbers of concurrent clients to measure, in order")
+	duration := fs.Duration("duration", 20*time.Second, "measured time per concurrency")
+	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured time before each concurrency")
+	maxNew := fs.Int("max-new-tokens", 0, "options.max_new_tokens of every request (0: the model's)")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui bench serve --server URL [--concurrency 1,2,4,8,16,32] [--duration 20s] [--screen PNG] [--json FILE]")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *server == "" {
+		return usageErrorf("--server is required")
+	}
+	conc, err := bench.ParseCounts(*levels, "concurrency")
+	if err != nil {
+		return usageErrorf("--concurrency: %v", err)
+	}
+	img, err := os.ReadFile(*screen)
+	if err != nil {
+		return fmt.Errorf("--screen: %w", err)
+	}
+	token := ""
+	if *tokenFile != "" {
+		raw, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(raw))
+	}
+	body, err := json.Marshal(api.PredictRequest{Goal: *goal, Screen: img, Options: api.Options{MaxNewTokens: *maxNew}})
+	if err != nil {
+		return err
+	}
+	url := strings.TrimRight(*server, "/") + "/v1/predict"
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	do := func(ctx context.Context) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(raw)))
+		}
+		var p api.Prediction
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return 0, fmt.Errorf("response: %w", err)
+		}
+		if p.Serve == nil {
+			return 0, nil
+		}
+		return p.Serve.BatchSize, nil
+	}
+	fmt.Printf("%-12s %10s %9s %9s %9s %9s %10s %7s\n", "concurrency", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "mean batch", "errors")
+	var results []bench.LoadResult
+	for _, c := range conc {
+		r := bench.RunLoad(ctx, bench.LoadOptions{Concurrency: c, Warmup: *warmup, Duration: *duration, Do: do})
+		if err := ctx.Err(); err != nil {
+			return interruptedError{detail: "the levels measured so far were printed"}
+		}
+		l := r.LatencyMS
+		fmt.Printf("%-12d %10.2f %9.1f %9.1f %9.1f %9.1f %10.2f %7d\n", c, r.PerSecond, l.P50, l.P90, l.P99, l.Max, r.MeanBatch, r.Errors)
+		if r.FirstError != "" {
+			fmt.Fprintf(os.Stderr, "bench serve: concurrency %d: first error: %s\n", c, r.FirstError)
+		}
+		results = append(results, r)
+	}
+	if *jsonOut != "" {
+		raw, err := json.MarshalIndent(map[string]any{"server": *server, "screen": *screen, "duration_s": duration.Seconds(), "levels": results}, "", "  ")
+		if err != nil {
+			return err
+		}
+		return atomicfile.WriteBytes(*jsonOut, append(raw, '\n'))
+	}
+	return nil
+}
