@@ -1,0 +1,747 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/engine/preprocess/imagetest"
+	"github.com/autoui/autoui/models"
+)
+
+const testdata = "../models/testdata"
+
+var (
+	tinyOnce sync.Once
+	tinyPred *engine.Predictor
+	tinyErr  error
+)
+
+// tiny is a predictor on the committed tiny bundle, shared by the tests.
+func tiny(t testing.TB) *engine.Predictor {
+	t.Helper()
+	tinyOnce.Do(func() {
+		b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+		if err != nil {
+			tinyErr = err
+			return
+		}
+		tinyPred, tinyErr = engine.NewPredictor(b, engine.Options{})
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyPred
+}
+
+func tinyModel(t testing.TB) Model {
+	t.Helper()
+	m, err := ModelOf(tiny(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// start runs a server with the tiny model (when m is not nil) on a real
+// listener; it is shut down when the test ends.
+func start(t *testing.T, cfg Config, m *Model, hooks ...func(*Server)) (*Server, *httptest.Server) {
+	t.Helper()
+	s := New(cfg)
+	for _, h := range hooks {
+		h(s)
+	}
+	if m != nil {
+		s.SetModel(*m)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		ts.Close()
+	})
+	return s, ts
+}
+
+func screenBytes(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testdata, "screens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decodeScreen(t testing.TB, b []byte) image.Image {
+	t.Helper()
+	img, err := preprocess.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// post sends a JSON body (any value, or raw bytes) to /v1/predict.
+func post(t testing.TB, ctx context.Context, url string, body any, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case []byte:
+		raw = b
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/predict", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		t.Error(err)
+		return nil, nil
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return resp, out
+}
+
+func wantPrediction(t testing.TB, status int, body []byte) api.Prediction {
+	t.Helper()
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var p api.Prediction
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if p.Serve == nil || p.Serve.BatchSize < 1 || p.Serve.Batch < 1 || p.Serve.QueueMS < 0 {
+		t.Errorf("serve info %+v", p.Serve)
+	}
+	return p
+}
+
+func wantError(t testing.TB, resp *http.Response, body []byte, status int, kind, mention string) {
+	t.Helper()
+	if resp == nil {
+		t.Fatalf("no response, want %d %s", status, kind)
+	}
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, body)
+	}
+	var e api.ErrorBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("error body %q: %v", body, err)
+	}
+	if e.Kind != kind || !strings.Contains(e.Error, mention) {
+		t.Errorf("error %+v, want kind %s mentioning %q", e, kind, mention)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// sameResult checks that a served prediction is the engine's own result:
+// the wire form of both, timings and serve info aside.
+func sameResult(t testing.TB, what string, got api.Prediction, want *engine.Result) {
+	t.Helper()
+	w := api.FromResult(want)
+	got.Serve, got.Timings, w.Timings = nil, engine.Timings{}, engine.Timings{}
+	if !reflect.DeepEqual(got, w) {
+		t.Errorf("%s: served %+v\nengine %+v", what, got, w)
+	}
+}
+
+func TestPredictScreenAndFeatures(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{}, &m)
+	p := tiny(t)
+	png := screenBytes(t, "home_1080x2400.png")
+	history := []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.25}, Lift: action.Point{Y: 0.5, X: 0.25}}}
+	want, err := p.Predict(context.Background(), engine.Request{Screen: decodeScreen(t, png), Goal: "Open the settings app", History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := post(t, context.Background(), ts.URL, api.PredictRequest{Goal: "Open the settings app", Screen: png, History: history})
+	got := wantPrediction(t, resp.StatusCode, body)
+	sameResult(t, "screen", got, want)
+	if got.Timings.Total <= 0 || got.Timings.Vision <= 0 {
+		t.Errorf("timings %+v", got.Timings)
+	}
+
+	resp, body = post(t, context.Background(), ts.URL, api.PredictRequest{Goal: "Open the settings app", Features: want.Features, History: history})
+	sameResult(t, "features", wantPrediction(t, resp.StatusCode, body), want)
+
+	// Options reach the engine: a token limit and the grammar.
+	opt := engine.Request{Features: want.Features, Goal: "Open Chrome", MaxNewTokens: 80, Constrained: true}
+	want, err = p.Predict(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body = post(t, context.Background(), ts.URL, api.PredictRequest{Goal: "Open Chrome", Features: want.Features,
+		Options: api.Options{MaxNewTokens: 80, Constrain: true}})
+	sameResult(t, "options", wantPrediction(t, resp.StatusCode, body), want)
+}
+
+type goldenCase struct {
+	Screen  string          `json:"screen"`
+	Goal    string          `json:"goal"`
+	History []action.Action `json:"history"`
+}
+
+func goldenCases(t testing.TB) []goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testdata, "golden", "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g.Cases
+}
+
+// TestBatchingEquivalence sends 12 different requests at once to a server
+// batching up to 4: every answer is the one-by-one prediction, and some
+// engine calls held more than one request.
+func TestBatchingEquivalence(t *testing.T) {
+	m := tinyModel(t)
+	var sizes []int
+	var mu sync.Mutex
+	s, ts := start(t, Config{MaxBatch: 4, BatchWait: 100 * time.Millisecond}, &m, func(s *Server) {
+		s.beforeBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	})
+	p := tiny(t)
+	cases := goldenCases(t)[:12]
+	feats := map[string][]float32{}
+	want := make([]*engine.Result, len(cases))
+	reqs := make([]api.PredictRequest, len(cases))
+	for i, c := range cases {
+		if feats[c.Screen] == nil {
+			f, err := p.ImageFeatures(context.Background(), decodeScreen(t, screenBytes(t, filepath.Base(c.Screen))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			feats[c.Screen] = f
+		}
+		reqs[i] = api.PredictRequest{Goal: c.Goal, Features: feats[c.Screen], History: c.History}
+		var err error
+		if want[i], err = p.Predict(context.Background(), engine.Request{Goal: c.Goal, Features: feats[c.Screen], History: c.History}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]api.Prediction, len(cases))
+	var wg sync.WaitGroup
+	for i := range cases {
+		wg.Go(func() {
+			resp, body := post(t, context.Background(), ts.URL, reqs[i])
+			if resp != nil {
+				got[i] = wantPrediction(t, resp.StatusCode, body)
+			}
+		})
+	}
+	wg.Wait()
+	maxSize := 0
+	for i := range cases {
+		sameResult(t, fmt.Sprintf("case %d", i), got[i], want[i])
+		if got[i].Serve != nil {
+			maxSize = max(maxSize, got[i].Serve.BatchSize)
+			if got[i].Serve.BatchSize > 4 {
+				t.Errorf("case %d in a batch of %d, over --max-batch 4", i, got[i].Serve.BatchSize)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxSize < 2 || slices.Max(sizes) < 2 {
+		t.Errorf("no batch held more than one request: %v", sizes)
+	}
+	if total := sum(sizes); total != len(cases) {
+		t.Errorf("batches %v hold %d requests, want %d", sizes, total, len(cases))
+	}
+	if n := countMetric(t, s, "autoui_batches_total"); n != float64(len(sizes)) {
+		t.Errorf("autoui_batches_total %v, want %d", n, len(sizes))
+	}
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+func TestLimits(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{MaxBody: 64 << 10}, &m)
+	ctx := context.Background()
+	feats := make([]float32, m.ImageDim)
+
+	resp, body := post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Screen: make([]byte, 100<<10)})
+	wantError(t, resp, body, 413, KindTooLarge, "over the limit of 65536 bytes")
+	// Without a Content-Length (chunked), the reader's cap applies.
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/predict", io.MultiReader(strings.NewReader(`{"goal": "`),
+		strings.NewReader(strings.Repeat("a", 100<<10)), strings.NewReader(`"}`)))
+	if r, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		wantError(t, r, b, 413, KindTooLarge, "over the limit")
+	}
+
+	hostile := imagetest.HostilePNG(200000, 200000, 0)
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Screen: hostile})
+	wantError(t, resp, body, 413, KindTooLarge, "200000x200000")
+
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "temperature": 0.7}`)
+	wantError(t, resp, body, 400, KindBadRequest, `unknown field "temperature"`)
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "options": {"beams": 2}}`)
+	wantError(t, resp, body, 400, KindBadRequest, `unknown field "beams"`)
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g"`)
+	wantError(t, resp, body, 400, KindBadRequest, "request body")
+	resp, body = post(t, ctx, ts.URL, ``)
+	wantError(t, resp, body, 400, KindBadRequest, "empty")
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0]} {}`)
+	wantError(t, resp, body, 400, KindBadRequest, "more than one JSON value")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, Screen: screenBytes(t, "home_720x1280.png")})
+	wantError(t, resp, body, 400, KindBadRequest, "not both")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g"})
+	wantError(t, resp, body, 400, KindBadRequest, "screen (base64 PNG or JPEG) or features is required")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Features: feats})
+	wantError(t, resp, body, 400, KindBadRequest, "goal is required")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats[1:]})
+	wantError(t, resp, body, 400, KindBadRequest, fmt.Sprintf("image_dim is %d", m.ImageDim))
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Screen: []byte("GIF89a....")})
+	wantError(t, resp, body, 400, KindBadRequest, "not a PNG or JPEG")
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "DUAL_POINT", "touch_point": [2, 0.5], "lift_point": [2, 0.5]}]}`)
+	wantError(t, resp, body, 400, KindBadRequest, "history action 0")
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "FLY"}]}`)
+	wantError(t, resp, body, 400, KindBadRequest, "request body")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, Options: api.Options{MaxNewTokens: -1}})
+	wantError(t, resp, body, 400, KindBadRequest, "max_new_tokens -1")
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, Options: api.Options{MaxNewTokens: 5, Constrain: true}})
+	wantError(t, resp, body, 400, KindBadRequest, "constrained decoding needs a limit")
+
+	r, err := http.Get(ts.URL + "/v1/predict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	wantError(t, r, b, 405, KindMethodNotAllowed, "POST")
+	if r.Header.Get("Allow") != "POST" {
+		t.Errorf("Allow %q", r.Header.Get("Allow"))
+	}
+}
+
+// holdingServer is a server whose batcher waits in beforeBatch until
+// released; entered receives each batch's size as it waits.
+func holdingServer(t *testing.T, cfg Config) (s *Server, ts *httptest.Server, entered chan int, release func()) {
+	t.Helper()
+	m := tinyModel(t)
+	entered = make(chan int, 100)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	s, ts = start(t, cfg, &m, func(s *Server) {
+		s.beforeBatch = func(n int) { entered <- n; <-gate }
+	})
+	t.Cleanup(release)
+	return s, ts, entered, release
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func featureRequest(t testing.TB, goal string) api.PredictRequest {
+	return api.PredictRequest{Goal: goal, Features: make([]float32, tinyModel(t).ImageDim)}
+}
+
+func TestQueueFull(t *testing.T) {
+	s, ts, entered, release := holdingServer(t, Config{Queue: 1, MaxBatch: 1, BatchWait: -1})
+	ctx := context.Background()
+	results := make(chan int, 2)
+	go func() { r, _ := post(t, ctx, ts.URL, featureRequest(t, "first")); results <- code(r) }()
+	<-entered // the first request is in the engine call, held
+	go func() { r, _ := post(t, ctx, ts.URL, featureRequest(t, "second")); results <- code(r) }()
+	waitFor(t, "the second request to be queued", func() bool { return len(s.queue) == 1 })
+	if d := countMetric(t, s, "autoui_queue_depth"); d != 1 {
+		t.Errorf("autoui_queue_depth %v, want 1", d)
+	}
+	resp, body := post(t, ctx, ts.URL, featureRequest(t, "third"))
+	wantError(t, resp, body, 429, KindQueueFull, "queue of 1 requests is full")
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+	}
+	release()
+	for range 2 {
+		if c := <-results; c != 200 {
+			t.Errorf("held request answered %d", c)
+		}
+	}
+	if n := countMetric(t, s, "autoui_errors_total", "kind", KindQueueFull); n != 1 {
+		t.Errorf("queue_full errors %v", n)
+	}
+}
+
+func code(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode
+}
+
+func TestAuth(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{Token: "s3cret-token"}, &m)
+	ctx := context.Background()
+	req := featureRequest(t, "Open Chrome")
+	resp, body := post(t, ctx, ts.URL, req)
+	wantError(t, resp, body, 401, KindUnauthorized, "bearer token")
+	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("WWW-Authenticate %q", resp.Header.Get("WWW-Authenticate"))
+	}
+	resp, body = post(t, ctx, ts.URL, req, "Authorization", "Bearer s3cret-tokeN")
+	wantError(t, resp, body, 401, KindUnauthorized, "bearer token")
+	resp, body = post(t, ctx, ts.URL, req, "Authorization", "Basic s3cret-token")
+	wantError(t, resp, body, 401, KindUnauthorized, "bearer token")
+	resp, body = post(t, ctx, ts.URL, req, "Authorization", "Bearer s3cret-token")
+	wantPrediction(t, resp.StatusCode, body)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		r, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			t.Errorf("%s without a token: %d", path, r.StatusCode)
+		}
+	}
+}
+
+func get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b)
+}
+
+func TestMetrics(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{MaxBatch: 4}, &m)
+	ctx := context.Background()
+	resp, body := post(t, ctx, ts.URL, featureRequest(t, "Open Chrome"))
+	wantPrediction(t, resp.StatusCode, body)
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g"})
+	wantError(t, resp, body, 400, KindBadRequest, "required")
+	code, text := get(t, ts.URL+"/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics %d", code)
+	}
+	for _, want := range []string{
+		`autoui_request_duration_seconds_bucket{code="200",`, `autoui_request_duration_seconds_count{code="400"} 1`,
+		`autoui_batch_size_bucket{le="4"} 1`, "autoui_queue_depth 0", `autoui_errors_total{kind="bad_request"} 1`,
+		"autoui_batches_total 1", "autoui_dropped_total 0", "go_goroutines", "process_",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	for _, st := range Stages {
+		if !strings.Contains(text, `autoui_stage_seconds_count{stage="`+st+`"} 1`) {
+			t.Errorf("/metrics has no stage %s", st)
+		}
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	s, ts := start(t, Config{}, nil)
+	if c, _ := get(t, ts.URL+"/healthz"); c != 200 {
+		t.Errorf("/healthz %d while loading", c)
+	}
+	if c, _ := get(t, ts.URL+"/readyz"); c != 503 {
+		t.Errorf("/readyz %d before the model is set", c)
+	}
+	resp, body := post(t, context.Background(), ts.URL, featureRequest(t, "g"))
+	wantError(t, resp, body, 503, KindNotReady, "loading")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	s.SetModel(tinyModel(t))
+	if c, _ := get(t, ts.URL+"/readyz"); c != 200 {
+		t.Errorf("/readyz %d after the model is set", c)
+	}
+	resp, body = post(t, context.Background(), ts.URL, featureRequest(t, "g"))
+	wantPrediction(t, resp.StatusCode, body)
+}
+
+// TestShutdown: a request in a running batch and one queued behind it are
+// answered after shutdown begins; new ones get 503; Shutdown returns when
+// both are answered.
+func TestShutdown(t *testing.T) {
+	s, ts, entered, release := holdingServer(t, Config{MaxBatch: 1, BatchWait: -1})
+	ctx := context.Background()
+	results := make(chan int, 2)
+	go func() { r, b := post(t, ctx, ts.URL, featureRequest(t, "in flight")); wantPrediction(t, code(r), b); results <- code(r) }()
+	<-entered
+	go func() { r, b := post(t, ctx, ts.URL, featureRequest(t, "queued")); wantPrediction(t, code(r), b); results <- code(r) }()
+	waitFor(t, "the second request to be queued", func() bool { return len(s.queue) == 1 })
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(ctx) }()
+	waitFor(t, "/readyz to turn 503", func() bool { c, _ := get(t, ts.URL+"/readyz"); return c == 503 })
+	resp, body := post(t, ctx, ts.URL, featureRequest(t, "late"))
+	wantError(t, resp, body, 503, KindShuttingDown, "shutting down")
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with a batch running", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	for range 2 {
+		if c := <-results; c != 200 {
+			t.Errorf("answered %d", c)
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if s.SetModel(tinyModel(t)) {
+		t.Error("SetModel after Shutdown made the server ready")
+	}
+}
+
+// TestShutdownTimeout: when the drain runs out of time the running batch is
+// cancelled and its request answered 503.
+func TestShutdownTimeout(t *testing.T) {
+	m := tinyModel(t)
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s, ts := start(t, Config{}, nil)
+	s.SetModel(Model{Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+		entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return m.Engine.PredictBatch(ctx, reqs)
+	}), ImageDim: m.ImageDim})
+	defer close(gate)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r, b := post(t, context.Background(), ts.URL, featureRequest(t, "slow"))
+		wantError(t, r, b, 503, KindShuttingDown, "shutting down")
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown: %v, want the deadline", err)
+	}
+	<-done
+}
+
+type engineFunc func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
+
+func (f engineFunc) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	return f(ctx, reqs)
+}
+
+// TestClientGoneDropped: a request whose client disconnects while it waits
+// is dropped before the engine call.
+func TestClientGoneDropped(t *testing.T) {
+	var drops atomic.Int32
+	var sizes []int
+	var mu sync.Mutex
+	m := tinyModel(t)
+	entered := make(chan int, 10)
+	gate := make(chan struct{})
+	s, ts := start(t, Config{MaxBatch: 4, BatchWait: -1}, &m, func(s *Server) {
+		s.onDrop = func() { drops.Add(1) }
+		s.beforeBatch = func(n int) {
+			mu.Lock()
+			sizes = append(sizes, n)
+			mu.Unlock()
+			entered <- n
+			<-gate
+		}
+	})
+	first := make(chan int, 1)
+	go func() { r, _ := post(t, context.Background(), ts.URL, featureRequest(t, "first")); first <- code(r) }()
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() { post(t, ctx, ts.URL, featureRequest(t, "gone")); close(gone) }()
+	stay := make(chan int, 1)
+	waitFor(t, "the request to be queued", func() bool { return len(s.queue) == 1 })
+	go func() { r, _ := post(t, context.Background(), ts.URL, featureRequest(t, "stays")); stay <- code(r) }()
+	waitFor(t, "the second request to be queued", func() bool { return len(s.queue) == 2 })
+	cancel()
+	<-gone
+	waitFor(t, "the server to see the client go", func() bool {
+		return countMetric(t, s, "autoui_errors_total", "kind", kindCanceled) == 1
+	})
+	close(gate)
+	if c := <-first; c != 200 {
+		t.Errorf("first answered %d", c)
+	}
+	if c := <-stay; c != 200 {
+		t.Errorf("the request that stayed answered %d", c)
+	}
+	if n := drops.Load(); n != 1 {
+		t.Errorf("%d requests dropped, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{1, 1}) {
+		t.Errorf("batch sizes %v, want [1 1] (the gone client dropped)", sizes)
+	}
+	if n := countMetric(t, s, "autoui_dropped_total"); n != 1 {
+		t.Errorf("autoui_dropped_total %v", n)
+	}
+}
+
+// TestBatchErrorRetriedAlone: when an engine call fails for a batch, its
+// requests are retried one by one and only the failing one gets the error.
+func TestBatchErrorRetriedAlone(t *testing.T) {
+	m := tinyModel(t)
+	var calls []int
+	var mu sync.Mutex
+	s, ts := start(t, Config{MaxBatch: 4, BatchWait: 200 * time.Millisecond}, nil)
+	s.SetModel(Model{ImageDim: m.ImageDim, Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+		mu.Lock()
+		calls = append(calls, len(reqs))
+		mu.Unlock()
+		for i, r := range reqs {
+			if r.Goal == "poison" {
+				return nil, fmt.Errorf("predict batch item %d: poisoned", i)
+			}
+		}
+		return m.Engine.PredictBatch(ctx, reqs)
+	})})
+	goals := []string{"a", "poison", "b"}
+	codes := make([]int, len(goals))
+	bodies := make([][]byte, len(goals))
+	var wg sync.WaitGroup
+	for i, g := range goals {
+		wg.Go(func() {
+			r, b := post(t, context.Background(), ts.URL, featureRequest(t, g))
+			codes[i], bodies[i] = code(r), b
+		})
+	}
+	wg.Wait()
+	if !slices.Equal(codes, []int{200, 500, 200}) {
+		t.Errorf("codes %v, want [200 500 200]", codes)
+	}
+	if !bytes.Contains(bodies[1], []byte("poisoned")) || !bytes.Contains(bodies[1], []byte(KindInternal)) {
+		t.Errorf("poisoned answer %s", bodies[1])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(calls, []int{3, 1, 1, 1}) {
+		t.Errorf("engine calls %v, want a batch of 3 then 3 alone", calls)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	_, ts, entered, release := holdingServer(t, Config{RequestTimeout: 50 * time.Millisecond})
+	resp, body := post(t, context.Background(), ts.URL, featureRequest(t, "slow"))
+	<-entered
+	wantError(t, resp, body, 504, KindDeadline, "timed out")
+	release()
+}
+
+// countMetric reads one metric's value from the server's registry (a
+// counter or gauge, or a histogram's sample count), with labels name, value.
+func countMetric(t testing.TB, s *Server, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	t.Fatalf("no metric %s %v", name, labels)
+	return 0
+}
