@@ -537,9 +537,17 @@ func TestShutdown(t *testing.T) {
 	s, ts, entered, release := holdingServer(t, Config{MaxBatch: 1, BatchWait: -1})
 	ctx := context.Background()
 	results := make(chan int, 2)
-	go func() { r, b := post(t, ctx, ts.URL, featureRequest(t, "in flight")); wantPrediction(t, code(r), b); results <- code(r) }()
+	go func() {
+		r, b := post(t, ctx, ts.URL, featureRequest(t, "in flight"))
+		wantPrediction(t, code(r), b)
+		results <- code(r)
+	}()
 	<-entered
-	go func() { r, b := post(t, ctx, ts.URL, featureRequest(t, "queued")); wantPrediction(t, code(r), b); results <- code(r) }()
+	go func() {
+		r, b := post(t, ctx, ts.URL, featureRequest(t, "queued"))
+		wantPrediction(t, code(r), b)
+		results <- code(r)
+	}()
 	waitFor(t, "the second request to be queued", func() bool { return len(s.queue) == 1 })
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(ctx) }()
