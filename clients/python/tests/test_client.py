@@ -1,0 +1,191 @@
+"""The client against a real `autoui serve` on the tiny test model."""
+
+import pytest
+
+from autoui_client import Action, AutouiError, Client, Prediction, png_encode
+from conftest import GOLDEN, SCREENS, read_npy
+
+
+def _client(server, **kw):
+    return Client(server.url, **kw)
+
+
+# Cases with and without history, a swipe, a typed text, a token limit and non-ASCII text.
+@pytest.mark.parametrize("case_id", ["case00", "case03", "case05", "case09", "case12", "case18"])
+def test_golden_features(server, golden, case_id):
+    """Features in, the engine's golden output out: the server's answer is the engine's."""
+    c = golden[case_id]
+    feats = read_npy(GOLDEN / c["tensors"]["image_features"])
+    p = _client(server).predict(
+        features=feats, goal=c["goal"], history=c["history"], max_new_tokens=c["max_new_tokens"]
+    )
+    assert p.raw == c["text"]
+    assert p.output_ids == c["generated_ids"]
+    assert p.source_ids == c["input_ids"]
+    assert p.source_text == c["source_text"]
+    assert p.tokens == len(c["generated_ids"])
+    assert p.serve is not None and p.serve["batch_size"] >= 1
+    if case_id == "case12":  # cut at 16 tokens: no action
+        assert not p.ok and p.error and p.action is None
+    else:
+        assert p.ok and p.error is None
+        assert p.action == p.to_action().to_json()
+        assert p.action_type in c["text"]
+
+
+def test_golden_screen(server, golden):
+    c = golden["case00"]
+    p = _client(server).predict(screen=str(SCREENS.parent / c["screen"]), goal=c["goal"])
+    assert p.raw == c["text"]
+    assert p.output_ids == c["generated_ids"]
+    assert p.to_action() == Action.tap(0.405, 0.155)
+    assert p.plan == ["DUAL_POINT", "DUAL_POINT", "STATUS_TASK_COMPLETE"]
+
+
+def _screen_forms():
+    """The same screen as a path, bytes, a PIL image and a numpy array (as installed)."""
+    path = SCREENS / "home_720x1280.png"
+    forms = {"path": str(path), "pathlib": path, "bytes": path.read_bytes()}
+    try:
+        from PIL import Image
+    except ImportError:
+        return forms, "Pillow not installed: PIL image and numpy forms untested"
+    img = Image.open(path)
+    img.load()
+    forms["pil"] = img
+    forms["pil_rgb"] = img.convert("RGB")
+    try:
+        import numpy as np
+    except ImportError:
+        return forms, "numpy not installed: array forms untested"
+    arr = np.asarray(img.convert("RGB"))
+    forms["numpy_rgb"] = arr
+    forms["numpy_rgba"] = np.asarray(img.convert("RGBA"))
+    forms["numpy_view"] = np.asarray(img.convert("RGB"))[:, :, :]  # a non-owning view
+    # the stdlib encoder (used when Pillow is absent), on the same pixels
+    forms["stdlib_png"] = png_encode(arr.tobytes(), arr.shape[1], arr.shape[0], 3)
+    return forms, None
+
+
+def test_screen_forms_agree(server):
+    forms, missing = _screen_forms()
+    c = _client(server)
+    got = {name: c.predict(screen=s, goal="Open Chrome") for name, s in forms.items()}
+    want = got["path"]
+    assert want.ok
+    for name, p in got.items():
+        assert (p.raw, p.output_ids) == (want.raw, want.output_ids), name
+    if missing:
+        pytest.skip(missing)
+
+
+def test_history_round_trips(server, golden):
+    """History as Actions, dicts and Predictions gives the prompt of the golden case."""
+    c = golden["case10"]  # every action type in its history
+    feats = read_npy(GOLDEN / c["tensors"]["image_features"])
+    cl = _client(server)
+    as_actions = [Action.from_json(h) for h in c["history"]]
+    for hist in (c["history"], as_actions, [a.to_json() for a in as_actions]):
+        p = cl.predict(features=feats, goal=c["goal"], history=hist, max_new_tokens=c["max_new_tokens"])
+        assert p.source_ids == c["input_ids"]
+        assert p.raw == c["text"]
+    # a prediction fed back as history equals its action fed as a dict or an Action
+    first = cl.predict(features=feats, goal="Open the Maps app")
+    srcs = {
+        kind: cl.predict(features=feats, goal="Open the Maps app", history=[h]).source_ids
+        for kind, h in (("prediction", first), ("dict", first.action), ("action", first.to_action()))
+    }
+    assert srcs["prediction"] == srcs["dict"] == srcs["action"]
+    assert srcs["prediction"] != first.source_ids
+
+
+def test_constrain_and_options(server, golden):
+    c = golden["case00"]
+    feats = read_npy(GOLDEN / c["tensors"]["image_features"])
+    p = _client(server).predict(features=feats, goal=c["goal"], constrain=True)
+    assert p.ok
+    short = _client(server).predict(features=feats, goal=c["goal"], max_new_tokens=5)
+    assert short.tokens <= 5 and not short.ok
+
+
+def test_auth(auth_server, token):
+    with pytest.raises(AutouiError) as e:
+        Client(auth_server.url).predict(screen=SCREENS / "home_720x1280.png", goal="Open Chrome")
+    assert (e.value.status, e.value.kind) == (401, "unauthorized")
+    with pytest.raises(AutouiError) as e:
+        Client(auth_server.url, token="wrong").predict(screen=SCREENS / "home_720x1280.png", goal="Open Chrome")
+    assert e.value.kind == "unauthorized"
+    p = Client(auth_server.url, token=token).predict(screen=SCREENS / "home_720x1280.png", goal="Open Chrome")
+    assert p.ok
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"screen": b"this is not an image"},
+        {"features": [0.5, 0.25]},  # not the bundle's image_dim
+    ],
+    ids=["not-an-image", "short-features"],
+)
+def test_bad_request_not_retried(server, kw):
+    c = _client(server, max_wait=30)
+    with pytest.raises(AutouiError) as e:
+        c.predict(goal="Open Chrome", **kw)
+    assert (e.value.status, e.value.kind) == (400, "bad_request")
+    assert e.value.message
+    assert c.last_retries == 0
+
+
+def test_probes(server):
+    c = _client(server)
+    assert c.health() and c.ready()
+    c.wait_ready(timeout=5)
+    assert "batch" in c.metrics()
+    assert not Client("http://127.0.0.1:9", timeout=2).health()  # nothing listens on port 9
+
+
+def test_argument_errors():
+    c = Client("http://127.0.0.1:9")
+    with pytest.raises(ValueError):
+        c.predict(goal="x")  # neither screen nor features
+    with pytest.raises(ValueError):
+        c.predict(screen=b"x", features=[1.0], goal="x")
+    with pytest.raises(TypeError):
+        c.predict(screen=12345, goal="x")
+    with pytest.raises(ValueError):
+        Client("ftp://example.com")
+
+
+def test_action_helpers():
+    assert Action.tap(0.25, 0.5).to_json() == {
+        "action_type": "DUAL_POINT", "touch_point": [0.25, 0.5], "lift_point": [0.25, 0.5], "typed_text": "",
+    }  # fmt: skip
+    s = Action.swipe(0.8, 0.5, 0.2, 0.5)
+    assert s.touch_point == (0.8, 0.5) and s.lift_point == (0.2, 0.5) and not s.is_tap()
+    assert Action.tap(0.3, 0.3).is_tap() and Action.swipe(0.5, 0.5, 0.53, 0.5).is_tap()
+    assert not Action.swipe(0.5, 0.5, 0.53, 0.53).is_tap()  # 0.042 apart
+    assert Action.type("hi").to_json() == {
+        "action_type": "TYPE", "touch_point": [-1.0, -1.0], "lift_point": [-1.0, -1.0], "typed_text": "hi",
+    }  # fmt: skip
+    for make, name in [
+        (Action.back, "PRESS_BACK"), (Action.home, "PRESS_HOME"), (Action.enter, "PRESS_ENTER"),
+        (Action.complete, "STATUS_TASK_COMPLETE"), (Action.impossible, "STATUS_TASK_IMPOSSIBLE"),
+    ]:  # fmt: skip
+        a = make()
+        assert a.action_type == name and a.touch_point == (-1.0, -1.0) and Action.from_json(a.to_json()) == a
+    # Auto-UI's string points and missing fields
+    a = Action.from_json({"action_type": "DUAL_POINT", "touch_point": "[0.1, 0.2]", "lift_point": "[0.3, 0.4]"})
+    assert a == Action.swipe(0.1, 0.2, 0.3, 0.4)
+    assert Action.from_json({"action_type": "PRESS_BACK"}) == Action.back()
+    with pytest.raises(ValueError):
+        Action("SCROLL")
+
+
+def test_prediction_parse():
+    p = Prediction.from_json({"raw": "garbage", "error": "no action", "tokens": 3, "output_ids": [1, 2, 3]})
+    assert not p.ok and p.action is None and p.tokens == 3
+    with pytest.raises(ValueError):
+        p.to_action()
+    p = Prediction.from_json({"action_type": "TYPE", "touch_point": [-1, -1], "lift_point": [-1, -1], "typed_text": "x",
+                              "future_field": 1})  # fmt: skip
+    assert p.to_action() == Action.type("x") and p.data["future_field"] == 1

@@ -1,0 +1,174 @@
+"""Retries and backoff, against a scripted local HTTP server (no autoui needed)."""
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from autoui_client import AutouiError, Client
+
+CANNED = {
+    "action_type": "PRESS_BACK", "touch_point": [-1.0, -1.0], "lift_point": [-1.0, -1.0], "typed_text": "",
+    "plan": ["PRESS_BACK"], "raw": "canned", "tokens": 2, "timings_ms": {"total_ms": 1.0}, "source_tokens": 1,
+    "source_text": "Goal: x", "source_ids": [5, 1], "output_ids": [7, 1], "serve": {"queue_ms": 0, "batch_size": 1, "batch": 1},
+}  # fmt: skip
+
+
+class Script:
+    """Answers POSTs from a list of (status, headers, body); the last one repeats."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.requests = []
+
+    def __enter__(self):
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                script.requests.append((time.monotonic(), self.path, dict(self.headers), body))
+                i = min(len(script.requests), len(script.answers)) - 1
+                status, headers, out = script.answers[i]
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _err(kind, msg="x"):
+    return {"error": msg, "kind": kind}
+
+
+def test_retry_after_503_then_ok():
+    answers = [(503, {"Retry-After": "0"}, _err("not_ready", "loading"))] * 2 + [(200, {}, CANNED)]
+    with Script(answers) as s:
+        c = Client(s.url, token="t", max_wait=10)
+        p = c.predict(features=[0.5] * 4, goal="go", history=[{"action_type": "PRESS_HOME"}])
+    assert p.raw == "canned" and p.action_type == "PRESS_BACK" and p.serve["batch_size"] == 1
+    assert c.last_retries == 2 and len(s.requests) == 3
+    bodies = {r[3] for r in s.requests}
+    assert len(bodies) == 1  # the same request each time
+    body = json.loads(bodies.pop())
+    assert body == {
+        "goal": "go", "features": [0.5] * 4,
+        "history": [{"action_type": "PRESS_HOME", "touch_point": [-1.0, -1.0], "lift_point": [-1.0, -1.0], "typed_text": ""}],
+    }  # fmt: skip
+    assert all(r[1] == "/v1/predict" and r[2]["Authorization"] == "Bearer t" for r in s.requests)
+
+
+def test_retry_after_is_honoured():
+    answers = [(429, {"Retry-After": "1"}, _err("queue_full"))] + [(200, {}, CANNED)]
+    with Script(answers) as s:
+        Client(s.url, max_wait=10).predict(features=[0.0], goal="go")
+    assert s.requests[1][0] - s.requests[0][0] >= 0.9
+
+
+def test_backoff_without_retry_after_grows():
+    answers = [(503, {}, _err("shutting_down"))] * 4 + [(200, {}, CANNED)]
+    with Script(answers) as s:
+        c = Client(s.url, max_wait=10)
+        c.backoff_initial = 0.05
+        c.predict(features=[0.0], goal="go")
+    times = [r[0] for r in s.requests]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert len(gaps) == 4 and gaps[-1] > gaps[0]  # 0.05*2^k, jittered by [0.5, 1]
+
+
+def test_gives_up_after_max_wait():
+    with Script([(429, {"Retry-After": "0"}, _err("queue_full", "queue is full"))]) as s:
+        c = Client(s.url, max_wait=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(AutouiError) as e:
+            c.predict(features=[0.0], goal="go")
+        elapsed = time.monotonic() - t0
+    assert (e.value.status, e.value.kind, e.value.message) == (429, "queue_full", "queue is full")
+    assert c.last_retries >= 2 and elapsed < 2
+
+
+def test_long_retry_after_beyond_max_wait_fails_at_once():
+    with Script([(503, {"Retry-After": "60"}, _err("not_ready"))]) as s:
+        t0 = time.monotonic()
+        with pytest.raises(AutouiError) as e:
+            Client(s.url, max_wait=5).predict(features=[0.0], goal="go")
+    assert e.value.kind == "not_ready" and time.monotonic() - t0 < 1 and len(s.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "status,kind", [(400, "bad_request"), (401, "unauthorized"), (413, "too_large"), (500, "internal"), (504, "deadline")]
+)
+def test_other_errors_not_retried(status, kind):
+    with Script([(status, {"Retry-After": "0"}, _err(kind, "nope"))]) as s:
+        c = Client(s.url, max_wait=10)
+        with pytest.raises(AutouiError) as e:
+            c.predict(features=[0.0], goal="go")
+    assert (e.value.status, e.value.kind, e.value.message) == (status, kind, "nope")
+    assert len(s.requests) == 1 and c.last_retries == 0
+
+
+def _free_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def test_connection_refused_retried_until_the_server_is_up():
+    port = _free_port()
+    holder = {}
+
+    class Handler(BaseHTTPRequestHandler):  # the server "restarts" on the port after 0.4 s
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            data = json.dumps(CANNED).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    def serve_later():
+        time.sleep(0.4)
+        holder["httpd"] = httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        httpd.serve_forever()
+
+    threading.Thread(target=serve_later, daemon=True).start()
+    try:
+        c = Client(f"http://127.0.0.1:{port}", max_wait=10)
+        p = c.predict(features=[0.0], goal="go")
+        assert p.raw == "canned" and c.last_retries >= 1
+    finally:
+        for _ in range(50):
+            if "httpd" in holder:
+                break
+            time.sleep(0.05)
+        if "httpd" in holder:
+            holder["httpd"].shutdown()
+            holder["httpd"].server_close()
+
+
+def test_connection_refused_gives_up():
+    c = Client(f"http://127.0.0.1:{_free_port()}", max_wait=0.3)
+    with pytest.raises(AutouiError) as e:
+        c.predict(features=[0.0], goal="go")
+    assert e.value.status is None and e.value.kind == "connection"
