@@ -1,0 +1,210 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/serve"
+)
+
+const testdata = "../../models/testdata"
+
+var _ device.Predictor = (*Client)(nil)
+
+func tinyServer(t *testing.T) (*engine.Predictor, http.Handler) {
+	t.Helper()
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.NewPredictor(b, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := serve.ModelOf(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve.New(serve.Config{})
+	s.SetModel(m)
+	t.Cleanup(func() {
+		s.Shutdown(context.Background())
+		p.Close()
+	})
+	return p, s.Handler()
+}
+
+func same(t *testing.T, what string, got, want *engine.Result) {
+	t.Helper()
+	if !slices.Equal(got.TokenIDs, want.TokenIDs) || got.Raw != want.Raw || !slices.Equal(got.SourceIDs, want.SourceIDs) ||
+		got.SourceText != want.SourceText || got.Action != want.Action || !slices.Equal(got.Plan, want.Plan) ||
+		(got.ParseErr == nil) != (want.ParseErr == nil) {
+		t.Errorf("%s: client %q %+v, engine %q %+v", what, got.Raw, got.Action, want.Raw, want.Action)
+	}
+}
+
+func TestClient(t *testing.T) {
+	p, h := tinyServer(t)
+	raw, err := os.ReadFile(filepath.Join(testdata, "screens", "settings_720x1600.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := preprocess.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []action.Action{{Type: action.PressBack, Touch: action.Point{Y: -1, X: -1}, Lift: action.Point{Y: -1, X: -1}}}
+	req := engine.Request{Screen: img, Goal: "Turn on wifi", History: history}
+	want, err := p.Predict(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A front that answers 503, then 429, then passes requests on: the
+	// client retries through both.
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error": "the model is still loading", "kind": "not_ready"}`, 503)
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error": "full", "kind": "queue_full"}`, 429)
+		case 3:
+			http.Error(w, "bad gateway", 502)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	}))
+	defer ts.Close()
+	c, err := New(ts.URL, Options{MinBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Predict(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "screen after retries", got, want)
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d attempts, want 4", n)
+	}
+	if err := c.Ready(context.Background()); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+
+	// Features.
+	got, err = c.Predict(context.Background(), engine.Request{Features: want.Features, Goal: "Turn on wifi", History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "features", got, want)
+
+	// A request the server refuses is not retried, and says why.
+	before := calls.Load()
+	_, err = c.Predict(context.Background(), engine.Request{Features: want.Features[1:], Goal: "Turn on wifi"})
+	var se *Error
+	if !errors.As(err, &se) || se.Status != 400 || se.Kind != "bad_request" || se.Temporary() {
+		t.Fatalf("error %v, want a 400 bad_request *Error", err)
+	}
+	if n := calls.Load() - before; n != 1 {
+		t.Errorf("a 400 was sent %d times", n)
+	}
+}
+
+func TestClientNoRetry(t *testing.T) {
+	for _, status := range []int{400, 401, 413} {
+		var calls atomic.Int32
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			if status == 401 && r.Header.Get("Authorization") != "Bearer tok" {
+				t.Errorf("Authorization %q", r.Header.Get("Authorization"))
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write([]byte(`{"error": "no", "kind": "k"}`))
+		}))
+		c, _ := New(ts.URL+"/", Options{Token: "tok", MinBackoff: time.Millisecond})
+		_, err := c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+		var se *Error
+		if !errors.As(err, &se) || se.Status != status || se.Kind != "k" || se.Message != "no" {
+			t.Errorf("%d: error %v", status, err)
+		}
+		if calls.Load() != 1 {
+			t.Errorf("%d: sent %d times", status, calls.Load())
+		}
+		ts.Close()
+	}
+}
+
+// TestClientGivesUp: a server that never answers is retried until MaxWait.
+func TestClientGivesUp(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: connection refused
+	c, _ := New("http://"+addr, Options{MaxWait: 300 * time.Millisecond, MinBackoff: 10 * time.Millisecond})
+	start := time.Now()
+	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	if err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("error %v after %v", err, time.Since(start))
+	}
+	if c.Ready(context.Background()) == nil {
+		t.Error("Ready with no server")
+	}
+
+	// Retry-After beyond the budget: give up at once with the server's error.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(503)
+		w.Write([]byte(`{"error": "shutting down", "kind": "shutting_down"}`))
+	}))
+	defer ts.Close()
+	c, _ = New(ts.URL, Options{MaxWait: time.Second})
+	start = time.Now()
+	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != "shutting_down" || se.RetryAfter != 30*time.Second || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("error %v after %v", err, time.Since(start))
+	}
+	err = c.Ready(context.Background())
+	if !errors.As(err, &se) || se.Status != 503 {
+		t.Errorf("Ready: %v", err)
+	}
+}
+
+func TestRequestWireForm(t *testing.T) {
+	h := []action.Action{{Type: action.PressHome, Touch: action.Point{Y: -1, X: -1}, Lift: action.Point{Y: -1, X: -1}}}
+	pr, err := Request(engine.Request{Features: []float32{0.5, -1e-7}, Goal: "g", History: h, MaxNewTokens: 90, Constrained: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pr.Features, []float32{0.5, -1e-7}) || pr.Options.MaxNewTokens != 90 || !pr.Options.Constrain || !reflect.DeepEqual(pr.History, h) {
+		t.Errorf("%+v", pr)
+	}
+	if _, err := Request(engine.Request{Goal: "g"}); err == nil {
+		t.Error("no screen, no features: no error")
+	}
+	if _, err := New("127.0.0.1:8080", Options{}); err == nil {
+		t.Error("a URL without a scheme was taken")
+	}
+}
