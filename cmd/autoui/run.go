@@ -146,14 +146,18 @@ func runCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	mf := addModelFlags(fs)
 	rf := addRunFlags(fs)
+	sf := addServerFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui run --model DIR --goal TEXT [--serial S] [--max-steps 30] [--dry-run] [--confirm] [--out DIR] [flags]\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: autoui run (--model DIR | --server URL) --goal TEXT [--serial S] [--max-steps 30] [--dry-run] [--confirm] [--out DIR] [flags]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := rf.validate(); err != nil {
+		return err
+	}
+	if err := sf.validate(fs, mf); err != nil {
 		return err
 	}
 	devOpts, err := rf.deviceOptions()
@@ -176,7 +180,7 @@ func runCmd(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		pred, closePred, err := mf.open()
+		pred, closePred, err := sf.open(mf)
 		if err != nil {
 			return err
 		}

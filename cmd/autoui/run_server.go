@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/serve/client"
+)
+
+// serverFlags choose a remote `autoui serve` instead of a local model.
+type serverFlags struct {
+	url       string
+	tokenFile string
+	wait      time.Duration
+}
+
+func addServerFlags(fs *flag.FlagSet) *serverFlags {
+	s := &serverFlags{}
+	fs.StringVar(&s.url, "server", "", "predict on this autoui serve (e.g. http://gpu-host:8080) instead of loading --model here")
+	fs.StringVar(&s.tokenFile, "token-file", "", "with --server: the bearer token, read from this file")
+	fs.DurationVar(&s.wait, "server-wait", 2*time.Minute, "with --server: how long one prediction may keep retrying while the server is unreachable, restarting or full")
+	return s
+}
+
+// localOnly are the model flags that configure a model loaded here: a
+// server was started with its own.
+var localOnly = []string{"model", "threads", "spin", "provider", "ort-lib", "truncation", "history-window", "graph-opt", "decoding", "no-verify"}
+
+// remotePredictor predicts on a server; the per-request settings a server
+// takes (token limit, grammar) come from this command's flags.
+type remotePredictor struct {
+	c         *client.Client
+	maxTokens int
+	constrain bool
+}
+
+func (r remotePredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	if req.MaxNewTokens == 0 {
+		req.MaxNewTokens = r.maxTokens
+	}
+	req.Constrained = req.Constrained || r.constrain
+	res, err := r.c.Predict(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return res, nil
+}
+
+// validate refuses flag combinations before anything slow happens: with
+// --server, model flags that only configure a local model.
+func (s *serverFlags) validate(fs *flag.FlagSet, mf *modelFlags) error {
+	if s.url == "" {
+		if s.tokenFile != "" {
+			return usageErrorf("--token-file needs --server")
+		}
+		return nil
+	}
+	var conflict error
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range localOnly {
+			if f.Name == n && conflict == nil {
+				conflict = usageErrorf("--%s: the server holds the model and its settings; not with --server", n)
+			}
+		}
+	})
+	if conflict != nil {
+		return conflict
+	}
+	if mf.maxTokens < 0 {
+		return usageErrorf("--max-new-tokens %d: must be >= 0", mf.maxTokens)
+	}
+	if _, err := client.New(s.url, client.Options{}); err != nil {
+		return usageErrorf("--server: %v", err)
+	}
+	return nil
+}
+
+// open returns the predictor `run` uses: the server's when --server is
+// given, else the local model's (validate first).
+func (s *serverFlags) open(mf *modelFlags) (device.Predictor, func(), error) {
+	if s.url == "" {
+		p, closeP, err := mf.open()
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, closeP, nil
+	}
+	token := ""
+	if s.tokenFile != "" {
+		raw, err := os.ReadFile(s.tokenFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(raw)); token == "" {
+			return nil, nil, fmt.Errorf("--token-file %s is empty", s.tokenFile)
+		}
+	}
+	c, err := client.New(s.url, client.Options{Token: token, MaxWait: s.wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	return remotePredictor{c: c, maxTokens: mf.maxTokens, constrain: mf.constrain}, func() {}, nil
+}
