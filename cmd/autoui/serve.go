@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/autoui/autoui/serve"
+)
+
+func init() {
+	register(command{name: "serve", summary: "serve predictions over HTTP to many devices, batching requests across them", run: runServe})
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
+	maxBatch := fs.Int("max-batch", serve.DefaultMaxBatch, "most requests in one engine call")
+	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
+	queue := fs.Int("queue", serve.DefaultQueue, "decoded requests that may wait for the engine; more are answered 429 with Retry-After")
+	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
+	timeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest time from a request's arrival to its answer (504 after); also the shutdown drain limit")
+	tokenFile := fs.String("token-file", "", "file holding a bearer token that /v1/* requires (Authorization: Bearer TOKEN); /healthz, /readyz and /metrics stay open")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: autoui serve --model DIR [--addr 127.0.0.1:8080] [flags]\n\nPOST /v1/predict, GET /healthz, /readyz, /metrics (docs/serve.md).")
+		fs.PrintDefaults()
+	}
+	var flagOut bytes.Buffer
+	fs.SetOutput(&flagOut)
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Stderr.Write(flagOut.Bytes())
+		}
+		return err
+	}
+	switch {
+	case mf.model == "":
+		return usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
+	case *maxBatch < 1:
+		return usageErrorf("--max-batch %d: must be >= 1", *maxBatch)
+	case *batchWait < 0:
+		return usageErrorf("--batch-wait %v: must be >= 0", *batchWait)
+	case *queue < 1:
+		return usageErrorf("--queue %d: must be >= 1", *queue)
+	case *maxBody < 1:
+		return usageErrorf("--max-body %d: must be >= 1", *maxBody)
+	case *timeout <= 0:
+		return usageErrorf("--request-timeout %v: must be > 0", *timeout)
+	}
+	dopts, err := mf.decodeOptions()
+	if err != nil {
+		return err
+	}
+	if _, err := mf.options(); err != nil {
+		return usageError{err}
+	}
+	cfg := serve.Config{MaxBatch: *maxBatch, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+		RequestTimeout: *timeout, Decode: dopts}
+	if cfg.BatchWait == 0 {
+		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
+	}
+	if *tokenFile != "" {
+		raw, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		cfg.Token = strings.TrimSpace(string(raw))
+		if cfg.Token == "" {
+			return fmt.Errorf("--token-file %s is empty", *tokenFile)
+		}
+	}
+
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	s := serve.New(cfg)
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	fmt.Fprintf(os.Stderr, "autoui serve: listening on http://%s\n", l.Addr())
+	if host, _, _ := net.SplitHostPort(l.Addr().String()); cfg.Token == "" && !isLoopback(host) {
+		fmt.Fprintln(os.Stderr, "autoui serve: warning: listening beyond loopback without --token-file: anyone who reaches this port can use the model")
+	}
+
+	type loaded struct {
+		closeFn func()
+		err     error
+	}
+	load := make(chan loaded, 1)
+	go func() {
+		p, closeFn, err := mf.open()
+		if err != nil {
+			load <- loaded{err: err}
+			return
+		}
+		m, err := serve.ModelOf(p, mf.model)
+		if err != nil {
+			closeFn()
+			load <- loaded{err: err}
+			return
+		}
+		if !s.SetModel(m) { // shutting down already
+			closeFn()
+			load <- loaded{}
+			return
+		}
+		fmt.Fprintf(os.Stderr, "autoui serve: ready (%s, %s)\n", p.Bundle().Manifest.Name, mf.model)
+		load <- loaded{closeFn: closeFn}
+	}()
+
+	var closeFn func()
+	stop := func() error {
+		fmt.Fprintln(os.Stderr, "autoui serve: shutting down: finishing queued and running batches")
+		dctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		defer cancel()
+		derr := s.Shutdown(dctx)
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer hcancel()
+		herr := hs.Shutdown(hctx)
+		if closeFn != nil {
+			closeFn()
+		}
+		if derr != nil {
+			return fmt.Errorf("shutdown: batches still running after --request-timeout %v: %w", *timeout, derr)
+		}
+		if herr != nil {
+			return fmt.Errorf("shutdown: %w", herr)
+		}
+		fmt.Fprintln(os.Stderr, "autoui serve: stopped")
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return stop()
+		case err := <-served:
+			s.Shutdown(context.Background())
+			return fmt.Errorf("serve: %w", err)
+		case ld := <-load:
+			load = nil
+			if ld.err != nil {
+				hs.Close()
+				return ld.err
+			}
+			closeFn = ld.closeFn
+		}
+	}
+}
+
+// isLoopback says whether a listen host reaches only this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

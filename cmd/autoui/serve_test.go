@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/api"
+)
+
+// TestServeCLI runs `autoui serve` in a child process: it reports its
+// address, loads the model, answers a prediction, and exits 0 on SIGTERM.
+func TestServeCLI(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("  t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := json.Marshal([]string{"serve", "--model", "../../models/testdata/tiny", "--addr", "127.0.0.1:0",
+		"--max-batch", "2", "--batch-wait", "1ms", "--token-file", tokenFile, "--threads", "1"})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
+	cmd.Env = append(os.Environ(), cliArgsEnv+"="+string(enc), "ORT_DISABLE_TELEMETRY=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var log []string
+	next := func(prefix string) string {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("stderr closed before %q: %q", prefix, log)
+				}
+				log = append(log, l)
+				if strings.HasPrefix(l, prefix) {
+					return strings.TrimPrefix(l, prefix)
+				}
+			case <-timeout:
+				t.Fatalf("no %q in %q", prefix, log)
+			}
+		}
+	}
+	url := next("autoui serve: listening on ")
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || strings.HasSuffix(url, ":0") {
+		t.Fatalf("listening on %q", url)
+	}
+	if r, err := http.Get(url + "/healthz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("/healthz: %v %v", r, err)
+	}
+	if ready := next("autoui serve: ready ("); !strings.Contains(ready, "models/testdata/tiny") {
+		t.Errorf("ready line %q", ready)
+	}
+	if r, err := http.Get(url + "/readyz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("/readyz: %v %v", r, err)
+	}
+
+	screen, err := os.ReadFile("../../models/testdata/screens/home_720x1280.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(api.PredictRequest{Goal: "Open Chrome", Screen: screen})
+	send := func(token string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/predict", bytes.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	if resp, b := send(""); resp.StatusCode != 401 {
+		t.Errorf("without the token: %d %s", resp.StatusCode, b)
+	}
+	resp, b := send("t0ken")
+	var p api.Prediction
+	if resp.StatusCode != 200 || json.Unmarshal(b, &p) != nil || p.Raw == "" || p.Serve == nil || p.Serve.BatchSize != 1 {
+		t.Fatalf("predict: %d %s", resp.StatusCode, b)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next("autoui serve: stopped")
+	for l := range lines {
+		log = append(log, l)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d after SIGTERM; stderr %q", code, log)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	for _, l := range log {
+		if strings.Contains(l, "panic") || strings.Contains(l, "goroutine ") {
+			t.Errorf("stderr: %q", log)
+		}
+	}
+}
+
+func TestServeCLIErrors(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"serve"}, exitUsage, "--model is required"},
+		{[]string{"serve", "--model", "x", "--max-batch", "0"}, exitUsage, "--max-batch 0"},
+		{[]string{"serve", "--model", "x", "--queue", "0"}, exitUsage, "--queue 0"},
+		{[]string{"serve", "--model", "x", "--max-pixels", "-1"}, exitUsage, "--max-pixels"},
+		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
+		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
+	} {
+		stdout, stderr, code := runCLI(t, tc.args...)
+		wantOneLineError(t, stdout, stderr, code, tc.code, tc.want)
+	}
+	// A bundle that fails to load: the address was announced, then exit 1.
+	stdout, stderr, code := runCLI(t, "serve", "--model", t.TempDir(), "--addr", "127.0.0.1:0")
+	if code != exitError || !strings.HasPrefix(stderr, "autoui serve: listening on http://127.0.0.1:") || strings.Contains(stdout+stderr, "panic") {
+		t.Errorf("bad bundle: exit %d, stderr %q", code, stderr)
+	}
+}
