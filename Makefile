@@ -19,7 +19,7 @@ DEMO_GOAL ?= Open Calendar
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
 
-.PHONY: setup setup-go setup-ort setup-python setup-adb setup-slurm build demo test test-go test-python lint fixtures clean bench bench-models bench-node setup-cuda
+.PHONY: setup setup-go setup-ort setup-python setup-adb setup-slurm build demo test test-go test-python test-client lint fixtures clean bench bench-models bench-node setup-cuda
 
 setup: setup-go setup-ort setup-python setup-adb
 
@@ -69,13 +69,25 @@ lint: setup-go
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 
-test: setup lint test-go test-python
+test: setup lint test-go test-python test-client
 
 test-go: setup-go setup-ort setup-adb setup-slurm
 	$(GO) test -race -count=1 $(GOTEST_FLAGS) ./...
 
 test-python: setup-python
 	$(PY) -m pytest -q scripts/tests
+
+# The Python client (clients/python) in .venv, editable, built by the backend pinned in its
+# requirements-dev.txt (no build isolation: nothing unpinned is fetched); its tests start real
+# `autoui serve` processes from $(BIN) on the tiny test model.
+CLIENT_DIR := clients/python
+test-client: setup-python setup-ort build $(VENV)/.client-installed
+	AUTOUI_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q $(CLIENT_DIR)/tests
+
+$(VENV)/.client-installed: $(VENV)/.installed $(CLIENT_DIR)/pyproject.toml $(CLIENT_DIR)/requirements-dev.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(CLIENT_DIR)/requirements-dev.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e $(CLIENT_DIR)
+	touch $@
 
 fixtures: setup-python
 	$(PY) -m scripts.fixtures
