@@ -189,3 +189,50 @@ def test_prediction_parse():
     p = Prediction.from_json({"action_type": "TYPE", "touch_point": [-1, -1], "lift_point": [-1, -1], "typed_text": "x",
                               "future_field": 1})  # fmt: skip
     assert p.to_action() == Action.type("x") and p.data["future_field"] == 1
+
+
+def test_array_without_pillow(monkeypatch):
+    """Without Pillow an array is encoded by the stdlib PNG encoder, to the same pixels."""
+    np = pytest.importorskip("numpy")
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    import sys
+
+    from autoui_client import encode_screen
+
+    rgb = np.asarray(Image.open(SCREENS / "search_720x1280.png").convert("RGB"))
+    rgba = np.dstack([rgb, np.full(rgb.shape[:2], 200, np.uint8)])
+    gray = rgb[:, :, 0].copy()
+    strided = rgb[::2, ::3]  # not C-contiguous
+    with_pil = {name: encode_screen(a) for name, a in [("rgb", rgb), ("rgba", rgba), ("gray", gray), ("strided", strided)]}
+    monkeypatch.setitem(sys.modules, "PIL", None)  # `from PIL import Image` now raises ImportError
+    for name, a in [("rgb", rgb), ("rgba", rgba), ("gray", gray), ("strided", strided)]:
+        png = encode_screen(a)
+        assert png.startswith(b"\x89PNG") and png != with_pil[name]
+        monkeypatch.delitem(sys.modules, "PIL")
+        back = np.asarray(Image.open(io.BytesIO(png)))
+        monkeypatch.setitem(sys.modules, "PIL", None)
+        assert back.shape == a.shape and (back == a).all(), name
+    with pytest.raises(TypeError):
+        encode_screen(rgb.astype(np.float32))
+    with pytest.raises(TypeError):
+        encode_screen(np.zeros((4, 4, 2), np.uint8))
+
+
+def test_concurrent_predictions_match_sequential(server, golden):
+    """One Client shared by threads: answers (batched by the server) equal one-by-one ones."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ids = ["case00", "case01", "case03", "case05", "case07", "case17", "case18", "case19"]
+    c = _client(server)
+
+    def run(case_id):
+        g = golden[case_id]
+        return c.predict(features=read_npy(GOLDEN / g["tensors"]["image_features"]), goal=g["goal"],
+                         history=g["history"], max_new_tokens=g["max_new_tokens"])  # fmt: skip
+
+    with ThreadPoolExecutor(len(ids)) as ex:
+        got = list(ex.map(run, ids * 2))
+    for case_id, p in zip(ids * 2, got):
+        assert p.raw == golden[case_id]["text"] and p.output_ids == golden[case_id]["generated_ids"], case_id
+    assert all(p.serve["batch_size"] >= 1 for p in got)
