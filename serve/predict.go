@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -130,8 +131,8 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, m *Model) (
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
-	var pr api.PredictRequest
-	err := dec.Decode(&pr)
+	var wr wireRequest
+	err := dec.Decode(&wr)
 	if err == nil {
 		// One JSON value, nothing after it.
 		var extra json.RawMessage
@@ -153,7 +154,44 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, m *Model) (
 		}
 		return engine.Request{}, badRequest("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return s.check(pr, m)
+	return s.check(wr.request(), m)
+}
+
+// wireRequest is api.PredictRequest with its history actions read strictly
+// too (action.Action's own UnmarshalJSON ignores unknown fields). A test
+// keeps the two types' fields the same.
+type wireRequest struct {
+	Goal     string         `json:"goal"`
+	Screen   []byte         `json:"screen,omitempty"`
+	Features []float32      `json:"features,omitempty"`
+	History  []strictAction `json:"history,omitempty"`
+	Options  api.Options    `json:"options"`
+}
+
+func (w wireRequest) request() api.PredictRequest {
+	pr := api.PredictRequest{Goal: w.Goal, Screen: w.Screen, Features: w.Features, Options: w.Options}
+	for _, a := range w.History {
+		pr.History = append(pr.History, a.Action)
+	}
+	return pr
+}
+
+// strictAction is an action.Action whose JSON may hold only its four fields.
+type strictAction struct{ action.Action }
+
+func (a *strictAction) UnmarshalJSON(data []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("history action: %w", err)
+	}
+	for k := range fields {
+		switch k {
+		case "action_type", "touch_point", "lift_point", "typed_text":
+		default:
+			return fmt.Errorf("history action: unknown field %q", k)
+		}
+	}
+	return a.Action.UnmarshalJSON(data)
 }
 
 // check validates a request as the engine would, and decodes its screen.

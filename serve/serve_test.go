@@ -221,6 +221,20 @@ func TestPredictScreenAndFeatures(t *testing.T) {
 	sameResult(t, "options", wantPrediction(t, resp.StatusCode, body), want)
 }
 
+// TestWireRequestFields: the server's strict reading of a request has the
+// fields of api.PredictRequest.
+func TestWireRequestFields(t *testing.T) {
+	a, b := reflect.TypeFor[api.PredictRequest](), reflect.TypeFor[wireRequest]()
+	if a.NumField() != b.NumField() {
+		t.Fatalf("api.PredictRequest has %d fields, wireRequest %d", a.NumField(), b.NumField())
+	}
+	for i := range a.NumField() {
+		if a.Field(i).Name != b.Field(i).Name || a.Field(i).Tag != b.Field(i).Tag {
+			t.Errorf("field %d: api.PredictRequest %s %q, wireRequest %s %q", i, a.Field(i).Name, a.Field(i).Tag, b.Field(i).Name, b.Field(i).Tag)
+		}
+	}
+}
+
 type goldenCase struct {
 	Screen  string          `json:"screen"`
 	Goal    string          `json:"goal"`
@@ -358,6 +372,8 @@ func TestLimits(t *testing.T) {
 	wantError(t, resp, body, 400, KindBadRequest, "not a PNG or JPEG")
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "DUAL_POINT", "touch_point": [2, 0.5], "lift_point": [2, 0.5]}]}`)
 	wantError(t, resp, body, 400, KindBadRequest, "history action 0")
+	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "PRESS_BACK", "touch_point": [-1, -1], "lift": [0.5, 0.5]}]}`)
+	wantError(t, resp, body, 400, KindBadRequest, `history action: unknown field "lift"`)
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "FLY"}]}`)
 	wantError(t, resp, body, 400, KindBadRequest, "request body")
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, Options: api.Options{MaxNewTokens: -1}})

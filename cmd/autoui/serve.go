@@ -83,7 +83,7 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("--addr: %w", err)
 	}
 	s := serve.New(cfg)
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: max(*timeout, time.Minute), IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
 	fmt.Fprintf(os.Stderr, "autoui serve: listening on http://%s\n", l.Addr())
