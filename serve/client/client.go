@@ -152,13 +152,20 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 	}
 	deadline := time.Now().Add(c.opts.MaxWait)
 	backoff := c.opts.MinBackoff
+	// Every attempt, waits included, ends by the deadline: a server that
+	// hangs cannot hold the caller longer than MaxWait.
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
-		p, err := c.once(ctx, body)
+		p, err := c.once(actx, body)
 		if err == nil {
 			return p, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if actx.Err() != nil {
+			return nil, fmt.Errorf("no answer within %v (%d attempts): %w", c.opts.MaxWait, attempt, err)
 		}
 		var se *Error
 		retry := true

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,6 +171,23 @@ func TestClientGivesUp(t *testing.T) {
 	}
 	if c.Ready(context.Background()) == nil {
 		t.Error("Ready with no server")
+	}
+
+	// A server that never answers: bounded by MaxWait too.
+	hang := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hs.Close()
+	defer close(hang)
+	c, _ = New(hs.URL, Options{MaxWait: 200 * time.Millisecond})
+	start = time.Now()
+	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 2*time.Second {
+		t.Errorf("hanging server: error %v after %v", err, time.Since(start))
 	}
 
 	// Retry-After beyond the budget: give up at once with the server's error.
