@@ -55,8 +55,19 @@ func FuzzCloseOutput(f *testing.F) {
 		if ok != ValidOutputPrefix(s) {
 			t.Fatalf("%q: closes %v, valid prefix %v", s, ok, ValidOutputPrefix(s))
 		}
-		if ok && !CompleteOutput(s+c) {
+		if !ok {
+			return
+		}
+		if !CompleteOutput(s + c) {
 			t.Fatalf("%q closed by %q is not whole", s, c)
+		}
+		// whatever the grammar lets the model say comes back as history
+		out, err := ParseOutput(s + c)
+		if err != nil {
+			t.Fatalf("%q does not parse: %v", s+c, err)
+		}
+		if err := out.Action.Validate(); err != nil {
+			t.Fatalf("%q: the model's action fails Validate: %v", s+c, err)
 		}
 	})
 }

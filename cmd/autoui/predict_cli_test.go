@@ -110,7 +110,7 @@ func TestPredictBadInputsCLI(t *testing.T) {
 		"prev 1.5":             {[]string{"--screen", sampleScreen, "--prev", "tap:1.5,0"}, 2, "normalized coordinate"},
 		"prev JSON [5,5]":      {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}`}, 2, "normalized coordinate"},
 		"prev JSON multi-line": {[]string{"--screen", sampleScreen, "--prev", "{\"action_type\": [\n4]}"}, 2, "neither a name nor a number"},
-		"prev text on back":    {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "PRESS_BACK", "typed_text": "x"}`}, 2, "only TYPE has text"},
+		"prev point below -1":  {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "PRESS_BACK", "touch_point": [-3, 0]}`}, 2, "not a normalized coordinate"},
 		"prev unknown":         {[]string{"--screen", sampleScreen, "--prev", "fly"}, 2, "want tap:Y,X"},
 		"history [5,5]": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h.json",
 			[]byte(`[{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}]`))}, 1, "history"},

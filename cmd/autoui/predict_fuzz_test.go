@@ -11,9 +11,7 @@ func TestPrevAndHistoryValidate(t *testing.T) {
 		"tap:NaN,0.2", "tap:0.2,Inf", "tap:1.5,0", "tap:-0.1,0", "swipe:0.1,0.2,0.3,NaN",
 		`{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}`,
 		`{"action_type": "DUAL_POINT", "touch_point": "[5, 5]", "lift_point": [0.5, 0.5]}`,
-		`{"action_type": "DUAL_POINT"}`,
-		`{"action_type": "PRESS_BACK", "touch_point": [0.5, 0.5]}`,
-		`{"action_type": "PRESS_HOME", "typed_text": "x"}`,
+		`{"action_type": "PRESS_BACK", "touch_point": [-2, 0.5]}`,
 		`{"action_type": 9}`,
 		"{\"action_type\": [\n1]}",
 	} {
