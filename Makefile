@@ -112,7 +112,14 @@ bench-node: bench/node/node_modules/.package-lock.json
 bench/node/node_modules/.package-lock.json: bench/node/package.json bench/node/package-lock.json
 	cd bench/node && npm ci --ignore-scripts --no-audit --no-fund
 
-bench: setup-ort setup-python build bench-node
+# CTranslate2 and OpenVINO, for `make bench` only (not setup/test/CI): pinned in
+# scripts/peers/requirements.txt, constrained by the project's pins.
+bench-peers: $(VENV)/.peers-installed
+$(VENV)/.peers-installed: scripts/peers/requirements.txt $(VENV)/.installed
+	$(VENV)/bin/pip install -q --disable-pip-version-check -c scripts/requirements.txt -r scripts/peers/requirements.txt
+	touch $@
+
+bench: setup-ort setup-python build bench-node bench-peers
 	@test -f $(BENCH_MODEL)/manifest.json || $(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR) $(notdir $(BENCH_MODEL))
 	@test -f $(BENCH_MODEL)-int8/manifest.json || $(PY) -m scripts.quantize --in $(BENCH_MODEL) --out $(BENCH_MODEL)-int8
 	$(PY) -m scripts.peers.compare --model $(BENCH_MODEL) --threads $(BENCH_THREADS) --runs $(BENCH_RUNS) \

@@ -1,12 +1,15 @@
 """`make bench`: ours and every peer on one bundle, one comparison table and one chart.
 
   python -m scripts.peers.compare --model DIR [--threads 2] [--runs 3] [--warmup 1] [--tokens 80]
-                                  [--out build/bench/NAME] [--autoui build/autoui] [--peers torch,ort,tjs]
-                                  [--docs]
+                                  [--out build/bench/NAME] [--autoui build/autoui]
+                                  [--peers torch,ort,tjs,ov,ct2,ct2_int8] [--docs]
 
 Order: `autoui bench` first (it also writes the shared inputs: screens, prompts, token count),
 then each peer in its own process, one after another (so each has the cores to itself and its
-own peak RSS). Writes OUT/{ours,torch,ort,tjs}.json, OUT/report.md and OUT/bench.svg; --docs
+own peak RSS). Peers: PyTorch (torch), ONNX Runtime from Python (ort), transformers.js (tjs),
+OpenVINO on the bundle's graphs (ov), CTranslate2 fp32 and int8 on the bundle's T5, text path
+only (ct2, ct2_int8; scripts/peers/requirements.txt, installed by `make bench`).
+Writes OUT/{ours,torch,ort,tjs,ov,ct2,ct2_int8}.json, OUT/report.md and OUT/bench.svg; --docs
 also copies the table into docs/bench.md (between the bench:begin/end markers) and the chart to
 docs/bench.svg. A peer that fails is reported in the table and makes the exit status 1.
 """
@@ -30,7 +33,11 @@ PEERS = {
     "torch": ("PyTorch + HF generate", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.torch_ref", *a, "--inputs", inp, "--json", out]),
     "ort": ("ONNX Runtime, Python", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.ort_python", *a, "--inputs", inp, "--json", out]),
     "tjs": ("transformers.js, Node", lambda a, inp, out: ["node", os.path.join(ROOT, "bench", "node", "run.mjs"), *a, "--inputs", inp, "--json", out]),
+    "ov": ("OpenVINO (bundle's ONNX graphs)", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.ov", *a, "--inputs", inp, "--json", out]),
+    "ct2": ("CTranslate2 fp32, text path", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.ct2", *a, "--compute-type", "float32", "--inputs", inp, "--json", out]),
+    "ct2_int8": ("CTranslate2 int8, text path", lambda a, inp, out: [sys.executable, "-m", "scripts.peers.ct2", *a, "--compute-type", "int8", "--inputs", inp, "--json", out]),
 }
+DEFAULT_PEERS = "torch,ort,tjs,ov,ct2,ct2_int8"
 OURS = "autoui (Go + ORT)"
 # Extra runs of ours beside the default one: same cases, other settings.
 VARIANTS = {"ours_greedy": "autoui, greedy (one call per token)", "ours_int8": "autoui, int8 bundle"}
@@ -122,9 +129,12 @@ def table(docs: Dict[str, dict], errors: Dict[str, str], names: Dict[str, str]) 
         full = med(d, "total") if "vision" in d.get("stages", {}) else None
         tp = med(d, "text_path")
         rss = d.get("peak_rss_mb")
+        first = fmt_ms(med(d, "first_step"))
+        if d.get("first_step_includes_encoder") and first != "–":
+            first += " (incl. encoder)"
         lines.append("| " + " | ".join([
             names[key], fmt_ms(full), fmt_ms(tp), "1.00×" if key == "ours" else ratio(tp, ours and med(ours, "text_path")),
-            fmt_ms(med(d, "vision")), fmt_ms(med(d, "encoder")), fmt_ms(med(d, "first_step")), fmt_ms(med(d, "decode_step")),
+            fmt_ms(med(d, "vision")), fmt_ms(med(d, "encoder")), first, fmt_ms(med(d, "decode_step")),
             f"{d['decoder_calls']:g}" if d.get("decoder_calls") is not None else "–",
             f"{rss:.0f} MB" if rss else "–",
             "1.00×" if key == "ours" else (f"{rss / ours['peak_rss_mb']:.2f}×" if rss and ours else "–"),
@@ -165,17 +175,27 @@ def write_report(out_dir: str, model: str, docs: Dict[str, dict], errors: Dict[s
     lines += table(docs, errors, names)
     lines += ["", "Text path = tokenize + encoder + fusion + all decoder steps + detokenize/parse (transformers.js has no "
               "vision or fusion; PyTorch re-runs the fusion inside every step, as Auto-UI's model does).", ""]
+    if any(k in docs for k in ("ct2", "ct2_int8")):
+        lines += ["CTranslate2 runs the text path only: the bundle's T5 (same weights) as a plain encoder-decoder, "
+                  "one `translate_batch` (greedy, min = max decoding length = the token count) — no vision tower and "
+                  "no fusion (the decoder attends to the unfused encoder output: same shapes and cost), so its tokens "
+                  "differ from ours by design; its first step includes the encoder (one call, timed by per-token "
+                  "callbacks). OpenVINO runs the bundle's four ONNX graphs with ONNX Runtime-Python's loop.", ""]
     lim = limits(ours)
     if lim:
         lines += ["Ours against this machine's limits (lower bound = max(bytes read / bandwidth, FLOPs / matmul rate)):", ""] + lim + [""]
     ids = {k: d.get("generated_ids", []) for k, d in docs.items() if d.get("generated_ids")}
     if "ours" in ids:
         agree = []
-        for k in ("ort", "torch"):
+        for k in ("ort", "torch", "ov"):
             if k in ids:
                 agree.append(f"{names[k]} {same_prefix(ids['ours'], ids[k])}/{len(ids['ours'])}")
         if agree:
             lines += [f"Same greedy tokens as ours on the first case (identical prefix length): {', '.join(agree)}.", ""]
+    if "ct2" in ids and "ct2_int8" in ids:
+        lines += [f"CTranslate2 int8 vs fp32 on the first case (identical prefix length): "
+                  f"{same_prefix(ids['ct2'], ids['ct2_int8'])}/{len(ids['ct2'])} (fp32 is checked token-for-token against "
+                  "PyTorch's T5 by `python -m scripts.peers.ct2 --verify`).", ""]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(text)
@@ -215,7 +235,7 @@ def main(argv=None) -> int:
     p.add_argument("--int8", default="", help="also run ours on this int8 variant of the bundle (a row of its own)")
     p.add_argument("--out", help="output directory (default build/bench/<bundle dir name>)")
     p.add_argument("--autoui", default=os.path.join(ROOT, "build", "autoui"), help="the autoui binary")
-    p.add_argument("--peers", default="torch,ort,tjs", help="comma-separated subset of torch, ort, tjs ('' for none)")
+    p.add_argument("--peers", default=DEFAULT_PEERS, help=f"comma-separated subset of {DEFAULT_PEERS} ('' for none)")
     p.add_argument("--docs", action="store_true", help="also update docs/bench.md and docs/bench.svg")
     p.add_argument("--note", default="", help="a sentence to print under the table's heading (e.g. measurement conditions)")
     p.add_argument("--report-only", action="store_true",
