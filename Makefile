@@ -104,6 +104,8 @@ BENCH_WARMUP ?= 1
 # same number of tokens. BENCH_REPLAY= gives the fixed-length mode (BENCH_TOKENS each).
 BENCH_REPLAY ?= typical
 BENCH_TOKENS ?= 80
+# A sentence printed under the table's heading (e.g. the load average while it ran).
+BENCH_NOTE ?=
 
 bench-models: setup-python
 	$(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR)
@@ -124,7 +126,7 @@ bench: setup-ort setup-python build bench-node bench-peers
 	@test -f $(BENCH_MODEL)-int8/manifest.json || $(PY) -m scripts.quantize --in $(BENCH_MODEL) --out $(BENCH_MODEL)-int8
 	$(PY) -m scripts.peers.compare --model $(BENCH_MODEL) --threads $(BENCH_THREADS) --runs $(BENCH_RUNS) \
 	  --warmup $(BENCH_WARMUP) --tokens $(BENCH_TOKENS) --replay "$(BENCH_REPLAY)" --ours-greedy \
-	  --int8 $(BENCH_MODEL)-int8 --autoui $(BIN) --docs
+	  --int8 $(BENCH_MODEL)-int8 --autoui $(BIN) --note "$(BENCH_NOTE)" --docs
 
 clean:
 	rm -rf build

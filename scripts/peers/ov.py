@@ -115,8 +115,10 @@ class Runner(ort_python.Runner):
         self.max_source = m["prompt"]["max_source_tokens"]
         self.out_names = self.decoder.names
         props = self.decoder.compiled
-        self.settings = {k: str(props.get_property(k)) for k in
-                         ("INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS", "INFERENCE_PRECISION_HINT")}
+        self.settings = {}
+        for k in ("INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS", "INFERENCE_PRECISION_HINT"):
+            v = props.get_property(k)
+            self.settings[k] = v.get_type_name() if hasattr(v, "get_type_name") else str(v)
 
 
 def verify(bundle: str, inputs: dict, threads: int, log=print) -> dict:
