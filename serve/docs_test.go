@@ -118,3 +118,28 @@ func TestDocs(t *testing.T) {
 		t.Error("docs/serve.md lost its Scaling section")
 	}
 }
+
+// The Kubernetes example probes paths the server has, and runs `serve`.
+func TestDocsKubernetes(t *testing.T) {
+	raw, err := os.ReadFile("../docs/serve.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s := docBlock(t, string(raw), "example: kubernetes")
+	paths := regexp.MustCompile(`path: (/\S+?)[,}]`).FindAllStringSubmatch(k8s, -1)
+	if len(paths) != 2 {
+		t.Fatalf("want a readiness and a liveness probe, found %v", paths)
+	}
+	for _, m := range paths {
+		found := false
+		for _, p := range Paths {
+			found = found || p == m[1]
+		}
+		if !found {
+			t.Errorf("probe path %s is not served (%v)", m[1], Paths)
+		}
+	}
+	if !strings.Contains(k8s, "path: /readyz") || !strings.Contains(k8s, "args: [serve,") {
+		t.Error("the Deployment must gate traffic on /readyz and run `autoui serve`")
+	}
+}
