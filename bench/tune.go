@@ -25,21 +25,27 @@ type Setting struct {
 	Spin       bool
 	Arena      bool
 	MemPattern bool
-	Opt        engine.GraphOptimization
+	// Prepack lets kernels keep weights in their own layout (a copy).
+	Prepack bool
+	Opt     engine.GraphOptimization
 }
 
 // DefaultSetting is what a predictor uses when no session option is given.
 func DefaultSetting() Setting {
-	return Setting{Threads: engine.PhysicalCores(), Spin: false, Arena: true, MemPattern: true, Opt: engine.OptimizeAll}
+	return Setting{Threads: engine.PhysicalCores(), Spin: false, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
 }
 
 // Name is the setting as benchmark-name keys, e.g.
-// "threads=2/spin=on/arena=on/opt=all" (memory pattern appears only when off),
+// "threads=2/spin=on/arena=on/opt=all" (memory pattern and prepacking appear
+// only when off),
 // so benchstat can group by any of them (-col /opt).
 func (s Setting) Name() string {
 	name := fmt.Sprintf("threads=%d/spin=%s/arena=%s/opt=%s", s.Threads, onOff(s.Spin), onOff(s.Arena), s.Opt)
 	if !s.MemPattern {
 		name += "/mempattern=off"
+	}
+	if !s.Prepack {
+		name += "/prepack=off"
 	}
 	return name
 }
@@ -50,6 +56,7 @@ func (s Setting) Session(base engine.SessionOptions) engine.SessionOptions {
 	base.Spin = s.Spin
 	base.DisableMemArena = !s.Arena
 	base.DisableMemPattern = !s.MemPattern
+	base.DisablePrepacking = !s.Prepack
 	base.GraphOptimization = s.Opt
 	return base
 }
@@ -67,6 +74,7 @@ type Grid struct {
 	Spin       []bool
 	Arena      []bool
 	MemPattern []bool
+	Prepack    []bool
 	Opt        []engine.GraphOptimization
 }
 
@@ -78,19 +86,27 @@ func DefaultGrid() Grid {
 		Spin:       []bool{true, false},
 		Arena:      []bool{true, false},
 		MemPattern: []bool{true},
+		Prepack:    []bool{true},
 		Opt:        []engine.GraphOptimization{engine.OptimizeBasic, engine.OptimizeExtended, engine.OptimizeAll},
 	}
 }
 
-// Settings lists every combination, threads varying slowest.
+// Settings lists every combination, threads varying slowest. No Prepack
+// values means prepacking on.
 func (g Grid) Settings() []Setting {
+	prepack := g.Prepack
+	if len(prepack) == 0 {
+		prepack = []bool{true}
+	}
 	var out []Setting
 	for _, t := range g.Threads {
 		for _, sp := range g.Spin {
 			for _, a := range g.Arena {
 				for _, mp := range g.MemPattern {
-					for _, o := range g.Opt {
-						out = append(out, Setting{Threads: t, Spin: sp, Arena: a, MemPattern: mp, Opt: o})
+					for _, pp := range prepack {
+						for _, o := range g.Opt {
+							out = append(out, Setting{Threads: t, Spin: sp, Arena: a, MemPattern: mp, Prepack: pp, Opt: o})
+						}
 					}
 				}
 			}
@@ -470,6 +486,7 @@ func (r *TuneReport) JSON() ([]byte, error) {
 		Spin         bool               `json:"spin"`
 		Arena        bool               `json:"arena"`
 		MemPattern   bool               `json:"mem_pattern"`
+		Prepack      bool               `json:"prepack"`
 		Opt          string             `json:"graph_optimization"`
 		PassesMS     []float64          `json:"passes_ms"`
 		MedianPassMS float64            `json:"median_pass_ms"`
@@ -500,7 +517,7 @@ func (r *TuneReport) JSON() ([]byte, error) {
 	}
 	for _, res := range r.Results {
 		s := res.Setting
-		out := result{Setting: s.Name(), Threads: s.Threads, Spin: s.Spin, Arena: s.Arena, MemPattern: s.MemPattern, Opt: string(s.Opt),
+		out := result{Setting: s.Name(), Threads: s.Threads, Spin: s.Spin, Arena: s.Arena, MemPattern: s.MemPattern, Prepack: s.Prepack, Opt: string(s.Opt),
 			MedianPassMS: round3(ms(res.Median())), StagesMS: map[string]float64{}, PeakRSSMB: round3(mb(res.PeakRSS)),
 			Identical: res.Mismatch == "", Mismatch: res.Mismatch}
 		for _, p := range res.Passes {

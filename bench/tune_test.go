@@ -56,7 +56,7 @@ func TestTuneFakeSweep(t *testing.T) {
 	}
 	grid := Grid{Threads: []int{1, 2}, Spin: []bool{true}, Arena: []bool{true, false}, MemPattern: []bool{true},
 		Opt: []engine.GraphOptimization{engine.OptimizeBasic, engine.OptimizeAll}}
-	ref := Setting{Threads: 2, Spin: true, Arena: true, MemPattern: true, Opt: engine.OptimizeAll}
+	ref := Setting{Threads: 2, Spin: true, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
 	var progress bytes.Buffer
 	rep, err := Tune(context.Background(), open, engine.SessionOptions{Provider: engine.ProviderCPU}, cases, grid.Settings(),
 		TuneOptions{Options: Options{Runs: 2, Warmup: 1, Tokens: 5}, Features: SyntheticFeatures(4), Reference: ref, Progress: &progress})
@@ -161,11 +161,11 @@ func TestGridAndParsing(t *testing.T) {
 	if len(names) != 24 || !names["threads=1/spin=off/arena=on/opt=extended"] {
 		t.Fatalf("names %v", names)
 	}
-	if n := (Setting{Threads: 1, Opt: engine.OptimizeAll}).Name(); n != "threads=1/spin=off/arena=off/opt=all/mempattern=off" {
+	if n := (Setting{Threads: 1, Opt: engine.OptimizeAll}).Name(); n != "threads=1/spin=off/arena=off/opt=all/mempattern=off/prepack=off" {
 		t.Fatalf("name %q", n)
 	}
 	so := Setting{Threads: 1, Spin: false, Arena: false, MemPattern: true, Opt: engine.OptimizeBasic}.Session(engine.SessionOptions{CUDADevice: 3})
-	if so.IntraOpThreads != 1 || so.Spin || !so.DisableMemArena || so.DisableMemPattern || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
+	if so.IntraOpThreads != 1 || so.Spin || !so.DisableMemArena || so.DisableMemPattern || !so.DisablePrepacking || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
 		t.Fatalf("session options %+v", so)
 	}
 	if th, err := ParseThreads(" 1, 2,4"); err != nil || len(th) != 3 || th[2] != 4 {

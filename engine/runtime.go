@@ -198,6 +198,9 @@ type SessionOptions struct {
 	// per run, planned per set of input shapes; the decoder's shapes change
 	// on every call).
 	DisableMemPattern bool
+	// DisablePrepacking keeps every weight in its initializer's layout:
+	// kernels otherwise repack some (MatMul's B) into a copy of their own.
+	DisablePrepacking bool
 	// Provider is cpu (default) or cuda.
 	Provider Provider
 	// CUDADevice is the GPU ordinal for the cuda provider.
@@ -246,6 +249,11 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 	}
 	if err := so.SetMemPattern(!o.DisableMemPattern); err != nil {
 		return fail("memory pattern", err)
+	}
+	if o.DisablePrepacking {
+		if err := so.AddSessionConfigEntry("session.disable_prepacking", "1"); err != nil {
+			return fail("prepacking", err)
+		}
 	}
 	if !o.Spin {
 		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {

@@ -161,6 +161,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	trySpin := fs.String("try-spin", "on,off", "intra-op spin-waiting values to try")
 	tryArena := fs.String("try-arena", "on,off", "CPU memory arena values to try")
 	tryMemPattern := fs.String("try-mempattern", "on", "memory pattern values to try")
+	tryPrepack := fs.String("try-prepack", "on", "weight prepacking values to try (off: kernels use the initializers as stored)")
 	tryOpt := fs.String("try-opt", "basic,extended,all", "graph optimisation levels to try")
 	benchstatOut := fs.String("benchstat", "-", "write benchstat lines to this file (- for stdout)")
 	jsonOut := fs.String("json", "", "write the sweep as JSON to this file")
@@ -192,6 +193,9 @@ func runBenchTune(ctx context.Context, args []string) error {
 	}
 	if grid.Arena, err = bench.ParseOnOff(*tryArena); err != nil {
 		return fmt.Errorf("--try-arena: %w", err)
+	}
+	if grid.Prepack, err = bench.ParseOnOff(*tryPrepack); err != nil {
+		return fmt.Errorf("--try-prepack: %w", err)
 	}
 	if grid.MemPattern, err = bench.ParseOnOff(*tryMemPattern); err != nil {
 		return fmt.Errorf("--try-mempattern: %w", err)
