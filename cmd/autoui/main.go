@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -116,10 +117,17 @@ func exitCode(err error) int {
 }
 
 // parseFlags parses a subcommand's flags; stray arguments are an error, so a
-// mistyped flag value is not silently ignored.
+// mistyped flag value is not silently ignored. A bad flag is one line (main
+// prints the error); only -h shows the usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	var usage bytes.Buffer
+	fs.SetOutput(&usage)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			out.Write(usage.Bytes())
 			return err
 		}
 		return usageError{err}

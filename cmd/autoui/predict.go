@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -58,13 +56,7 @@ func runPredict(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui predict --model DIR --screen FILE --goal TEXT [flags]")
 		fs.PrintDefaults()
 	}
-	// A bad flag is one line (main prints the error); only -h shows usage.
-	var flagOut bytes.Buffer
-	fs.SetOutput(&flagOut)
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Stderr.Write(flagOut.Bytes())
-		}
 		return err
 	}
 	if strings.TrimSpace(*goal) == "" {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -33,12 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: autoui serve --model DIR [--addr 127.0.0.1:8080] [flags]\n\nPOST /v1/predict, GET /healthz, /readyz, /metrics (docs/serve.md).")
 		fs.PrintDefaults()
 	}
-	var flagOut bytes.Buffer
-	fs.SetOutput(&flagOut)
 	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Stderr.Write(flagOut.Bytes())
-		}
 		return err
 	}
 	switch {
