@@ -69,9 +69,10 @@ func startServe(t *testing.T, addr string) (string, func()) {
 	return "http://" + ln.Addr().String(), stop
 }
 
-// runWithServer runs one episode of `autoui run --server URL` on a fake
-// phone showing the sample home screen.
-func runWithServer(t *testing.T, url string, during func(phone *fakephone.RecordingPhone), extra ...string) (*fakephone.RecordingPhone, string, error) {
+// runSampleEpisode runs one 3-step episode of `autoui run args...` (which
+// choose the predictor: --model or --server) on a fake phone showing the
+// sample home screen, behind a real adb server; during runs beside it.
+func runSampleEpisode(t *testing.T, during func(phone *fakephone.RecordingPhone), args ...string) (*fakephone.RecordingPhone, string, error) {
 	t.Helper()
 	screenPNG, err := os.ReadFile(sampleScreen)
 	if err != nil {
@@ -89,9 +90,12 @@ func runWithServer(t *testing.T, url string, during func(phone *fakephone.Record
 	mf := addModelFlags(fs)
 	rf := addRunFlags(fs)
 	sf := addServerFlags(fs)
-	args := append([]string{"--server", url, "--goal", "Open the settings app", "--max-steps", "3", "--settle-min", "0",
-		"--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--no-annotate"}, extra...)
+	args = append([]string{"--goal", "Open the settings app", "--max-steps", "3", "--settle-min", "0",
+		"--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out}, args...)
 	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := rf.validate(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sf.validate(fs, mf); err != nil {
@@ -121,7 +125,7 @@ func runWithServer(t *testing.T, url string, during func(phone *fakephone.Record
 // first action as with the model loaded here (TestRunEpisodeWithTinyBundle).
 func TestRunWithServer(t *testing.T) {
 	url, _ := startServe(t, "127.0.0.1:0")
-	phone, out, err := runWithServer(t, url, nil)
+	phone, out, err := runSampleEpisode(t, nil, "--server", url, "--no-annotate")
 	if err != nil && !strings.Contains(err.Error(), "does not parse") {
 		t.Fatal(err)
 	}
@@ -149,7 +153,7 @@ func TestRunWithServerRestart(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // down while the agent asks for step 2
 		startServe(t, addr)
 	}
-	_, out, err := runWithServer(t, url, during, "--repeat-limit", "5")
+	_, out, err := runSampleEpisode(t, during, "--server", url, "--no-annotate", "--repeat-limit", "5")
 	<-restarted
 	if err != nil && !strings.Contains(err.Error(), "does not parse") {
 		t.Fatal(err)

@@ -123,53 +123,16 @@ func TestTerminalConfirm(t *testing.T) {
 // A whole episode with the real tiny bundle: real adb server, fake device
 // showing the sample home screen, predictor from the model flags.
 func TestRunEpisodeWithTinyBundle(t *testing.T) {
-	screenPNG, err := os.ReadFile(sampleScreen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone, err := fakephone.NewRecordingPhone(screenPNG)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := phonetest.StartServer(t)
-	fake := phonetest.New(t, fakephone.Options{Phone: phone})
-	phonetest.Connect(t, srv, fake)
-
-	out := filepath.Join(t.TempDir(), "traj")
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	mf := addModelFlags(fs)
-	rf := addRunFlags(fs)
-	if err := fs.Parse([]string{"--model", tinyBundle, "--goal", "Open the settings app", "--max-steps", "3",
-		"--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rf.validate(); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := rf.deviceOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.Connect(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred, closeFn, err := mf.open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
-	var stdout strings.Builder
 	// The tiny model only knows first steps: on the unchanged screen its later
 	// outputs may not parse, which must end the episode cleanly with that reason.
-	err = runEpisode(context.Background(), dev, pred, rf, strings.NewReader(""), io.Discard, &stdout)
+	phone, out, err := runSampleEpisode(t, nil, "--model", tinyBundle)
 	if err != nil && !strings.Contains(err.Error(), "does not parse") {
 		t.Fatal(err)
 	}
 	// the trained tiny model taps Settings (y 0.405, x 0.155 of 2400x1080) first
 	events := phone.Events()
 	if len(events) == 0 || events[0].Kind != fakephone.EventTap || events[0].X1 != 167 || events[0].Y1 != 972 {
-		t.Fatalf("first input %+v, want a tap at 167,972 (Settings)\n%s", events, stdout.String())
+		t.Fatalf("first input %+v, want a tap at 167,972 (Settings)", events)
 	}
 	for _, f := range []string{"steps.jsonl", "summary.json", "android_world.jsonl", "step_000.png", "step_000_annotated.png"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
