@@ -255,7 +255,6 @@ class Runner:
 
 def torch_t5(model):
     """A plain transformers T5 with the AutoUIModel's text weights (no fusion)."""
-    import torch
     from transformers import T5ForConditionalGeneration
     t5 = T5ForConditionalGeneration(model.config)
     keys = set(t5.state_dict())
@@ -264,7 +263,6 @@ def torch_t5(model):
     missing = [k for k in res.missing_keys if k not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")]
     if missing:
         raise RuntimeError(f"missing {missing}")
-    del torch
     return t5.eval()
 
 
