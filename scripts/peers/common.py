@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import time
@@ -18,6 +19,19 @@ from typing import Callable, Dict, List, Optional
 
 STAGES = ["decode_image", "preprocess", "vision", "tokenize", "encoder", "fusion", "first_step",
           "decode_step", "later_steps", "parse", "text_path", "total"]
+
+
+ACTION_RE = re.compile(r"Action Plan: \[([^\]]*)\]\s*;\s*Action Decision:\s*(.*)$")
+FIELD_RE = re.compile(r'"(\w+)": "([^"]*)"')
+
+
+def decode_and_parse(tok, ids) -> str:
+    """Detokenizes as Auto-UI does and parses the action's fields (timed as the parse stage)."""
+    text = tok.decode(ids, skip_special_tokens=True)
+    m = ACTION_RE.search(text)  # random weights: usually no match; the cost is what counts
+    if m:
+        dict(FIELD_RE.findall(m.group(2)))
+    return text
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -34,15 +34,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from typing import List, Optional
 
 from . import common
 
-ACTION_RE = re.compile(r"Action Plan: \[([^\]]*)\]\s*;\s*Action Decision:\s*(.*)$")
-FIELD_RE = re.compile(r'"(\w+)": "([^"]*)"')
 STAMP = "autoui_ct2.json"
 FILLER = "<autoui_ct2_fill_%d>"  # vocabulary rows past the tokenizer's (the lm_head keeps FLAN-T5's 32128)
 
@@ -243,11 +240,7 @@ class Runner:
         return {"stages": stages, "ids": ids, "decoder_calls": len(stamps)}
 
     def decode_and_parse(self, ids):
-        text = self.tok.decode(ids, skip_special_tokens=True)
-        m = ACTION_RE.search(text)  # random weights: usually no match; the cost is what counts
-        if m:
-            dict(FIELD_RE.findall(m.group(2)))
-        return text
+        return common.decode_and_parse(self.tok, ids)
 
 
 # ---------------------------------------------------------------- correctness

@@ -13,14 +13,11 @@ import os
 import sys
 import time
 
-import re
 
 import numpy as np
 
 from . import common
 
-ACTION_RE = re.compile(r"Action Plan: \[([^\]]*)\]\s*;\s*Action Decision:\s*(.*)$")
-FIELD_RE = re.compile(r'"(\w+)": "([^"]*)"')
 
 
 def preprocess(img, pp: dict) -> np.ndarray:
@@ -120,11 +117,7 @@ class Runner:
         return out, calls
 
     def decode_and_parse(self, ids):
-        text = self.tok.decode(ids, skip_special_tokens=True)
-        m = ACTION_RE.search(text)  # random weights: usually no match; the cost is what counts
-        if m:
-            dict(FIELD_RE.findall(m.group(2)))
-        return text
+        return common.decode_and_parse(self.tok, ids)
 
 
 def main(argv=None) -> int:
