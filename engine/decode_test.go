@@ -12,7 +12,6 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/kv"
-	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/tokenizer"
 )
 
@@ -54,10 +53,7 @@ func TestDecodeTable(t *testing.T) {
 		feats[i] = loadNpy(t, c.Tensors["image_features"])
 	}
 	eos := tiny(t).bundle.Manifest.Tokens.EOSID
-	grammarMin, err := sample.MinTokens(tiny(t).tok)
-	if err != nil {
-		t.Fatal(err)
-	}
+	grammarMin := tiny(t).grammars.MinTokens()
 	request := func(i int, chooser string) Request {
 		c := cases[i]
 		r := Request{Features: feats[i], Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
@@ -180,10 +176,7 @@ func TestDecodeTable(t *testing.T) {
 // parses; a smaller limit is refused up front with the number needed.
 func TestGrammarWithinLimit(t *testing.T) {
 	p := placed(t, kv.Host, Options{Constrained: true})
-	need, err := sample.MinTokens(p.tok)
-	if err != nil {
-		t.Fatal(err)
-	}
+	need := p.grammars.MinTokens()
 	cases := loadGolden(t)
 	ctx := context.Background()
 	checked := 0
@@ -212,8 +205,8 @@ func TestGrammarWithinLimit(t *testing.T) {
 	t.Logf("shortest valid action: %d tokens; %d outputs at limits %d..85 parse", need, checked, need)
 }
 
-// One validator serves every path: each bad request fails alone and in a
-// batch, with the same message.
+// One validator serves every path: each bad request fails alone, in a
+// batch and in Check, with the same message.
 func TestRequestValidation(t *testing.T) {
 	p := tiny(t)
 	feat := make([]float32, p.cfg.ImageDim)
@@ -231,10 +224,16 @@ func TestRequestValidation(t *testing.T) {
 		{Request{Features: feat, Goal: "x", Replay: []int64{-3}}, "outside the vocabulary"},
 		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 1.5}, Lift: action.Point{}}}}, "history action 0"},
 	}
+	if err := p.Check(Request{Features: feat, Goal: "ok"}); err != nil {
+		t.Errorf("Check refused a good request: %v", err)
+	}
 	for _, b := range bad {
 		_, err := p.Predict(context.Background(), b.req)
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("alone: want %q, got %v", b.want, err)
+		}
+		if cerr := p.Check(b.req); cerr == nil || err == nil || cerr.Error() != err.Error() {
+			t.Errorf("Check: %v, Predict: %v", cerr, err)
 		}
 		_, err = p.PredictBatch(context.Background(), []Request{{Features: feat, Goal: "ok"}, b.req})
 		if err == nil || !strings.Contains(err.Error(), "item 1") || !strings.Contains(err.Error(), b.want) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -148,6 +149,14 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result
 	return res, nil
 }
 
+// Check reports whether PredictBatch would take r, with the error it would
+// give: a caller that batches requests of its own (a server) checks each
+// alone, so that one bad request does not fail a batch.
+func (p *Predictor) Check(r Request) error {
+	_, err := p.sequence(r, &Timings{})
+	return err
+}
+
 // sequence checks a request (every path goes through here) and makes its
 // decoding state: the token limit and the chooser and drafter its options
 // ask for.
@@ -158,7 +167,7 @@ func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
 			return nil, fmt.Errorf("image features have %d values, the bundle's image_dim is %d", len(r.Features), p.cfg.ImageDim)
 		}
 		for i, v := range r.Features {
-			if v != v || v > maxFinite || v < -maxFinite {
+			if v != v || v > math.MaxFloat32 || v < -math.MaxFloat32 {
 				return nil, fmt.Errorf("image feature %d is %v: features must be finite", i, v)
 			}
 		}
@@ -191,7 +200,7 @@ func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
 		}
 		choose = sample.Replay{Tokens: r.Replay, EOS: eos}
 	case p.opts.Constrained || r.Constrained:
-		g, err := sample.NewGrammar(p.tok, limit)
+		g, err := p.grammars.New(limit)
 		if err != nil {
 			return nil, err
 		}
@@ -207,8 +216,6 @@ func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
 	}
 	return s, nil
 }
-
-const maxFinite = 3.4028234663852886e38 // math.MaxFloat32
 
 // parse detokenizes the result's tokens as Auto-UI does and parses the
 // action; an unparsable output is recorded, not an error. It closes the

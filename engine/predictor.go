@@ -54,7 +54,8 @@ type Predictor struct {
 	vision     *graph
 	visionErr  error
 
-	drafts *sample.NGram
+	drafts   *sample.NGram
+	grammars *sample.Grammars
 
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
@@ -102,6 +103,9 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	}
 	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID); err != nil {
 		return nil, err
+	}
+	if p.grammars, err = sample.NewGrammars(tok); err != nil {
+		return nil, fmt.Errorf("output grammar: %w", err)
 	}
 	p.so, err = opts.Session.build()
 	if err != nil {

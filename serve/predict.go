@@ -194,7 +194,8 @@ func (a *strictAction) UnmarshalJSON(data []byte) error {
 	return a.Action.UnmarshalJSON(data)
 }
 
-// check validates a request as the engine would, and decodes its screen.
+// check validates a request's wire form, decodes its screen, and passes
+// the engine request through the model's own check.
 func (s *Server) check(pr api.PredictRequest, m *Model) (engine.Request, *httpError) {
 	if strings.TrimSpace(pr.Goal) == "" {
 		return engine.Request{}, badRequest("goal is required")
@@ -206,40 +207,27 @@ func (s *Server) check(pr api.PredictRequest, m *Model) (engine.Request, *httpEr
 	case !hasScreen && !hasFeatures:
 		return engine.Request{}, badRequest("screen (base64 PNG or JPEG) or features is required")
 	}
-	for i, a := range pr.History {
-		if err := a.Validate(); err != nil {
-			return engine.Request{}, badRequest("history action %d: %v", i, err)
-		}
-	}
 	if pr.Options.MaxNewTokens < 0 {
 		return engine.Request{}, badRequest("options.max_new_tokens %d: must be >= 0", pr.Options.MaxNewTokens)
 	}
-	if pr.Options.Constrain || m.Constrained {
-		limit := m.MaxNewTokens
-		if pr.Options.MaxNewTokens > 0 {
-			limit = pr.Options.MaxNewTokens
-		}
-		if m.MinConstrainedTokens > 0 && limit > 0 && limit < m.MinConstrainedTokens {
-			return engine.Request{}, badRequest("constrained decoding needs a limit of at least %d tokens (the shortest valid action), got options.max_new_tokens %d",
-				m.MinConstrainedTokens, limit)
-		}
-	}
 	req := engine.Request{Goal: pr.Goal, History: pr.History, MaxNewTokens: pr.Options.MaxNewTokens, Constrained: pr.Options.Constrain}
 	if hasFeatures {
-		if m.ImageDim > 0 && len(pr.Features) != m.ImageDim {
-			return engine.Request{}, badRequest("features have %d values, the model's image_dim is %d", len(pr.Features), m.ImageDim)
-		}
 		req.Features = pr.Features
-		return req, nil
-	}
-	img, err := preprocess.DecodeWith(bytes.NewReader(pr.Screen), s.cfg.Decode)
-	if err != nil {
-		if errors.Is(err, preprocess.ErrTooLarge) {
-			return engine.Request{}, &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge, msg: "screen: " + err.Error()}
+	} else {
+		img, err := preprocess.DecodeWith(bytes.NewReader(pr.Screen), s.cfg.Decode)
+		if err != nil {
+			if errors.Is(err, preprocess.ErrTooLarge) {
+				return engine.Request{}, &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge, msg: "screen: " + err.Error()}
+			}
+			return engine.Request{}, badRequest("screen: %v", err)
 		}
-		return engine.Request{}, badRequest("screen: %v", err)
+		req.Screen = img
 	}
-	req.Screen = img
+	if m.Check != nil {
+		if err := m.Check(req); err != nil {
+			return engine.Request{}, badRequest("%v", err)
+		}
+	}
 	return req, nil
 }
 

@@ -27,7 +27,6 @@ import (
 
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
-	"github.com/autoui/autoui/engine/sample"
 )
 
 // Defaults of Config's zero fields (and of autoui serve's flags).
@@ -92,36 +91,23 @@ type Engine interface {
 	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
 }
 
-// Model is the engine a server runs and what the server checks requests
-// against before they reach it (so one bad request cannot fail a batch).
+// Model is the engine a server runs and the check every request passes
+// before it is queued (so one bad request cannot fail a batch).
 type Model struct {
 	Engine Engine
 	// Name says which model this is (the bundle's name or directory).
 	Name string
-	// ImageDim is the length of a request's features.
-	ImageDim int
-	// MaxNewTokens is the engine's default token limit; Constrained whether
-	// it constrains every request; MinConstrainedTokens the smallest limit
-	// constrained decoding accepts (0: not checked here).
-	MaxNewTokens         int
-	Constrained          bool
-	MinConstrainedTokens int
+	// Check is the engine's own request validation (nil: none here).
+	Check func(engine.Request) error
 }
 
 // ModelOf describes a predictor; name is shown in logs (e.g. the bundle
 // directory), the bundle's own name when empty.
-func ModelOf(p *engine.Predictor, name string) (Model, error) {
-	b := p.Bundle()
+func ModelOf(p *engine.Predictor, name string) Model {
 	if name == "" {
-		name = b.Manifest.Name
+		name = p.Bundle().Manifest.Name
 	}
-	minTok, err := sample.MinTokens(p.Tokenizer())
-	if err != nil {
-		return Model{}, fmt.Errorf("constrained decoding: %w", err)
-	}
-	s := p.Settings()
-	return Model{Engine: p, Name: name, ImageDim: b.Manifest.Model.ImageDim, MaxNewTokens: s.MaxNewTokens,
-		Constrained: s.Constrained, MinConstrainedTokens: minTok}, nil
+	return Model{Engine: p, Name: name, Check: p.Check}
 }
 
 // Server is the HTTP API. It answers /healthz at once, /readyz and

@@ -55,11 +55,7 @@ func tiny(t testing.TB) *engine.Predictor {
 
 func tinyModel(t testing.TB) Model {
 	t.Helper()
-	m, err := ModelOf(tiny(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return ModelOf(tiny(t), "")
 }
 
 // start runs a server with the tiny model (when m is not nil) on a real
@@ -331,7 +327,8 @@ func TestLimits(t *testing.T) {
 	m := tinyModel(t)
 	_, ts := start(t, Config{MaxBody: 64 << 10}, &m)
 	ctx := context.Background()
-	feats := make([]float32, m.ImageDim)
+	dim := tiny(t).Bundle().Manifest.Model.ImageDim
+	feats := make([]float32, dim)
 
 	resp, body := post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Screen: make([]byte, 100<<10)})
 	wantError(t, resp, body, 413, KindTooLarge, "over the limit of 65536 bytes")
@@ -367,10 +364,10 @@ func TestLimits(t *testing.T) {
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Features: feats})
 	wantError(t, resp, body, 400, KindBadRequest, "goal is required")
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats[1:]})
-	wantError(t, resp, body, 400, KindBadRequest, fmt.Sprintf("image_dim is %d", m.ImageDim))
+	wantError(t, resp, body, 400, KindBadRequest, fmt.Sprintf("image_dim is %d", dim))
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Screen: []byte("GIF89a....")})
 	wantError(t, resp, body, 400, KindBadRequest, "not a PNG or JPEG")
-	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "DUAL_POINT", "touch_point": [2, 0.5], "lift_point": [2, 0.5]}]}`)
+	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 2, X: 0.5}, Lift: action.Point{Y: 2, X: 0.5}}}})
 	wantError(t, resp, body, 400, KindBadRequest, "history action 0")
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "PRESS_BACK", "touch_point": [-1, -1], "lift": [0.5, 0.5]}]}`)
 	wantError(t, resp, body, 400, KindBadRequest, `history action: unknown field "lift"`)
@@ -421,7 +418,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func featureRequest(t testing.TB, goal string) api.PredictRequest {
-	return api.PredictRequest{Goal: goal, Features: make([]float32, tinyModel(t).ImageDim)}
+	return api.PredictRequest{Goal: goal, Features: make([]float32, tiny(t).Bundle().Manifest.Model.ImageDim)}
 }
 
 func TestQueueFull(t *testing.T) {
@@ -604,7 +601,7 @@ func TestShutdownTimeout(t *testing.T) {
 			return nil, ctx.Err()
 		}
 		return m.Engine.PredictBatch(ctx, reqs)
-	}), ImageDim: m.ImageDim})
+	}), Check: m.Check})
 	defer close(gate)
 	done := make(chan struct{})
 	go func() {
@@ -688,7 +685,7 @@ func TestBatchErrorRetriedAlone(t *testing.T) {
 	var calls []int
 	var mu sync.Mutex
 	s, ts := start(t, Config{MaxBatch: 4, BatchWait: 200 * time.Millisecond}, nil)
-	s.SetModel(Model{ImageDim: m.ImageDim, Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	s.SetModel(Model{Check: m.Check, Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
 		mu.Lock()
 		calls = append(calls, len(reqs))
 		mu.Unlock()

@@ -35,12 +35,8 @@ func startServe(t *testing.T, addr string) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := serve.ModelOf(p, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := serve.New(serve.Config{})
-	s.SetModel(m)
+	s.SetModel(serve.ModelOf(p, "tiny"))
 	var ln net.Listener
 	for i := 0; ; i++ { // a port just closed may take a moment to free
 		if ln, err = net.Listen("tcp", addr); err == nil || i == 50 {

@@ -95,13 +95,7 @@ func runServe(ctx context.Context, args []string) error {
 			load <- loaded{err: err}
 			return
 		}
-		m, err := serve.ModelOf(p, mf.model)
-		if err != nil {
-			closeFn()
-			load <- loaded{err: err}
-			return
-		}
-		if !s.SetModel(m) { // shutting down already
+		if !s.SetModel(serve.ModelOf(p, mf.model)) { // shutting down already
 			closeFn()
 			load <- loaded{}
 			return

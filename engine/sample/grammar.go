@@ -15,7 +15,7 @@ import (
 // token limit: a token is taken only if the output can still be closed
 // (action.CloseOutput, tokenized) in the tokens left after it; otherwise the
 // next token of the closing is emitted. So with a limit of at least
-// MinTokens every output parses.
+// Grammars.MinTokens every output parses.
 type Grammar struct {
 	tok           *tokenizer.Tokenizer
 	eos, pad, unk int64
@@ -26,28 +26,35 @@ type Grammar struct {
 	text      []int64 // scratch for candidate texts
 }
 
-// MinTokens is the token count of the shortest whole output: the smallest
-// limit under which Grammar can always close.
-func MinTokens(tok *tokenizer.Tokenizer) (int, error) {
-	g := &Grammar{tok: tok}
-	ids, err := g.closing(nil)
-	return len(ids), err
+// Grammars makes the grammar choosers of one tokenizer. The shortest whole
+// output is tokenized once, not per sequence.
+type Grammars struct {
+	tok      *tokenizer.Tokenizer
+	shortest int
 }
 
-// NewGrammar returns the chooser of one sequence of at most limit tokens.
-func NewGrammar(tok *tokenizer.Tokenizer, limit int) (*Grammar, error) {
-	g := &Grammar{tok: tok, eos: tok.EOS(), pad: tok.Pad(), unk: tok.Unk(), limit: limit}
-	shortest, err := g.closing(nil)
+// NewGrammars measures the shortest whole output in tok's tokens.
+func NewGrammars(tok *tokenizer.Tokenizer) (*Grammars, error) {
+	ids, err := (&Grammar{tok: tok}).closing(nil)
 	if err != nil {
 		return nil, err
 	}
-	if limit < len(shortest) {
-		return nil, fmt.Errorf("constrained decoding needs a limit of at least %d tokens (the shortest valid action), got %d", len(shortest), limit)
+	return &Grammars{tok: tok, shortest: len(ids)}, nil
+}
+
+// MinTokens is the token count of the shortest whole output: the smallest
+// limit under which Grammar can always close.
+func (gs *Grammars) MinTokens() int { return gs.shortest }
+
+// New returns the chooser of one sequence of at most limit tokens.
+func (gs *Grammars) New(limit int) (*Grammar, error) {
+	if limit < gs.shortest {
+		return nil, fmt.Errorf("constrained decoding needs a limit of at least %d tokens (the shortest valid action), got %d", gs.shortest, limit)
 	}
+	tok := gs.tok
 	// A closing is at most a whole output's skeleton plus the pieces that
 	// finish a partial token.
-	g.closeFrom = 2*len(shortest) + 8
-	return g, nil
+	return &Grammar{tok: tok, eos: tok.EOS(), pad: tok.Pad(), unk: tok.Unk(), limit: limit, closeFrom: 2*gs.shortest + 8}, nil
 }
 
 func (g *Grammar) decode(ids []int64) string {

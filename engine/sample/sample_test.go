@@ -67,17 +67,18 @@ func TestNGramOnTargets(t *testing.T) {
 // grammar, and the output is whole within its limit.
 func TestGrammarOnNoise(t *testing.T) {
 	tok := tinyTokenizer(t)
-	need, err := MinTokens(tok)
+	gs, err := NewGrammars(tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewGrammar(tok, need-1); err == nil {
+	need := gs.MinTokens()
+	if _, err := gs.New(need - 1); err == nil {
 		t.Fatalf("a limit of %d below the shortest action (%d) accepted", need-1, need)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	row := make([]float32, tok.VocabSize())
 	for _, limit := range []int{need, need + 3, 120} {
-		g, err := NewGrammar(tok, limit)
+		g, err := gs.New(limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,13 +123,17 @@ func TestGrammarClosesRunaway(t *testing.T) {
 		return row
 	}
 	// With room left, the repetition is grammatical and kept.
-	g, _ := NewGrammar(tok, len(out)+5)
+	gs, err := NewGrammars(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gs.New(len(out) + 5)
 	if id := g.Choose(favour(), out); id != word[0] {
 		t.Fatalf("with room: got token %d, want the favoured %d", id, word[0])
 	}
 	// Near the limit the output is closed instead.
 	for _, room := range []int{1, 2} {
-		g, _ := NewGrammar(tok, len(out)+room)
+		g, _ := gs.New(len(out) + room)
 		seq := append([]int64(nil), out...)
 		for len(seq) < len(out)+room {
 			id := g.Choose(favour(), seq)

@@ -38,12 +38,8 @@ func tinyServer(t *testing.T) (*engine.Predictor, http.Handler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := serve.ModelOf(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := serve.New(serve.Config{})
-	s.SetModel(m)
+	s.SetModel(serve.ModelOf(p, ""))
 	t.Cleanup(func() {
 		s.Shutdown(context.Background())
 		p.Close()
