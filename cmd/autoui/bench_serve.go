@@ -48,13 +48,9 @@ func runBenchServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--screen: %w", err)
 	}
-	token := ""
-	if *tokenFile != "" {
-		raw, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(raw))
+	token, err := readTokenFile(*tokenFile)
+	if err != nil {
+		return err
 	}
 	body, err := json.Marshal(api.PredictRequest{Goal: *goal, Screen: img, Options: api.Options{MaxNewTokens: *maxNew}})
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/autoui/autoui/device"
@@ -91,15 +89,9 @@ func (s *serverFlags) open(mf *modelFlags) (device.Predictor, func(), error) {
 		}
 		return p, closeP, nil
 	}
-	token := ""
-	if s.tokenFile != "" {
-		raw, err := os.ReadFile(s.tokenFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--token-file: %w", err)
-		}
-		if token = strings.TrimSpace(string(raw)); token == "" {
-			return nil, nil, fmt.Errorf("--token-file %s is empty", s.tokenFile)
-		}
+	token, err := readTokenFile(s.tokenFile)
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := client.New(s.url, client.Options{Token: token, MaxWait: s.wait})
 	if err != nil {

@@ -60,15 +60,8 @@ func runServe(ctx context.Context, args []string) error {
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
 	}
-	if *tokenFile != "" {
-		raw, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
-		}
-		cfg.Token = strings.TrimSpace(string(raw))
-		if cfg.Token == "" {
-			return fmt.Errorf("--token-file %s is empty", *tokenFile)
-		}
+	if cfg.Token, err = readTokenFile(*tokenFile); err != nil {
+		return err
 	}
 
 	l, err := net.Listen("tcp", *addr)
@@ -80,7 +73,7 @@ func runServe(ctx context.Context, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
 	fmt.Fprintf(os.Stderr, "autoui serve: listening on http://%s\n", l.Addr())
-	if host, _, _ := net.SplitHostPort(l.Addr().String()); cfg.Token == "" && !isLoopback(host) {
+	if host, _, _ := net.SplitHostPort(l.Addr().String()); cfg.Token == "" && !isLoopbackHost(host) {
 		fmt.Fprintln(os.Stderr, "autoui serve: warning: listening beyond loopback without --token-file: anyone who reaches this port can use the model")
 	}
 
@@ -143,11 +136,19 @@ func runServe(ctx context.Context, args []string) error {
 	}
 }
 
-// isLoopback says whether a listen host reaches only this machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
+// readTokenFile reads a bearer token (whitespace trimmed) from path; ""
+// for no file. The server and its clients read --token-file alike.
+func readTokenFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return "", fmt.Errorf("--token-file %s is empty", path)
+	}
+	return token, nil
 }
