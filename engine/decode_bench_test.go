@@ -82,7 +82,7 @@ func BenchmarkDecoderStep(b *testing.B) {
 				}
 			}()
 			for b.Loop() {
-				if c == nil || c.cache.Len()+k > c.cache.Self.Cap() {
+				if c == nil || c.cache.Len()+k > c.cache.Cap() {
 					if c != nil {
 						c.close()
 					}

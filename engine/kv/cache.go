@@ -41,7 +41,7 @@ type dims struct{ b, layers, heads, dkv, model, enc int64 }
 
 // Cache is a decode's state: the self-attention part x the cross part.
 type Cache struct {
-	Self  *Self
+	self  *Self
 	cross cross
 	slots *Slots
 	flag  [2]Pinned // use_cache_branch false, true
@@ -77,7 +77,7 @@ func New(cfg Config, states []float32, mask []int64) (*Cache, error) {
 			return nil, fmt.Errorf("decoder use_cache_branch: %w", err)
 		}
 	}
-	c.Self = newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen)
+	c.self = newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen)
 	return c, nil
 }
 
@@ -87,7 +87,7 @@ func (c *Cache) Bind(ins, outs []ort.Value, k int) error {
 	if len(ins) != c.slots.Inputs || len(outs) != c.slots.Outputs {
 		return fmt.Errorf("decoder call binds %d inputs and %d outputs, want %d and %d (programmer error)", len(ins), len(outs), c.slots.Inputs, c.slots.Outputs)
 	}
-	if err := c.Self.bind(ins, outs, c.slots, int64(k)); err != nil {
+	if err := c.self.bind(ins, outs, c.slots, int64(k)); err != nil {
 		return err
 	}
 	c.cross.bind(ins, outs, c.slots)
@@ -109,21 +109,24 @@ func (c *Cache) After(outs []ort.Value, k int, err error) error {
 		return cerr
 	}
 	if err == nil {
-		c.Self.advance(int64(k))
+		c.self.advance(int64(k))
 	}
 	return nil
 }
 
 // Len is the number of cached positions per row.
-func (c *Cache) Len() int { return c.Self.Len() }
+func (c *Cache) Len() int { return c.self.Len() }
+
+// Cap is the most positions per row the cache holds.
+func (c *Cache) Cap() int { return c.self.Cap() }
 
 // Truncate keeps the first n cached positions of every row.
-func (c *Cache) Truncate(n int) { c.Self.Truncate(n) }
+func (c *Cache) Truncate(n int) { c.self.Truncate(n) }
 
 // Close releases the cache's ORT values; closing twice is safe.
 func (c *Cache) Close() {
-	if c.Self != nil {
-		c.Self.close()
+	if c.self != nil {
+		c.self.close()
 	}
 	if c.cross != nil {
 		c.cross.close()

@@ -179,7 +179,7 @@ func TestCacheBookkeeping(t *testing.T) {
 				t.Fatalf("%v call %d: length %d, want %d", place, i, c.Len(), len(want))
 			}
 			// the cached positions, read through the next call's past view
-			past, err := c.Self.view(c.Self.cur, int64(c.Len()))
+			past, err := c.self.view(c.self.cur, int64(c.Len()))
 			if err != nil {
 				t.Fatal(err)
 			}
