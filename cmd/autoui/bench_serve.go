@@ -18,7 +18,9 @@ import (
 )
 
 // runBenchServe loads a running server with closed-loop /v1/predict clients
-// at each concurrency and prints throughput and latency percentiles.
+// at each concurrency and prints throughput and latency percentiles. It
+// posts with plain HTTP, not serve/client: a client's retries would hide the
+// 429s and timeouts a load level causes; here each counts as an error.
 func runBenchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	server := fs.String("server", "", "base URL of a running autoui serve, e.g. http://127.0.0.1:8080; required")
