@@ -1,0 +1,158 @@
+"""Upgrade a format-1 bundle (merged decoder) to format 2 (with-past decoder + cross graph), in place.
+
+  python -m scripts.upgrade_bundle BUNDLE_DIR [BUNDLE_DIR ...]
+
+The two graphs are cut out of the merged decoder's If branches (scripts/decoder_split.py), so the
+weights are the same bytes (int8 bundles stay int8). Before the manifest is rewritten, the new
+graphs are run against the merged one with ONNX Runtime on random inputs (a first call of 1 and
+3 tokens, then cached calls of 1 and 4); a difference beyond the export tolerance aborts and
+leaves the bundle as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+
+from . import export as ex
+from .decoder_split import SplitError, merged_branches, split_decoder
+
+CROSS_FILE = "decoder_cross_model.onnx"
+DECODER_FILE = "decoder_with_past_model.onnx"
+
+
+class UpgradeError(RuntimeError):
+    pass
+
+
+def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: int = 7) -> float:
+    """Worst |diff| of logits and presents, new graphs vs the merged decoder."""
+    L, H, dkv, d = model["num_decoder_layers"], model["num_heads"], model["d_kv"], model["d_model"]
+    rng = np.random.default_rng(seed)
+    merged, dec, cross = ex._session(merged_path), ex._session(dec_path), ex._session(cross_path)
+    worst = 0.0
+
+    def cmp(what, got, want):
+        nonlocal worst
+        if got.shape != want.shape:
+            raise UpgradeError(f"{what}: shape {got.shape}, merged decoder gives {want.shape}")
+        diff = float(np.max(np.abs(got - want))) if got.size else 0.0
+        tol = ex.TOLERANCES["decoder"]
+        bound = tol["atol"] + tol["rtol"] * (float(np.max(np.abs(want))) if want.size else 0.0)
+        if not np.isfinite(got).all() or diff > bound:
+            raise UpgradeError(f"{what}: |diff| {diff:.3g} > {bound:.3g} against the merged decoder")
+        worst = max(worst, diff)
+
+    for enc_len in (5, 17):
+        states = rng.standard_normal((2, enc_len, d)).astype(np.float32)
+        mask = np.ones((2, enc_len), np.int64)
+        mask[1, enc_len - 2:] = 0
+        kv = cross.run(None, {"encoder_hidden_states": states})
+        empty = np.zeros((2, H, 0, dkv), np.float32)
+        for first in (1, 3):
+            ids = rng.integers(3, model["vocab_size"], (2, first + 5)).astype(np.int64)
+            ids[:, 0] = 0
+            feed = {"input_ids": ids[:, :first], "encoder_attention_mask": mask, "encoder_hidden_states": states,
+                    "use_cache_branch": np.array([False])}
+            for i in range(L):
+                for part in ("decoder", "encoder"):
+                    for k in ("key", "value"):
+                        feed[f"past_key_values.{i}.{part}.{k}"] = empty
+            want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, feed)))
+            for i in range(L):
+                for j, k in enumerate(("key", "value")):
+                    cmp(f"cross present.{i}.encoder.{k}", kv[2 * i + j], want[f"present.{i}.encoder.{k}"])
+            past_self = {f"{i}.{k}": empty for i in range(L) for k in ("key", "value")}
+            start = 0
+            for new in (first, 1, 4):
+                cross_feed = {f"past_key_values.{i}.encoder.{k}": kv[2 * i + j]
+                              for i in range(L) for j, k in enumerate(("key", "value"))}
+                f2 = {"input_ids": ids[:, start:start + new],
+                      "encoder_attention_mask": mask, **cross_feed,
+                      **{f"past_key_values.{key.split('.')[0]}.decoder.{key.split('.')[1]}": v
+                         for key, v in past_self.items()}}
+                got = dict(zip([o.name for o in dec.get_outputs()], dec.run(None, f2)))
+                if start > 0:
+                    mf = dict(f2, encoder_hidden_states=states, use_cache_branch=np.array([True]))
+                    want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, mf)))
+                cmp(f"logits (enc {enc_len}, past {start}, new {new})", got["logits"], want["logits"])
+                for i in range(L):
+                    for k in ("key", "value"):
+                        cmp(f"present.{i}.decoder.{k}", got[f"present.{i}.decoder.{k}"],
+                            want[f"present.{i}.decoder.{k}"])
+                        past_self[f"{i}.{k}"] = got[f"present.{i}.decoder.{k}"]
+                start += new
+    return worst
+
+
+def upgrade(bundle: str) -> str:
+    mpath = os.path.join(bundle, "manifest.json")
+    try:
+        with open(mpath) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UpgradeError(f"{mpath}: {e}") from None
+    version = manifest.get("format_version")
+    if version == 2:
+        return f"{bundle}: already format 2"
+    if version != 1:
+        raise UpgradeError(f"{bundle}: format_version {version!r}; this tool upgrades 1 to 2")
+    entry = manifest["files"]["decoder"]
+    merged_path = os.path.join(bundle, entry["path"])
+    model = manifest["model"]
+    merged = onnx.load(merged_path)
+    try:
+        no_past, with_past = merged_branches(merged)
+        dec, cross = split_decoder(no_past, with_past, model["num_decoder_layers"], model["num_heads"],
+                                   model["d_kv"], model["vocab_size"], model["d_model"])
+    except SplitError as e:
+        raise UpgradeError(f"{merged_path}: {e}") from None
+    del merged, no_past, with_past
+    written = []
+    files = dict(manifest["files"])
+    for role, name, m in (("decoder", DECODER_FILE, dec), ("decoder_cross", CROSS_FILE, cross)):
+        path = os.path.join(bundle, name)
+        ext = ex._save(ex._strip(m, os.path.splitext(name)[0]), path)
+        written += [path] + [os.path.join(bundle, e) for e in ext]
+        e = ex._file_entry(bundle, name)
+        e["external_data"] = [ex._file_entry(bundle, x) for x in ext]
+        e["inputs"], e["outputs"] = ex._io(onnx.load(path, load_external_data=False))
+        files[role] = e
+    try:
+        worst = _check(merged_path, os.path.join(bundle, DECODER_FILE), os.path.join(bundle, CROSS_FILE), model)
+    except Exception:
+        for p in written:
+            os.remove(p)
+        raise
+    manifest["files"] = files
+    manifest["format_version"] = 2
+    tmp = mpath + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, mpath)
+    for old in [entry["path"]] + [x["path"] for x in entry.get("external_data", [])]:
+        os.remove(os.path.join(bundle, old))
+    return f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}); worst |diff| vs the merged decoder {worst:.2g}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m scripts.upgrade_bundle", description=__doc__.splitlines()[0])
+    p.add_argument("bundles", nargs="+", metavar="BUNDLE_DIR")
+    args = p.parse_args(argv)
+    for b in args.bundles:
+        try:
+            print(upgrade(b), flush=True)
+        except (UpgradeError, OSError, KeyError) as e:
+            print(f"upgrade_bundle: {e}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
