@@ -58,11 +58,13 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 	}
 	// A call never feeds past a sequence's limit (drafts stop there), so the
 	// longest limit plus one call's positions bounds the cache.
+	t0 := time.Now()
 	c, err := p.newCall(B, fused, mask, longest+width, width)
 	if err != nil {
 		return err
 	}
 	defer c.close()
+	project := time.Since(t0) // the cross graph's run counts into the first call
 
 	drafts := make([][]int64, B)
 	for calls := 0; left > 0; calls++ {
@@ -100,6 +102,9 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 			return fmt.Errorf("decoder call %d: %w", calls, err)
 		}
 		dt := time.Since(t)
+		if calls == 0 {
+			dt += project
+		}
 
 		keep := -1 // positions confirmed for every sequence still active
 		for i, s := range seqs {
@@ -168,7 +173,13 @@ func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width 
 			return nil, fmt.Errorf("decoder cache: %w", err)
 		}
 	}
-	cache, err := kv.New(cfg, fused, mask)
+	cross := p.decoderCross
+	cache, err := kv.New(cfg, fused, mask, func(ins, outs []ort.Value) error {
+		if err := cross.sess.Run(ins, outs); err != nil {
+			return fmt.Errorf("run %s graph %s: %w", cross.role, cross.path, err)
+		}
+		return nil
+	})
 	if err != nil {
 		if cfg.Alloc != nil {
 			cfg.Alloc.Destroy()
@@ -212,13 +223,10 @@ func (c *decoderCall) step(k int) ([]float32, error) {
 	if err := c.cache.Bind(c.ins, c.outs, k); err != nil {
 		return nil, err
 	}
-	err = c.g.sess.RunWithOptions(c.ins, c.outs, c.cache.RunOptions())
-	if aerr := c.cache.After(c.outs, k, err); aerr != nil && err == nil {
-		err = aerr
-	}
-	if err != nil {
+	if err := c.g.sess.RunWithOptions(c.ins, c.outs, c.cache.RunOptions()); err != nil {
 		return nil, fmt.Errorf("run %s graph %s: %w", c.g.role, c.g.path, err)
 	}
+	c.cache.Advance(k)
 	return c.logits[:c.B*K*c.vocab], nil
 }
 

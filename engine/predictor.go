@@ -47,6 +47,7 @@ type Predictor struct {
 	so        *ort.SessionOptions
 
 	encoder, fusion, decoder *graph
+	decoderCross             *graph // the fused states' cross-attention K/V, once per request
 
 	// The vision tower loads on first use: evaluation from precomputed
 	// features (Auto-UI's pickles, a feature cache) never pays for it.
@@ -59,7 +60,7 @@ type Predictor struct {
 
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
-	// cachePlace is where a decode keeps its encoder states and
+	// cachePlace is where a decode keeps its encoder mask and
 	// cross-attention K/V: in device memory under cuda, else on the host
 	// (tests also run the device placement on the cpu provider).
 	cachePlace kv.Placement
@@ -114,14 +115,14 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	for _, g := range []struct {
 		role models.Role
 		dst  **graph
-	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoder, &p.decoder}} {
+	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoderCross, &p.decoderCross}, {models.RoleDecoder, &p.decoder}} {
 		if *g.dst, err = openGraph(b, g.role, p.so); err != nil {
 			p.Close()
 			return nil, err
 		}
 	}
 	p.decoderNames = kv.DecoderNames(p.cfg.NumDecoderLayers)
-	if p.decoderSlots, err = kv.FindSlots(p.decoderNames, p.decoder.inputs, p.decoder.outputs); err != nil {
+	if p.decoderSlots, err = kv.FindSlots(p.decoderNames, p.decoder.inputs, p.decoder.outputs, p.decoderCross.inputs, p.decoderCross.outputs); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("load decoder graph %s: %w", p.decoder.path, err)
 	}
@@ -136,6 +137,7 @@ func (p *Predictor) Close() error {
 	p.encoder.close()
 	p.fusion.close()
 	p.decoder.close()
+	p.decoderCross.close()
 	p.vision.close()
 	if p.so != nil {
 		p.so.Destroy()

@@ -69,7 +69,7 @@ type Timings struct {
 	Tokenize   time.Duration
 	Encoder    time.Duration
 	Fusion     time.Duration
-	FirstStep  time.Duration // first decoder call (cross-attention K/V computed here)
+	FirstStep  time.Duration // the cross graph's K/V projection and the first decoder call
 	LaterSteps time.Duration // all later decoder calls
 	Parse      time.Duration
 	Total      time.Duration
@@ -78,7 +78,7 @@ type Timings struct {
 }
 
 // addDecoderCall counts one sequential decoder call of duration d: the first
-// is FirstStep (it also projects the cross-attention K/V), the rest add up.
+// is FirstStep (with the cross graph's run before it), the rest add up.
 func (t *Timings) addDecoderCall(d time.Duration) {
 	if t.DecoderCalls == 0 {
 		t.FirstStep = d

@@ -94,8 +94,12 @@ func (m *Manifest) validate() error {
 	if m.Format != Format {
 		return fmt.Errorf("format %q, want %q: %w", m.Format, Format, ErrBadManifest)
 	}
-	if m.FormatVersion < 1 || m.FormatVersion > FormatVersion {
-		return fmt.Errorf("format_version %d, this autoui reads 1..%d (upgrade autoui or re-export the bundle): %w",
+	switch {
+	case m.FormatVersion == 1:
+		return fmt.Errorf("format_version 1 (one merged decoder): this autoui reads %d; convert the bundle in place with `python -m scripts.upgrade_bundle DIR`: %w",
+			FormatVersion, ErrFormatVersion)
+	case m.FormatVersion != FormatVersion:
+		return fmt.Errorf("format_version %d, this autoui reads %d (upgrade autoui or re-export the bundle): %w",
 			m.FormatVersion, FormatVersion, ErrFormatVersion)
 	}
 	for _, role := range append(append([]Role{}, GraphRoles...), RoleTokenizer) {

@@ -21,7 +21,7 @@ func fakeBundle(t *testing.T, edit func(m map[string]any)) string {
 		return []map[string]any{{"name": in, "dtype": "float32", "dims": []any{"batch_size", 3}}},
 			[]map[string]any{{"name": out, "dtype": "float32", "dims": []any{"batch_size", 8}}}
 	}
-	for _, r := range []Role{RoleVision, RoleEncoder, RoleFusion, RoleDecoder, RoleTokenizer} {
+	for _, r := range append(append([]Role{}, GraphRoles...), RoleTokenizer) {
 		name := string(r) + ".bin"
 		data := []byte("contents of " + name)
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -35,7 +35,7 @@ func fakeBundle(t *testing.T, edit func(m map[string]any)) string {
 		files[string(r)] = spec
 	}
 	m := map[string]any{
-		"format": Format, "format_version": 1, "name": "fake",
+		"format": Format, "format_version": FormatVersion, "name": "fake",
 		"model":      map[string]any{"size": "tiny", "d_model": 8, "d_kv": 4, "d_ff": 16, "num_layers": 1, "num_decoder_layers": 1, "num_heads": 2, "vocab_size": 10, "image_dim": 4},
 		"vision":     map[string]any{"image_size": 224, "patch_size": 14, "hidden_size": 4, "num_layers": 1, "num_heads": 1, "output_dim": 4},
 		"files":      files,
@@ -99,6 +99,8 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 		}, want: ErrChecksum, mention: "encoder.bin"},
 		{name: "truncated", after: func(dir string) { os.WriteFile(filepath.Join(dir, "fusion.bin"), []byte("short"), 0o644) }, want: ErrSizeMismatch, mention: "fusion.bin"},
 		{name: "future version", edit: func(m map[string]any) { m["format_version"] = 99 }, want: ErrFormatVersion, mention: "format_version 99"},
+		{name: "merged decoder (format 1)", edit: func(m map[string]any) { m["format_version"] = 1 }, want: ErrFormatVersion, mention: "scripts.upgrade_bundle"},
+		{name: "no cross graph", edit: func(m map[string]any) { delete(m["files"].(map[string]any), "decoder_cross") }, want: ErrBadManifest, mention: "files.decoder_cross"},
 		{name: "wrong format", edit: func(m map[string]any) { m["format"] = "something" }, want: ErrBadManifest, mention: "something"},
 		{name: "no tokenizer", edit: func(m map[string]any) { delete(m["files"].(map[string]any), "tokenizer") }, want: ErrBadManifest, mention: "files.tokenizer"},
 		{name: "escaping path", edit: func(m map[string]any) { file(m, RoleVision)["path"] = "../x.onnx" }, want: ErrBadManifest, mention: "../x.onnx"},

@@ -10,11 +10,13 @@ import (
 	"strconv"
 )
 
-// Format identifies a bundle manifest; FormatVersion is the newest version
-// this code reads.
+// Format identifies a bundle manifest; FormatVersion is the version this
+// code reads. Version 1 had one merged decoder (optimum's If on
+// use_cache_branch); 2 has the with-past decoder and a cross-attention graph
+// (docs/bundle-format.md), and scripts.upgrade_bundle converts 1 to 2.
 const (
 	Format        = "autoui-bundle"
-	FormatVersion = 1
+	FormatVersion = 2
 )
 
 // Role names a file of the bundle.
@@ -22,15 +24,18 @@ type Role string
 
 // The roles of a bundle's files.
 const (
-	RoleVision    Role = "vision"
-	RoleEncoder   Role = "encoder"
-	RoleFusion    Role = "fusion"
-	RoleDecoder   Role = "decoder"
-	RoleTokenizer Role = "tokenizer"
+	RoleVision  Role = "vision"
+	RoleEncoder Role = "encoder"
+	RoleFusion  Role = "fusion"
+	RoleDecoder Role = "decoder"
+	// RoleDecoderCross projects the fused states to every decoder layer's
+	// cross-attention K/V, once per request.
+	RoleDecoderCross Role = "decoder_cross"
+	RoleTokenizer    Role = "tokenizer"
 )
 
 // GraphRoles are the ONNX graphs every bundle has, in pipeline order.
-var GraphRoles = []Role{RoleVision, RoleEncoder, RoleFusion, RoleDecoder}
+var GraphRoles = []Role{RoleVision, RoleEncoder, RoleFusion, RoleDecoderCross, RoleDecoder}
 
 // Manifest is manifest.json.
 type Manifest struct {

@@ -15,7 +15,7 @@ type Shape struct {
 type Placement int
 
 const (
-	// Host keeps the encoder states and cross-attention K/V in Go memory,
+	// Host keeps the encoder mask and cross-attention K/V in Go memory,
 	// bound to every call.
 	Host Placement = iota
 	// Adapter holds them in ORT LoRA adapters: in device memory with a
@@ -44,13 +44,12 @@ type Cache struct {
 	self  *Self
 	cross cross
 	slots *Slots
-	flag  [2]Pinned // use_cache_branch false, true
 	alloc *ort.Allocator
 }
 
 // New makes the cache of a decode over states [Batch, E, DModel] with
-// mask [Batch, E].
-func New(cfg Config, states []float32, mask []int64) (*Cache, error) {
+// mask [Batch, E]: run projects the states to the cross-attention K/V.
+func New(cfg Config, states []float32, mask []int64, run CrossRun) (*Cache, error) {
 	if cfg.Batch <= 0 || len(mask)%cfg.Batch != 0 || len(states) != len(mask)*cfg.DModel {
 		return nil, fmt.Errorf("decoder cache: %d states and %d mask values for %d rows of width %d (programmer error)", len(states), len(mask), cfg.Batch, cfg.DModel)
 	}
@@ -60,22 +59,21 @@ func New(cfg Config, states []float32, mask []int64) (*Cache, error) {
 	var err error
 	switch cfg.Place {
 	case Host:
-		c.cross, err = newHostCross(d, states, mask)
+		var h *hostCross
+		if h, err = newHostCross(d, cfg.Slots, states, mask, run); err == nil {
+			c.cross = h
+		}
 	case Adapter:
-		c.cross, err = newDeviceCross(d, cfg.Names, cfg.Alloc, states, mask)
+		var a *deviceCross
+		if a, err = newDeviceCross(d, cfg.Names, cfg.Slots, cfg.Alloc, states, mask, run); err == nil {
+			c.cross = a
+		}
 	default:
 		err = fmt.Errorf("unknown placement %d (programmer error)", cfg.Place)
 	}
 	if err != nil {
 		c.Close()
 		return nil, err
-	}
-	shape := make(ort.Shape, 0, 1)
-	for i, v := range []bool{false, true} {
-		if c.flag[i], err = NewTensor(&shape, []bool{v}, 1); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("decoder use_cache_branch: %w", err)
-		}
 	}
 	c.self = newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen)
 	return c, nil
@@ -90,29 +88,16 @@ func (c *Cache) Bind(ins, outs []ort.Value, k int) error {
 	if err := c.self.bind(ins, outs, c.slots, int64(k)); err != nil {
 		return err
 	}
-	c.cross.bind(ins, outs, c.slots)
-	// The cached branch also serves a past truncated to nothing.
-	ins[c.slots.UseCache] = &c.flag[0]
-	if c.cross.ready() {
-		ins[c.slots.UseCache] = &c.flag[1]
-	}
+	c.cross.bind(ins, c.slots)
 	return nil
 }
 
-// RunOptions are the next call's run options (nil: none).
+// RunOptions are the calls' run options (nil: none).
 func (c *Cache) RunOptions() *ort.RunOptions { return c.cross.runOptions() }
 
-// After records a call on k positions per row that returned err; on
-// success the cache holds them.
-func (c *Cache) After(outs []ort.Value, k int, err error) error {
-	if cerr := c.cross.after(outs, c.slots, err); cerr != nil {
-		return cerr
-	}
-	if err == nil {
-		c.self.advance(int64(k))
-	}
-	return nil
-}
+// Advance records a successful call on k positions per row: the cache
+// holds them.
+func (c *Cache) Advance(k int) { c.self.advance(int64(k)) }
 
 // Len is the number of cached positions per row.
 func (c *Cache) Len() int { return c.self.Len() }
@@ -132,8 +117,6 @@ func (c *Cache) Close() {
 		c.cross.close()
 		c.cross = nil
 	}
-	c.flag[0].Release()
-	c.flag[1].Release()
 	// The adapters referred to the allocator.
 	if c.alloc != nil {
 		c.alloc.Destroy()

@@ -2,9 +2,11 @@ package kv
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -26,31 +28,33 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fakeDecoder stands in for the decoder graph: it checks what a call binds
+// fakeDecoder stands in for the decoder graphs: it checks what a call binds
 // and writes a present that is the past followed by k new positions whose
 // values name the call and position, so the test can follow every position
-// through truncations.
+// through truncations. Its cross graph marks the K/V it writes.
 type fakeDecoder struct {
 	t                          *testing.T
 	names                      Names
 	slots                      *Slots
 	b, layers, heads, dkv, enc int64
-	calls                      int
-	laterOut                   []ort.Value // what "ORT" allocated for the cached branch's cross outputs
-	adapter                    bool        // the cross part is fed by adapters: zero-length stand-ins
+	calls, crossRuns           int
+	adapter                    bool // the cross part is fed by an adapter: zero-length stand-ins
 }
 
 func newFake(t *testing.T, b, layers, heads, dkv, enc int) *fakeDecoder {
 	names := DecoderNames(layers)
-	ins := []string{names.IDs, names.EncoderMask, names.EncoderStates, names.UseCache}
+	ins := []string{names.IDs, names.EncoderMask}
 	outs := []string{names.Logits}
+	var crossOuts []string
 	for l := range names.Past {
 		ins = append(ins, names.Past[l][:]...)
 		outs = append(outs, names.Present[l][:]...)
+		crossOuts = append(crossOuts, names.CrossKV[l][:]...)
 	}
-	// the graph's own order is not the roles' order
+	// the graphs' own order is not the roles' order
 	slices.Reverse(ins)
-	sl, err := FindSlots(names, ins, outs)
+	slices.Reverse(crossOuts)
+	sl, err := FindSlots(names, ins, outs, []string{names.CrossStates}, crossOuts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +73,35 @@ func data(t *testing.T, v ort.Value) ([]float32, ort.Shape) {
 
 func marker(call, pos int) float32 { return float32(1000*call + pos) }
 
+// crossMarker is what the fake cross graph writes first in layer l's k/v.
+func crossMarker(l, kv int) float32 { return float32(-1 - 2*l - kv) }
+
+// cross is the fake cross graph.
+func (f *fakeDecoder) cross(ins, outs []ort.Value) error {
+	t, sl := f.t, f.slots
+	f.crossRuns++
+	if _, shape := data(t, ins[sl.CrossStates]); !slices.Equal(shape, ort.Shape{f.b, f.enc, 4}) {
+		t.Fatalf("cross graph states %v", shape)
+	}
+	for l := range sl.CrossKV {
+		for j, slot := range sl.CrossKV[l] {
+			buf, shape := data(t, outs[slot])
+			if !slices.Equal(shape, ort.Shape{f.b, f.heads, f.enc, f.dkv}) {
+				t.Fatalf("cross output %v", shape)
+			}
+			buf[0] = crossMarker(l, j)
+		}
+	}
+	return nil
+}
+
 // run checks the binding of a call on k positions and writes the present.
-func (f *fakeDecoder) run(ins, outs []ort.Value, k int, wantCache bool) {
+func (f *fakeDecoder) run(ins, outs []ort.Value, k int) {
 	t, sl := f.t, f.slots
 	f.calls++
-	flag := ins[sl.UseCache].(*Pinned).Value.(*ort.Tensor[bool]).GetData()[0]
-	if flag != wantCache {
-		t.Fatalf("call %d: use_cache_branch %v, want %v", f.calls, flag, wantCache)
-	}
-	if _, shape := data(t, ins[sl.EncoderStates]); !slices.Equal(shape, ort.Shape{f.b, map[bool]int64{false: f.enc, true: 0}[f.adapter], 4}) {
-		t.Fatalf("encoder states %v", shape)
+	mask := ins[sl.EncoderMask].(*Pinned).Value.(*ort.Tensor[int64]).GetShape()
+	if want := map[bool]int64{false: f.enc, true: 0}[f.adapter]; !slices.Equal(mask, ort.Shape{f.b, want}) {
+		t.Fatalf("call %d: mask %v", f.calls, mask)
 	}
 	for l := range sl.Past {
 		for kv := SelfKey; kv <= SelfValue; kv++ {
@@ -105,36 +128,15 @@ func (f *fakeDecoder) run(ins, outs []ort.Value, k int, wantCache bool) {
 			}
 		}
 		for kv := CrossKey; kv <= CrossValue; kv++ {
-			_, ps := data(t, ins[sl.Past[l][kv]])
-			if !wantCache {
+			buf, ps := data(t, ins[sl.Past[l][kv]])
+			if f.adapter {
 				if ps[2] != 0 {
-					t.Fatalf("first call: cross past of %d positions", ps[2])
+					t.Fatalf("adapter placement: cross past of %d positions fed", ps[2])
 				}
-				cross, qs := data(t, outs[sl.Present[l][kv]])
-				if !slices.Equal(qs, ort.Shape{f.b, f.heads, f.enc, f.dkv}) {
-					t.Fatalf("cross present %v", qs)
-				}
-				cross[0] = 42
 				continue
 			}
-			if want := map[bool]int64{false: f.enc, true: 0}[f.adapter]; ps[2] != want {
-				t.Fatalf("cached call: cross past %v", ps)
-			}
-			i := 2*l + kv - CrossKey
-			if outs[sl.Present[l][kv]] == nil {
-				if f.laterOut == nil {
-					f.laterOut = make([]ort.Value, 2*f.layers)
-				}
-				if f.laterOut[i] != nil {
-					t.Fatal("the cached branch's cross output was allocated twice")
-				}
-				v, err := ort.NewEmptyTensor[float32](ort.NewShape(1))
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.laterOut[i], outs[sl.Present[l][kv]] = v, v
-			} else if outs[sl.Present[l][kv]].(*Pinned).Value != f.laterOut[i] {
-				t.Fatal("the cached branch's cross output is not the one kept")
+			if !slices.Equal(ps, ort.Shape{f.b, f.heads, f.enc, f.dkv}) || buf[0] != crossMarker(l, kv-CrossKey) {
+				t.Fatalf("call %d layer %d: cross past %v starting %v, not the cross graph's", f.calls, l, ps, buf[0])
 			}
 		}
 	}
@@ -147,11 +149,14 @@ func TestCacheBookkeeping(t *testing.T) {
 	const B, layers, heads, dkv, enc = 3, 2, 2, 3, 5
 	f := newFake(t, B, layers, heads, dkv, enc)
 	for _, place := range []Placement{Host, Adapter} {
-		f.calls, f.laterOut, f.adapter = 0, nil, place == Adapter
+		f.calls, f.crossRuns, f.adapter = 0, 0, place == Adapter
 		c, err := New(Config{Shape: Shape{Layers: layers, Heads: heads, DKV: dkv, DModel: 4}, Batch: B, MaxLen: 12,
-			Names: f.names, Slots: f.slots, Place: place}, make([]float32, B*enc*4), make([]int64, B*enc))
+			Names: f.names, Slots: f.slots, Place: place}, make([]float32, B*enc*4), make([]int64, B*enc), f.cross)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if f.crossRuns != 1 {
+			t.Fatalf("%v: the cross graph ran %d times making the cache, want once", place, f.crossRuns)
 		}
 		ins, outs := make([]ort.Value, f.slots.Inputs), make([]ort.Value, f.slots.Outputs)
 		// want: per position, the call that wrote it
@@ -164,10 +169,8 @@ func TestCacheBookkeeping(t *testing.T) {
 			if place == Adapter && c.RunOptions() == nil {
 				t.Fatal("adapter placement without run options")
 			}
-			f.run(ins, outs, s.k, i > 0)
-			if err := c.After(outs, s.k, nil); err != nil {
-				t.Fatal(err)
-			}
+			f.run(ins, outs, s.k)
+			c.Advance(s.k)
 			for j := 0; j < s.k; j++ {
 				want = append(want, f.calls)
 			}
@@ -197,8 +200,18 @@ func TestCacheBookkeeping(t *testing.T) {
 		if err := c.Bind(ins, outs, 12); err == nil {
 			t.Error("a call past the cache's capacity was bound")
 		}
+		if f.crossRuns != 1 {
+			t.Fatalf("%v: the cross graph ran %d times, want once", place, f.crossRuns)
+		}
 		c.Close()
 		c.Close() // twice is safe
+	}
+	// a failing cross graph fails New, and nothing leaks
+	f.adapter = false
+	if _, err := New(Config{Shape: Shape{Layers: layers, Heads: heads, DKV: dkv, DModel: 4}, Batch: B, MaxLen: 12,
+		Names: f.names, Slots: f.slots, Place: Host}, make([]float32, B*enc*4), make([]int64, B*enc),
+		func(ins, outs []ort.Value) error { return errors.New("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("failing cross graph: %v", err)
 	}
 }
 
@@ -220,14 +233,23 @@ func TestSelfViewsReused(t *testing.T) {
 
 func TestFindSlotsErrors(t *testing.T) {
 	names := DecoderNames(1)
-	if _, err := FindSlots(names, []string{"input_ids"}, []string{"logits"}); err == nil {
+	crossIn, crossOut := []string{names.CrossStates}, names.CrossKV[0][:]
+	if _, err := FindSlots(names, []string{"input_ids"}, []string{"logits"}, crossIn, crossOut); err == nil {
 		t.Error("missing inputs accepted")
 	}
-	ins := []string{names.IDs, names.EncoderMask, names.EncoderStates, names.UseCache, "extra"}
-	ins = append(ins, names.Past[0][:]...)
+	ins := append([]string{names.IDs, names.EncoderMask}, names.Past[0][:]...)
 	outs := append([]string{names.Logits}, names.Present[0][:]...)
-	if _, err := FindSlots(names, ins, outs); err == nil {
-		t.Error("an input without a role accepted")
+	if _, err := FindSlots(names, ins, outs, crossIn, crossOut); err != nil {
+		t.Fatalf("a whole decoder refused: %v", err)
+	}
+	for what, c := range map[string][4][]string{
+		"an input without a role":   {append(ins, "extra"), outs, crossIn, crossOut},
+		"a merged decoder's inputs": {append(ins, "encoder_hidden_states", "use_cache_branch"), outs, crossIn, crossOut},
+		"a cross graph without K/V": {ins, outs, crossIn, nil},
+	} {
+		if _, err := FindSlots(names, c[0], c[1], c[2], c[3]); err == nil {
+			t.Errorf("%s accepted", what)
+		}
 	}
 }
 

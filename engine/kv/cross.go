@@ -1,134 +1,104 @@
 package kv
 
 import (
-	"errors"
 	"fmt"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// cross is the part of the cache fixed for a request: the encoder states
-// and mask every call reads, and the cross-attention K/V that the first call
-// projects and later calls are fed back.
+// CrossRun runs the cross graph with its input and outputs bound by slot
+// (Slots.CrossStates, Slots.CrossKV): the encoder states in, every layer's
+// cross-attention K/V out.
+type CrossRun func(ins, outs []ort.Value) error
+
+// cross is the part of the cache fixed for a request: the encoder mask and
+// the cross-attention K/V every decoder call reads, projected once by the
+// cross graph when the cache is made.
 type cross interface {
-	// bind binds the states, the mask and the cross-attention inputs and
-	// outputs of the next call.
-	bind(ins, outs []ort.Value, sl *Slots)
-	// runOptions are the next call's run options (nil: none).
+	// bind binds the mask and the cross-attention K/V of the next call.
+	bind(ins []ort.Value, sl *Slots)
+	// runOptions are the calls' run options (nil: none).
 	runOptions() *ort.RunOptions
-	// after takes what a call produced; err is the call's own.
-	after(outs []ort.Value, sl *Slots, err error) error
-	// ready reports whether the cross-attention K/V exist (the cached
-	// branch can run).
-	ready() bool
 	close()
 }
 
-// laterOutputs are the cached branch's cross-attention outputs (an empty
-// constant in the optimum layout, a copy of the past in older bundles): ORT
-// allocates them on the first cached call, and they are reused afterwards.
-type laterOutputs []Pinned
-
-func (o laterOutputs) bind(outs []ort.Value, sl *Slots) {
-	for l := range sl.Present {
-		for kv := CrossKey; kv <= CrossValue; kv++ {
-			j := sl.Present[l][kv]
-			outs[j] = nil
-			if v := &o[2*l+kv-CrossKey]; v.Value != nil {
-				outs[j] = v
-			}
+// project runs the cross graph over states [B, E, d] into kv, one tensor per
+// layer and key/value ([layer*2+k/v]).
+func project(d dims, sl *Slots, states []float32, kv []Pinned, run CrossRun) error {
+	shape := make(ort.Shape, 0, 3)
+	st, err := NewTensor(&shape, states, d.b, d.enc, d.model)
+	if err != nil {
+		return fmt.Errorf("encoder states: %w", err)
+	}
+	defer st.Release()
+	ins, outs := make([]ort.Value, sl.CrossInputs), make([]ort.Value, sl.CrossOutputs)
+	ins[sl.CrossStates] = &st
+	for l := range sl.CrossKV {
+		for j := range sl.CrossKV[l] {
+			outs[sl.CrossKV[l][j]] = &kv[2*l+j]
 		}
 	}
+	return run(ins, outs)
 }
 
-// keep pins what ORT allocated (also after a failed call, so close
-// releases it).
-func (o laterOutputs) keep(outs []ort.Value, sl *Slots) {
-	for l := range sl.Present {
-		for kv := CrossKey; kv <= CrossValue; kv++ {
-			v := &o[2*l+kv-CrossKey]
-			if got := outs[sl.Present[l][kv]]; v.Value == nil && got != nil {
-				*v = Pin(got)
-			}
-		}
-	}
-}
-
-// hostCross keeps everything in Go memory, bound as ORT tensors.
-type hostCross struct {
-	states, mask Pinned   // [B, E, d], [B, E]
-	kv           []Pinned // [layer*2+k/v] over buf: [B, heads, E, d_kv]
-	buf          [][]float32
-	empty        Pinned // [B, heads, 0, d_kv]: the first call's past
-	later        laterOutputs
-	computed     bool
-}
-
-func newHostCross(d dims, states []float32, mask []int64) (*hostCross, error) {
-	c := &hostCross{kv: make([]Pinned, 2*d.layers), buf: make([][]float32, 2*d.layers), later: make(laterOutputs, 2*d.layers)}
+// crossTensors makes the [B, heads, E, d_kv] tensors over bufs[i].
+func crossTensors(d dims, bufs [][]float32) ([]Pinned, error) {
 	shape := make(ort.Shape, 0, 4)
+	kv := make([]Pinned, len(bufs))
+	for i := range kv {
+		var err error
+		if kv[i], err = NewTensor(&shape, bufs[i], d.b, d.heads, d.enc, d.dkv); err != nil {
+			ReleaseAll(kv)
+			return nil, fmt.Errorf("cross-attention cache: %w", err)
+		}
+	}
+	return kv, nil
+}
+
+// hostCross keeps the mask and the K/V in Go memory, bound to every call.
+type hostCross struct {
+	mask Pinned   // [B, E]
+	kv   []Pinned // [layer*2+k/v] over buf: [B, heads, E, d_kv]
+	buf  [][]float32
+}
+
+func newHostCross(d dims, sl *Slots, states []float32, mask []int64, run CrossRun) (*hostCross, error) {
+	c := &hostCross{buf: make([][]float32, 2*d.layers)}
 	fail := func(what string, err error) (*hostCross, error) {
 		c.close()
 		return nil, fmt.Errorf("decoder %s: %w", what, err)
 	}
+	shape := make(ort.Shape, 0, 2)
 	var err error
-	if c.states, err = NewTensor(&shape, states, d.b, d.enc, d.model); err != nil {
-		return fail("encoder states", err)
-	}
 	if c.mask, err = NewTensor(&shape, mask, d.b, d.enc); err != nil {
 		return fail("encoder mask", err)
 	}
-	if c.empty, err = NewTensor[float32](&shape, nil, d.b, d.heads, 0, d.dkv); err != nil {
-		return fail("empty past", err)
-	}
-	for i := range c.kv {
+	for i := range c.buf {
 		c.buf[i] = make([]float32, d.b*d.heads*d.enc*d.dkv)
-		if c.kv[i], err = NewTensor(&shape, c.buf[i], d.b, d.heads, d.enc, d.dkv); err != nil {
-			return fail("cross-attention cache", err)
-		}
+	}
+	if c.kv, err = crossTensors(d, c.buf); err != nil {
+		return fail("cross-attention cache", err)
+	}
+	if err = project(d, sl, states, c.kv, run); err != nil {
+		return fail("cross-attention projection", err)
 	}
 	return c, nil
 }
 
-func (c *hostCross) bind(ins, outs []ort.Value, sl *Slots) {
-	ins[sl.EncoderStates], ins[sl.EncoderMask] = &c.states, &c.mask
-	if c.computed {
-		for l := range sl.Past {
-			for kv := CrossKey; kv <= CrossValue; kv++ {
-				ins[sl.Past[l][kv]] = &c.kv[2*l+kv-CrossKey]
-			}
-		}
-		c.later.bind(outs, sl)
-		return
-	}
+func (c *hostCross) bind(ins []ort.Value, sl *Slots) {
+	ins[sl.EncoderMask] = &c.mask
 	for l := range sl.Past {
 		for kv := CrossKey; kv <= CrossValue; kv++ {
-			ins[sl.Past[l][kv]] = &c.empty
-			outs[sl.Present[l][kv]] = &c.kv[2*l+kv-CrossKey]
+			ins[sl.Past[l][kv]] = &c.kv[2*l+kv-CrossKey]
 		}
 	}
 }
 
 func (c *hostCross) runOptions() *ort.RunOptions { return nil }
 
-func (c *hostCross) after(outs []ort.Value, sl *Slots, err error) error {
-	if c.computed {
-		c.later.keep(outs, sl)
-	}
-	if err == nil {
-		c.computed = true
-	}
-	return nil
-}
-
-func (c *hostCross) ready() bool { return c.computed }
-
 func (c *hostCross) close() {
-	c.states.Release()
 	c.mask.Release()
-	c.empty.Release()
 	ReleaseAll(c.kv)
-	ReleaseAll(c.later)
 }
 
 // Device-resident cross part, for the cuda provider.
@@ -144,69 +114,58 @@ func (c *hostCross) close() {
 // value, so a zero-length stand-in in the caller's feeds is overridden by the
 // adapter's device tensor and nothing of that input crosses the bus.
 //
-// So a request uploads its constants once: the encoder states and mask
-// before the first call, the cross-attention K/V (computed by the first
-// call) right after it. The self-attention cache is a graph output that
-// grows each call and can only be bound to host memory, so it stays in Self.
+// So a request uploads its constants once: the cross graph writes the K/V
+// straight into an adapter buffer beside the mask, which is then uploaded.
+// The self-attention cache is a graph output that grows each call and can
+// only be bound to host memory, so it stays in Self.
 type deviceCross struct {
-	alloc    *ort.Allocator   // device memory; nil keeps the adapters in ORT's host memory
-	states   *ort.LoraAdapter // encoder states and mask
-	kv       *ort.LoraAdapter // cross-attention K/V: nil until the first call
-	kvBuf    *adapterBuffer   // the first call writes the cross K/V here, then it is uploaded
-	kvOut    []Pinned         // [layer*2+k/v] over kvBuf: the first call's outputs
-	firstRO  *ort.RunOptions  // states active
-	laterRO  *ort.RunOptions  // states and K/V active
-	later    laterOutputs
-	noStates Pinned // zero-length stand-ins for what the adapters supply
-	noMask   Pinned
-	noKV     Pinned
+	adapter *ort.LoraAdapter // mask and cross-attention K/V
+	ro      *ort.RunOptions  // the adapter active
+	noMask  Pinned           // zero-length stand-ins for what the adapter supplies
+	noKV    Pinned
 }
 
-func newDeviceCross(d dims, names Names, alloc *ort.Allocator, states []float32, mask []int64) (*deviceCross, error) {
-	c := &deviceCross{alloc: alloc, later: make(laterOutputs, 2*d.layers)}
-	shape := make(ort.Shape, 0, 4)
+func newDeviceCross(d dims, names Names, sl *Slots, alloc *ort.Allocator, states []float32, mask []int64, run CrossRun) (*deviceCross, error) {
+	c := &deviceCross{}
 	fail := func(what string, err error) (*deviceCross, error) {
 		c.close()
 		return nil, fmt.Errorf("decoder %s: %w", what, err)
 	}
-	st, err := layoutAdapter([]adapterParam{
-		{name: names.EncoderStates, dtype: onnxFloat, elem: 4, dims: []int64{d.b, d.enc, d.model}},
-		{name: names.EncoderMask, dtype: onnxInt64, elem: 8, dims: []int64{d.b, d.enc}},
-	})
-	if err != nil {
-		return fail("encoder states", err)
-	}
-	copy(st.float32s(0), states)
-	copy(st.int64s(1), mask)
-	if c.states, err = ort.NewLoraAdapterWithDataAndAllocator(st.bytes, alloc); err != nil {
-		return fail("encoder states upload", err)
-	}
-	// The first call's cross-attention outputs are written straight into
-	// the adapter buffer that feeds them back, under the past input names.
-	params := make([]adapterParam, 0, 2*d.layers)
+	params := []adapterParam{{name: names.EncoderMask, dtype: onnxInt64, elem: 8, dims: []int64{d.b, d.enc}}}
 	for l := 0; l < int(d.layers); l++ {
 		for kv := CrossKey; kv <= CrossValue; kv++ {
 			params = append(params, adapterParam{name: names.Past[l][kv], dtype: onnxFloat, elem: 4, dims: []int64{d.b, d.heads, d.enc, d.dkv}})
 		}
 	}
-	if c.kvBuf, err = layoutAdapter(params); err != nil {
+	buf, err := layoutAdapter(params)
+	if err != nil {
 		return fail("cross-attention cache", err)
 	}
-	c.kvOut = make([]Pinned, 2*d.layers)
-	for i := range c.kvOut {
-		if c.kvOut[i], err = NewTensor(&shape, c.kvBuf.float32s(i), d.b, d.heads, d.enc, d.dkv); err != nil {
-			return fail("cross-attention cache", err)
-		}
+	copy(buf.int64s(0), mask)
+	bufs := make([][]float32, 2*d.layers)
+	for i := range bufs {
+		bufs[i] = buf.float32s(1 + i)
 	}
-	if c.firstRO, err = ort.NewRunOptions(); err != nil {
+	kv, err := crossTensors(d, bufs)
+	if err != nil {
+		return fail("cross-attention cache", err)
+	}
+	err = project(d, sl, states, kv, run)
+	ReleaseAll(kv)
+	if err != nil {
+		return fail("cross-attention projection", err)
+	}
+	// ORT copies the buffer (to the device under cuda).
+	if c.adapter, err = ort.NewLoraAdapterWithDataAndAllocator(buf.bytes, alloc); err != nil {
+		return fail("cross-attention cache upload", err)
+	}
+	if c.ro, err = ort.NewRunOptions(); err != nil {
 		return fail("run options", err)
 	}
-	if err = c.firstRO.AddActiveLoraAdapter(c.states); err != nil {
+	if err = c.ro.AddActiveLoraAdapter(c.adapter); err != nil {
 		return fail("run options", err)
 	}
-	if c.noStates, err = NewTensor[float32](&shape, nil, d.b, 0, d.model); err != nil {
-		return fail("input", err)
-	}
+	shape := make(ort.Shape, 0, 4)
 	if c.noMask, err = NewTensor[int64](&shape, nil, d.b, 0); err != nil {
 		return fail("input", err)
 	}
@@ -216,81 +175,27 @@ func newDeviceCross(d dims, names Names, alloc *ort.Allocator, states []float32,
 	return c, nil
 }
 
-func (c *deviceCross) bind(ins, outs []ort.Value, sl *Slots) {
-	ins[sl.EncoderStates], ins[sl.EncoderMask] = &c.noStates, &c.noMask
+func (c *deviceCross) bind(ins []ort.Value, sl *Slots) {
+	ins[sl.EncoderMask] = &c.noMask
 	for l := range sl.Past {
 		for kv := CrossKey; kv <= CrossValue; kv++ {
 			ins[sl.Past[l][kv]] = &c.noKV
-			if c.kv == nil {
-				outs[sl.Present[l][kv]] = &c.kvOut[2*l+kv-CrossKey]
-			}
 		}
 	}
-	if c.kv != nil {
-		c.later.bind(outs, sl)
-	}
 }
 
-func (c *deviceCross) runOptions() *ort.RunOptions {
-	if c.kv != nil {
-		return c.laterRO
-	}
-	return c.firstRO
-}
-
-func (c *deviceCross) after(outs []ort.Value, sl *Slots, err error) error {
-	if c.kv != nil {
-		c.later.keep(outs, sl)
-		return nil
-	}
-	if err != nil {
-		return nil
-	}
-	return c.upload()
-}
-
-// upload turns the first call's cross-attention K/V into an adapter (on the
-// device under cuda) that later calls run with.
-func (c *deviceCross) upload() error {
-	a, err := ort.NewLoraAdapterWithDataAndAllocator(c.kvBuf.bytes, c.alloc)
-	if err != nil {
-		return fmt.Errorf("decoder cross-attention cache upload: %w", err)
-	}
-	ro, err := ort.NewRunOptions()
-	if err != nil {
-		a.Destroy()
-		return fmt.Errorf("decoder run options: %w", err)
-	}
-	if err := errors.Join(ro.AddActiveLoraAdapter(c.states), ro.AddActiveLoraAdapter(a)); err != nil {
-		ro.Destroy()
-		a.Destroy()
-		return fmt.Errorf("decoder run options: %w", err)
-	}
-	c.kv, c.laterRO = a, ro
-	ReleaseAll(c.kvOut) // ORT copied the buffer
-	c.kvOut, c.kvBuf = nil, nil
-	return nil
-}
-
-func (c *deviceCross) ready() bool { return c.kv != nil }
+func (c *deviceCross) runOptions() *ort.RunOptions { return c.ro }
 
 func (c *deviceCross) close() {
-	// Run options refer to the adapters.
-	for _, ro := range []*ort.RunOptions{c.laterRO, c.firstRO} {
-		if ro != nil {
-			ro.Destroy()
-		}
+	// The run options refer to the adapter.
+	if c.ro != nil {
+		c.ro.Destroy()
+		c.ro = nil
 	}
-	c.laterRO, c.firstRO = nil, nil
-	for _, a := range []*ort.LoraAdapter{c.kv, c.states} {
-		if a != nil {
-			a.Destroy()
-		}
+	if c.adapter != nil {
+		c.adapter.Destroy()
+		c.adapter = nil
 	}
-	c.kv, c.states = nil, nil
-	ReleaseAll(c.kvOut)
-	ReleaseAll(c.later)
-	c.noStates.Release()
 	c.noMask.Release()
 	c.noKV.Release()
 }

@@ -1,9 +1,9 @@
 // Package kv holds a T5 decoder's state between calls: the self-attention
-// cache, which grows with every generated position, and the cross-attention
-// part (encoder states, mask and the cross-attention K/V the first call
-// projects), which is fixed for a request. A Cache binds both into a
-// decoder call's input and output slots; the caller binds the token ids and
-// logits and runs the graph.
+// cache, which grows with every generated position, and the cross part (the
+// encoder mask and the cross-attention K/V the cross graph projects once),
+// which is fixed for a request. A Cache binds both into a decoder call's
+// input and output slots; the caller binds the token ids and logits and runs
+// the graph.
 package kv
 
 import (
@@ -11,13 +11,20 @@ import (
 	"strconv"
 )
 
-// Names are a decoder graph's input and output names by role, in the
-// optimum export convention (a merged decoder with use_cache_branch).
+// Names are the decoder graphs' input and output names by role, in the
+// optimum with-past convention (bundle format 2: the with-past decoder and
+// the cross graph that gives its cross-attention K/V).
 type Names struct {
-	IDs, EncoderMask, EncoderStates, UseCache string
-	Logits                                    string
-	// Past and Present per layer: self key, self value, cross key, cross value.
-	Past, Present [][4]string
+	IDs, EncoderMask string
+	Logits           string
+	// Past per layer: self key, self value, cross key, cross value.
+	Past [][4]string
+	// Present per layer: self key, self value (past ++ the new positions).
+	Present [][2]string
+	// CrossStates is the cross graph's input; CrossKV its outputs per
+	// layer, key and value, fed back as Past[l][CrossKey], [CrossValue].
+	CrossStates string
+	CrossKV     [][2]string
 }
 
 // Per-layer roles in Names.Past and Names.Present.
@@ -30,34 +37,38 @@ const (
 
 // DecoderNames returns the names of a decoder with the given layers.
 func DecoderNames(layers int) Names {
-	n := Names{
-		IDs: "input_ids", EncoderMask: "encoder_attention_mask", EncoderStates: "encoder_hidden_states",
-		UseCache: "use_cache_branch", Logits: "logits",
-	}
+	n := Names{IDs: "input_ids", EncoderMask: "encoder_attention_mask", Logits: "logits", CrossStates: "encoder_hidden_states"}
 	for l := 0; l < layers; l++ {
-		var past, pres [4]string
+		var past [4]string
 		for role, s := range [4]string{"decoder.key", "decoder.value", "encoder.key", "encoder.value"} {
 			past[role] = "past_key_values." + strconv.Itoa(l) + "." + s
-			pres[role] = "present." + strconv.Itoa(l) + "." + s
 		}
-		n.Past, n.Present = append(n.Past, past), append(n.Present, pres)
+		p := "present." + strconv.Itoa(l) + "."
+		n.Past = append(n.Past, past)
+		n.Present = append(n.Present, [2]string{p + "decoder.key", p + "decoder.value"})
+		n.CrossKV = append(n.CrossKV, [2]string{p + "encoder.key", p + "encoder.value"})
 	}
 	return n
 }
 
-// Slots are the positions of Names in a graph's input and output lists:
+// Slots are the positions of Names in the graphs' input and output lists:
 // a call binds values into two slices in that order.
 type Slots struct {
-	IDs, EncoderMask, EncoderStates, UseCache int
-	Logits                                    int
-	Past, Present                             [][4]int
-	Inputs, Outputs                           int // list lengths
+	IDs, EncoderMask int
+	Logits           int
+	Past             [][4]int
+	Present          [][2]int
+	Inputs, Outputs  int // list lengths
+	// The cross graph's.
+	CrossStates               int
+	CrossKV                   [][2]int
+	CrossInputs, CrossOutputs int
 }
 
-// FindSlots places names in a graph's inputs and outputs. Every input and
-// output must have a role: each call binds them all.
-func FindSlots(n Names, inputs, outputs []string) (*Slots, error) {
-	in, out := index(inputs), index(outputs)
+// FindSlots places names in the decoder's and the cross graph's inputs and
+// outputs. Every input and output must have a role: each call binds them all.
+func FindSlots(n Names, inputs, outputs, crossInputs, crossOutputs []string) (*Slots, error) {
+	in, out, cin, cout := index(inputs), index(outputs), index(crossInputs), index(crossOutputs)
 	var missing []string
 	find := func(m map[string]int, name string) int {
 		i, ok := m[name]
@@ -66,22 +77,29 @@ func FindSlots(n Names, inputs, outputs []string) (*Slots, error) {
 		}
 		return i
 	}
-	s := &Slots{Inputs: len(inputs), Outputs: len(outputs)}
-	s.IDs, s.EncoderMask = find(in, n.IDs), find(in, n.EncoderMask)
-	s.EncoderStates, s.UseCache = find(in, n.EncoderStates), find(in, n.UseCache)
-	s.Logits = find(out, n.Logits)
+	s := &Slots{Inputs: len(inputs), Outputs: len(outputs), CrossInputs: len(crossInputs), CrossOutputs: len(crossOutputs)}
+	s.IDs, s.EncoderMask, s.Logits = find(in, n.IDs), find(in, n.EncoderMask), find(out, n.Logits)
+	s.CrossStates = find(cin, n.CrossStates)
 	for l := range n.Past {
-		var pa, pr [4]int
+		var pa [4]int
+		var pr, cr [2]int
 		for j := range pa {
-			pa[j], pr[j] = find(in, n.Past[l][j]), find(out, n.Present[l][j])
+			pa[j] = find(in, n.Past[l][j])
 		}
-		s.Past, s.Present = append(s.Past, pa), append(s.Present, pr)
+		for j := range pr {
+			pr[j], cr[j] = find(out, n.Present[l][j]), find(cout, n.CrossKV[l][j])
+		}
+		s.Past, s.Present, s.CrossKV = append(s.Past, pa), append(s.Present, pr), append(s.CrossKV, cr)
 	}
 	if missing != nil {
-		return nil, fmt.Errorf("decoder graph lacks %q", missing)
+		return nil, fmt.Errorf("decoder graphs lack %q", missing)
 	}
-	if L := len(n.Past); len(inputs) != 4+4*L || len(outputs) != 1+4*L {
-		return nil, fmt.Errorf("decoder graph has %d inputs and %d outputs, want %d and %d for %d layers", len(inputs), len(outputs), 4+4*L, 1+4*L, L)
+	L := len(n.Past)
+	if len(inputs) != 2+4*L || len(outputs) != 1+2*L {
+		return nil, fmt.Errorf("decoder graph has %d inputs and %d outputs, want %d and %d for %d layers", len(inputs), len(outputs), 2+4*L, 1+2*L, L)
+	}
+	if len(crossInputs) != 1 || len(crossOutputs) != 2*L {
+		return nil, fmt.Errorf("cross graph has %d inputs and %d outputs, want 1 and %d for %d layers", len(crossInputs), len(crossOutputs), 2*L, L)
 	}
 	return s, nil
 }
