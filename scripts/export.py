@@ -4,9 +4,10 @@
   python -m scripts.export --out DIR --random --size tiny|base|large --vision-size tiny|vitg --seed N
   (either with --int8 DIR8: also write the int8 variant, see scripts/quantize.py)
 
-Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_model_merged.onnx
-(HF optimum layout: an If on use_cache_branch over a no-past and a with-past graph sharing
-initializers), tokenizer.json and manifest.json (docs/bundle-format.md). Every graph is
+Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_with_past_model.onnx
+(HF optimum's with-past decoder; the first call feeds a zero-length past), decoder_cross_model.onnx
+(encoder_hidden_states -> the cross-attention K/V, once per request), tokenizer.json and
+manifest.json (bundle format 2, docs/bundle-format.md). Every graph is
 checked against PyTorch with ONNX Runtime before the manifest is written; a failed check
 aborts. The same command gives byte-identical files. A checkpoint without tokenizer.json
 gets one converted from its spiece.model by transformers (recorded in the manifest).
@@ -34,12 +35,14 @@ from onnx import TensorProto, helper
 
 from . import autoui_model as am
 from . import vision as vis
+from .decoder_split import split_decoder
 from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
 FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
-         "decoder": "decoder_model_merged.onnx"}
+         "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
+FORMAT_VERSION = 2
 EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
 
 # ORT vs PyTorch, fp32 on CPU: |ort - torch| <= atol + rtol * max|torch| per output.
@@ -178,152 +181,6 @@ def _io(model: onnx.ModelProto) -> tuple[list, list]:
     return ins, outs
 
 
-# ---------------------------------------------------------------- decoder merge
-
-def _tensor_key(t: onnx.TensorProto) -> str:
-    h = hashlib.sha256()
-    h.update(str((t.data_type, tuple(t.dims))).encode())
-    if t.raw_data:
-        h.update(t.raw_data)
-    else:
-        h.update(np.ascontiguousarray(onnx.numpy_helper.to_array(t)).tobytes())
-    return h.hexdigest()
-
-
-def _rename_in_graph(g: onnx.GraphProto, mapping: dict) -> None:
-    for n in g.node:
-        for i, name in enumerate(n.input):
-            if name in mapping:
-                n.input[i] = mapping[name]
-        for i, name in enumerate(n.output):
-            if name in mapping:
-                n.output[i] = mapping[name]
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _rename_in_graph(a.g, mapping)
-    for coll in (g.output, g.value_info):
-        for v in coll:
-            if v.name in mapping:
-                v.name = mapping[v.name]
-    for t in g.initializer:
-        if t.name in mapping:
-            t.name = mapping[t.name]
-
-
-def _empty_cross_output(g: onnx.GraphProto, name: str, n_heads: int, d_kv: int) -> str:
-    """As optimum does: in the cached branch the cross-attention K/V of the first call stay
-    valid, so the branch returns an empty constant [0, heads, 1, d_kv] instead of copying
-    them out on every step. Replaces the Identity that passed them through."""
-    producers = [n for n in g.node if name in n.output]
-    if len(producers) != 1 or producers[0].op_type != "Identity":
-        raise ExportCheckError(f"with-past output {name}: expected a pass-through Identity, found "
-                               f"{[n.op_type for n in producers]}")
-    g.node.remove(producers[0])
-    empty = helper.make_tensor(f"{name}_empty", TensorProto.FLOAT, [0, n_heads, 1, d_kv], [])
-    g.node.append(helper.make_node("Constant", [], [name], name=f"{name}_empty_constant", value=empty))
-    return name
-
-
-def merge_decoders(no_past: onnx.ModelProto, with_past: onnx.ModelProto, n_layers: int, n_heads: int,
-                   d_kv: int, vocab: int, d_model: int) -> onnx.ModelProto:
-    """One graph: If(use_cache_branch, then=with-past, else=no-past); identical weights are
-    stored once in the outer graph and read by both branches from the outer scope."""
-    outer_inputs = ["input_ids", "encoder_attention_mask", "encoder_hidden_states"]
-    for i in range(n_layers):
-        outer_inputs += [f"past_key_values.{i}.{kind}.{kv}" for kind in ("decoder", "encoder") for kv in ("key", "value")]
-    outer_names = set(outer_inputs) | {"use_cache_branch"}
-
-    # Weights: the first graph's name wins for content seen in both; the rest stay local.
-    seen = {}
-    counts = {}
-    keys = {}  # (branch, initializer name) -> content key; hashing is the slow part at base/large
-    for prefix, g in (("no_past", no_past.graph), ("with_past", with_past.graph)):
-        for t in g.initializer:
-            k = keys[(prefix, t.name)] = _tensor_key(t)
-            counts[k] = counts.get(k, 0) + 1
-    shared_inits = []
-    used_names = set(outer_names)
-    branches = []
-    for prefix, model in (("no_past", no_past), ("with_past", with_past)):
-        g = onnx.GraphProto()
-        g.CopyFrom(model.graph)
-        mapping = {}
-        local_inits = []
-        for t in g.initializer:
-            k = keys[(prefix, t.name)]
-            if counts[k] > 1:
-                if k not in seen:
-                    name = t.name
-                    while name in used_names:
-                        name = name + "_"
-                    used_names.add(name)
-                    seen[k] = name
-                    tt = onnx.TensorProto()
-                    tt.CopyFrom(t)
-                    tt.name = name
-                    shared_inits.append(tt)
-                mapping[t.name] = seen[k]
-            else:
-                local_inits.append(t.name)
-        # Every value produced inside the branch gets the branch prefix (no shadowing).
-        for n in g.node:
-            for name in n.output:
-                if name and name not in outer_names:
-                    mapping[name] = f"{prefix}/{name}"
-        for name in local_inits:
-            mapping[name] = f"{prefix}/{name}"
-        # Drop shared weights from the branch before renaming.
-        keep = [t for t in g.initializer if counts[keys[(prefix, t.name)]] == 1]
-        del g.initializer[:]
-        g.initializer.extend(keep)
-        _rename_in_graph(g, mapping)
-        del g.input[:]
-        del g.value_info[:]
-        # A branch output that is an outer input needs a node producing a branch-local name.
-        new_outputs = []
-        for v in g.output:
-            name = v.name
-            if name in outer_names:
-                local = f"{prefix}/{name}_passthrough"
-                g.node.append(helper.make_node("Identity", [name], [local], name=f"{prefix}/Identity_{name}"))
-                name = local
-            if prefix == "with_past" and ".encoder." in v.name:
-                name = _empty_cross_output(g, name, n_heads, d_kv)
-            new_outputs.append(helper.make_tensor_value_info(name, v.type.tensor_type.elem_type, None))
-        del g.output[:]
-        g.output.extend(new_outputs)
-        g.name = prefix
-        branches.append(g)
-    no_past_g, with_past_g = branches
-
-    f = TensorProto.FLOAT
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "decoder_sequence_length"]),
-              helper.make_tensor_value_info("encoder_attention_mask", TensorProto.INT64,
-                                            ["batch_size", "encoder_sequence_length"]),
-              helper.make_tensor_value_info("encoder_hidden_states", f,
-                                            ["batch_size", "encoder_sequence_length", d_model])]
-    outputs = [helper.make_tensor_value_info("logits", f, ["batch_size", "decoder_sequence_length", vocab])]
-    for i in range(n_layers):
-        for kv in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.decoder.{kv}", f,
-                                                        ["batch_size", n_heads, "past_decoder_sequence_length", d_kv]))
-        for kv in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.encoder.{kv}", f,
-                                                        ["batch_size", n_heads, "encoder_sequence_length_out", d_kv]))
-        for kv in ("key", "value"):
-            outputs.append(helper.make_tensor_value_info(f"present.{i}.decoder.{kv}", f,
-                                                         ["batch_size", n_heads, "present_decoder_sequence_length", d_kv]))
-        for kv in ("key", "value"):
-            outputs.append(helper.make_tensor_value_info(f"present.{i}.encoder.{kv}", f,
-                                                         ["batch_size", n_heads, "present_encoder_sequence_length", d_kv]))
-    inputs.append(helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1]))
-    if_node = helper.make_node("If", ["use_cache_branch"], [o.name for o in outputs], name="optimum::if",
-                               then_branch=with_past_g, else_branch=no_past_g)
-    graph = helper.make_graph([if_node], "decoder_model_merged", inputs, outputs, initializer=shared_inits)
-    merged = helper.make_model(graph, opset_imports=list(no_past.opset_import), ir_version=no_past.ir_version)
-    return merged
-
-
 # ---------------------------------------------------------------- export
 
 def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opset: int) -> dict:
@@ -397,8 +254,8 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
                               os.path.join(tmp, "decoder_with_past.onnx"),
                               ["input_ids", "encoder_attention_mask"] + past_names, ["logits"] + present_names,
                               past_dyn, opset)
-    graphs["decoder"] = merge_decoders(no_past, with_past, L, H, dkv, cfg.vocab_size, d)
-    log(f"  decoder graphs traced and merged in {time.time() - t0:.1f}s")
+    graphs["decoder"], graphs["decoder_cross"] = split_decoder(no_past, with_past, L, H, dkv, cfg.vocab_size, d)
+    log(f"  decoder graphs traced and split in {time.time() - t0:.1f}s")
     return graphs
 
 
@@ -427,18 +284,21 @@ def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: dict, report: di
                                f"(atol {tol['atol']}, rtol {tol['rtol']}, max|ref| {scale:.3g})")
 
 
-def _past_feed(past: list, n_layers: int) -> dict:
+def _past_feed(self_kv: list, cross_kv: list, n_layers: int) -> dict:
+    """The decoder's past inputs: per layer self-attention key, value, then cross key, value."""
     feed = {}
     for i in range(n_layers):
-        for j, (kind, kv) in enumerate((("decoder", "key"), ("decoder", "value"), ("encoder", "key"),
-                                        ("encoder", "value"))):
-            feed[f"past_key_values.{i}.{kind}.{kv}"] = np.ascontiguousarray(past[4 * i + j], dtype=np.float32)
+        for j, kv in enumerate(("key", "value")):
+            feed[f"past_key_values.{i}.decoder.{kv}"] = np.ascontiguousarray(self_kv[2 * i + j], dtype=np.float32)
+            feed[f"past_key_values.{i}.encoder.{kv}"] = np.ascontiguousarray(cross_kv[2 * i + j], dtype=np.float32)
     return feed
 
 
 @torch.no_grad()
 def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, seed: int = 1234) -> dict:
-    """ORT vs PyTorch on random inputs at two sizes per graph; raises ExportCheckError."""
+    """ORT vs PyTorch on random inputs at two sizes per graph; raises ExportCheckError. The decoder:
+    the cross graph's K/V, then the with-past decoder from a zero-length past (1 or 3 tokens),
+    then two cached calls (1 and 4 new tokens), logits and self-attention presents each time."""
     g = torch.Generator().manual_seed(seed)
     model.eval()
     tower.eval()
@@ -456,6 +316,9 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
     enc = _session(os.path.join(out_dir, FILES["encoder"]))
     fus = _session(os.path.join(out_dir, FILES["fusion"]))
     dec = _session(os.path.join(out_dir, FILES["decoder"]))
+    cross = _session(os.path.join(out_dir, FILES["decoder_cross"]))
+    dec_names = [o.name for o in dec.get_outputs()]
+    cross_names = [o.name for o in cross.get_outputs()]
     for n in (7, 23):
         ids = torch.randint(3, cfg.vocab_size, (2, n), generator=g)
         mask = torch.ones(2, n, dtype=torch.long)
@@ -481,37 +344,31 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
                 h = h * cfg.d_model ** -0.5
             return model.lm_head(h), out.past_key_values
 
-        empty = [np.zeros((2, H, 0, dkv), np.float32)] * (4 * L)
-        present_names = [o.name for o in dec.get_outputs()][1:]
+        # The cross graph: once per request, its K/V are every decoder call's encoder pasts.
+        cross_kv = cross.run(None, {"encoder_hidden_states": fused.numpy()})
+        _, pkv = reference(torch.zeros(2, 1, dtype=torch.long))
+        for i in range(L):
+            for j in range(2):
+                _compare(f"decoder cross {cross_names[2 * i + j]}", cross_kv[2 * i + j], pkv[i][2 + j].numpy(),
+                         TOLERANCES["decoder"], report)
+        empty = np.zeros((2, H, 0, dkv), np.float32)
         seq = torch.cat([torch.zeros(2, 1, dtype=torch.long), torch.randint(3, cfg.vocab_size, (2, 7), generator=g)], 1)
         for k_first in (1, 3):
-            base = {"input_ids": seq[:, :k_first].numpy(), "encoder_attention_mask": mask.numpy(),
-                    "encoder_hidden_states": fused.numpy(), "use_cache_branch": np.array([False])}
-            base.update(_past_feed(empty, L))
-            outs = dec.run(None, base)
-            logits, pkv = reference(seq[:, :k_first])
-            _compare(f"decoder no-cache n={n} new={k_first} logits", outs[0], logits.numpy(), TOLERANCES["decoder"], report)
-            for i in range(L):
-                for j in range(4):
-                    _compare(f"decoder no-cache present {present_names[4 * i + j]}", outs[1 + 4 * i + j],
-                             pkv[i][j].numpy(), TOLERANCES["decoder"], report)
-            past = outs[1:]
-            for new in (1, 4):
-                feed = {"input_ids": seq[:, k_first:k_first + new].numpy(), "encoder_attention_mask": mask.numpy(),
-                        "encoder_hidden_states": fused.numpy(), "use_cache_branch": np.array([True])}
-                feed.update(_past_feed(past, L))
-                outs2 = dec.run(None, feed)
-                logits, pkv = reference(seq[:, :k_first + new])
-                _compare(f"decoder cache n={n} past={k_first} new={new} logits", outs2[0],
-                         logits[:, k_first:].numpy(), TOLERANCES["decoder"], report)
+            past = [empty] * (2 * L)  # the first call: zero-length self-attention past
+            start = 0
+            for new in (k_first, 1, 4):
+                feed = {"input_ids": seq[:, start:start + new].numpy(), "encoder_attention_mask": mask.numpy()}
+                feed.update(_past_feed(past, cross_kv, L))
+                outs = dict(zip(dec_names, dec.run(None, feed)))
+                logits, pkv = reference(seq[:, :start + new])
+                what = f"decoder n={n} past={start} new={new}"
+                _compare(f"{what} logits", outs["logits"], logits[:, start:].numpy(), TOLERANCES["decoder"], report)
                 for i in range(L):
-                    for j in range(2):
-                        _compare(f"decoder cache present {present_names[4 * i + j]}", outs2[1 + 4 * i + j],
+                    for j, kv in enumerate(("key", "value")):
+                        _compare(f"{what} present.{i}.decoder.{kv}", outs[f"present.{i}.decoder.{kv}"],
                                  pkv[i][j].numpy(), TOLERANCES["decoder"], report)
-                    for j in (2, 3):  # cross K/V: empty in the cached branch (optimum layout)
-                        if outs2[1 + 4 * i + j].shape[0] != 0:
-                            raise ExportCheckError(f"decoder cache present {present_names[4 * i + j]} "
-                                                   f"should be empty, is {outs2[1 + 4 * i + j].shape}")
+                past = [outs[f"present.{i}.decoder.{kv}"] for i in range(L) for kv in ("key", "value")]
+                start += new
     return report
 
 
@@ -624,7 +481,7 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
         files[role] = entry
     files["tokenizer"] = _file_entry(out_dir, "tokenizer.json")
     manifest = {
-        "format": "autoui-bundle", "format_version": 1, "name": name,
+        "format": "autoui-bundle", "format_version": FORMAT_VERSION, "name": name,
         "model": {"size": size_label(cfg), "d_model": cfg.d_model, "d_kv": cfg.d_kv, "d_ff": cfg.d_ff,
                   "num_layers": cfg.num_layers, "num_decoder_layers": cfg.num_decoder_layers,
                   "num_heads": cfg.num_heads, "vocab_size": cfg.vocab_size,

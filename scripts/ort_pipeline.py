@@ -1,6 +1,7 @@
 """The bundle run with ONNX Runtime from Python: the same steps the Go engine takes
-(vision -> encoder -> fusion -> greedy decoder loop with the merged decoder's cache).
-Used to check fixtures and in tests."""
+(vision -> encoder -> fusion -> cross-attention K/V once -> greedy loop of the with-past decoder,
+starting from a zero-length past). Used to check fixtures and in tests. Bundle format 2 only
+(`python -m scripts.upgrade_bundle DIR` upgrades a format-1 bundle)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ class Bundle:
         import onnxruntime as ort
         with open(os.path.join(bundle_dir, "manifest.json")) as f:
             self.manifest = json.load(f)
+        if self.manifest.get("format_version") != 2:
+            raise ValueError(f"{bundle_dir}: bundle format {self.manifest.get('format_version')!r}, want 2 "
+                             f"(python -m scripts.upgrade_bundle {bundle_dir})")
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
@@ -38,22 +42,26 @@ class Bundle:
             "image_features": np.asarray([image_features], dtype=np.float32)})[0]
         return h[0], fused[0], mask
 
+    def cross_kv(self, fused) -> list:
+        """The cross-attention K/V of the fused states ([T, d_model]): per layer key, value."""
+        names = [f"present.{i}.encoder.{kv}" for i in range(self.layers) for kv in ("key", "value")]
+        return self.sessions["decoder_cross"].run(names, {"encoder_hidden_states": fused[None]})
+
     def decoder_step(self, ids, fused, mask, past):
-        feed = {"input_ids": np.asarray([ids], dtype=np.int64), "encoder_attention_mask": mask,
-                "encoder_hidden_states": fused[None], "use_cache_branch": np.array([past is not None])}
+        """Logits [len(ids), vocab] and the state for the next call. past None: the first call
+        (cross K/V computed here, zero-length self-attention past); else the returned state."""
         if past is None:
             empty = np.zeros((1, self.heads, 0, self.d_kv), np.float32)
-            past = [empty] * (4 * self.layers)
+            past = ([empty] * (2 * self.layers), self.cross_kv(fused))
+        self_kv, cross = past
+        feed = {"input_ids": np.asarray([ids], dtype=np.int64), "encoder_attention_mask": mask}
         for i in range(self.layers):
-            for j, name in enumerate(("decoder.key", "decoder.value", "encoder.key", "encoder.value")):
-                feed[f"past_key_values.{i}.{name}"] = past[4 * i + j]
-        outs = self.sessions["decoder"].run(None, feed)
-        present = list(outs[1:])
-        if feed["use_cache_branch"][0]:
-            # the cached branch returns empty cross K/V (optimum layout): keep the first call's
-            for i in range(self.layers):
-                present[4 * i + 2], present[4 * i + 3] = past[4 * i + 2], past[4 * i + 3]
-        return outs[0][0], present
+            for j, kv in enumerate(("key", "value")):
+                feed[f"past_key_values.{i}.decoder.{kv}"] = self_kv[2 * i + j]
+                feed[f"past_key_values.{i}.encoder.{kv}"] = cross[2 * i + j]
+        names = ["logits"] + [f"present.{i}.decoder.{kv}" for i in range(self.layers) for kv in ("key", "value")]
+        outs = self.sessions["decoder"].run(names, feed)
+        return outs[0][0], (list(outs[1:]), cross)
 
     def greedy(self, input_ids, image_features, max_new_tokens: int = 128):
         """Generated ids (without the start token, with </s> if produced) and the logits of each step."""

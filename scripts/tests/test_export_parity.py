@@ -33,12 +33,27 @@ def test_manifest_matches_files(bundle):
         assert os.path.getsize(p) == spec["size"]
         assert export.sha256_file(p) == spec["sha256"], role
         assert spec.get("external_data", []) == [] or role != "tokenizer"
+    assert manifest["format_version"] == 2
+    assert list(manifest["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"]
     dec = manifest["files"]["decoder"]
+    assert dec["path"] == "decoder_with_past_model.onnx"
     names = [i["name"] for i in dec["inputs"]]
-    assert names[:3] == ["input_ids", "encoder_attention_mask", "encoder_hidden_states"]
-    assert names[-1] == "use_cache_branch" and "past_key_values.1.encoder.value" in names
+    assert names[:2] == ["input_ids", "encoder_attention_mask"] and len(names) == 2 + 4 * 2
+    assert "use_cache_branch" not in names and "encoder_hidden_states" not in names
+    ins = {i["name"]: i for i in dec["inputs"]}
+    assert ins["past_key_values.1.decoder.key"]["dims"] == ["batch_size", 4, "past_decoder_sequence_length", 32]
+    assert ins["past_key_values.1.encoder.value"]["dims"] == ["batch_size", 4, "encoder_sequence_length", 32]
     assert dec["outputs"][0] == {"name": "logits", "dtype": "float32",
                                  "dims": ["batch_size", "decoder_sequence_length", 2112]}
+    assert [o["name"] for o in dec["outputs"][1:]] == [f"present.{i}.decoder.{kv}" for i in range(2)
+                                                       for kv in ("key", "value")]
+    cross = manifest["files"]["decoder_cross"]
+    assert cross["path"] == "decoder_cross_model.onnx"
+    assert cross["inputs"] == [{"name": "encoder_hidden_states", "dtype": "float32",
+                                "dims": ["batch_size", "encoder_sequence_length", 128]}]
+    assert cross["outputs"] == [{"name": f"present.{i}.encoder.{kv}", "dtype": "float32",
+                                 "dims": ["batch_size", 4, "encoder_sequence_length", 32]}
+                                for i in range(2) for kv in ("key", "value")]
     assert manifest["files"]["vision"]["outputs"][0]["dims"] == ["batch_size", 64]
     assert manifest["files"]["fusion"]["inputs"][1]["name"] == "attention_mask"
     assert manifest["prompt"]["max_target_tokens"] == 127  # generate(max_length=128) counts the start token
@@ -67,21 +82,23 @@ def test_check_catches_a_broken_graph(bundle, tmp_path):
     assert "worst |diff|" in str(e.value)
 
 
-def test_merged_decoder_shares_weights(bundle):
+def test_decoder_graphs_hold_each_weight_once(bundle):
     import onnx
-    out, _, model, _ = bundle
-    m = onnx.load(os.path.join(out, "decoder_model_merged.onnx"))
-    assert [n.op_type for n in m.graph.node] == ["If"]
-    outer = sum(np.prod(t.dims) for t in m.graph.initializer)
-    branch_local = 0
-    for a in m.graph.node[0].attribute:
-        branch_local += sum(np.prod(t.dims) for t in a.g.initializer)
-    # Every weight is stored once: the merged graph holds no more than the decoder's parameters
-    # (the cross-attention K/V projections live only in the no-past branch).
+    out, manifest, model, _ = bundle
+    dec = onnx.load(os.path.join(out, manifest["files"]["decoder"]["path"]))
+    cross = onnx.load(os.path.join(out, manifest["files"]["decoder_cross"]["path"]))
+    for m in (dec, cross):
+        assert not [n.op_type for n in m.graph.node if n.op_type in ("If", "Loop", "Scan")]
+        assert all(not n.doc_string for n in m.graph.node)
+    cfg = model.config
+    # The cross graph: the cross-attention K and V projections of every layer, nothing else.
+    kv_params = 2 * cfg.num_decoder_layers * cfg.d_model * cfg.num_heads * cfg.d_kv
+    assert sum(np.prod(t.dims) for t in cross.graph.initializer) == kv_params
+    # The with-past decoder: everything else (plus a few small constants; the exporter stores
+    # equal tensors once, such as a random model's all-ones norms).
     params = sum(p.numel() for p in model.decoder.parameters()) + model.lm_head.weight.numel()
-    assert outer + branch_local <= params + 1000
-    assert outer > 10 * branch_local
-    assert all(not n.doc_string for a in m.graph.node[0].attribute for n in a.g.node)
+    stored = sum(np.prod(t.dims) for t in dec.graph.initializer)
+    assert 0.99 * (params - kv_params) <= stored <= params - kv_params + 1000
 
 
 def test_external_data_bundle(bundle, tokenizer, tmp_path, monkeypatch):
@@ -90,7 +107,7 @@ def test_external_data_bundle(bundle, tokenizer, tmp_path, monkeypatch):
     monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 0)
     out = str(tmp_path / "ext")
     manifest = export.export_bundle(model, tower, TOKENIZER, out, name="t", source="random:tiny:seed=5", check=False)
-    for role in ("vision", "encoder", "fusion", "decoder"):
+    for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross"):
         ext = manifest["files"][role]["external_data"]
         assert [e["path"] for e in ext] == [manifest["files"][role]["path"] + ".data"]
         assert export.sha256_file(os.path.join(out, ext[0]["path"])) == ext[0]["sha256"]

@@ -34,8 +34,8 @@ def test_tokenizer_layouts_present():
 
 
 def test_manifest_shas(manifest):
-    assert manifest["format"] == "autoui-bundle" and manifest["format_version"] == 1
-    assert set(manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "tokenizer"}
+    assert manifest["format"] == "autoui-bundle" and manifest["format_version"] == export.FORMAT_VERSION == 2
+    assert set(manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"}
     for role, spec in manifest["files"].items():
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(BUNDLE, f["path"])
@@ -105,7 +105,7 @@ def test_reexport_is_byte_identical(manifest, tmp_path):
                  "--tokenizer", fixtures.TOKENIZER, "--name", "tiny", "--scroll-map", "fixed", "--no-check"])
     with open(os.path.join(out, "manifest.json")) as f:
         again = json.load(f)
-    for role in ("vision", "encoder", "fusion", "decoder", "tokenizer"):
+    for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"):
         assert again["files"][role]["sha256"] == manifest["files"][role]["sha256"], role
     # The committed manifest is what the exporter writes today (tool versions aside).
     for m in (again, manifest):
