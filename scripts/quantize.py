@@ -4,12 +4,13 @@
                              [--fp32-embeddings] [--compare]
   python -m scripts.export ... --out BUNDLE --int8 BUNDLE_INT8     (the same, right after an export)
 
-Every MatMul whose second input is a 2-D float weight (an initializer of its graph or of an
-enclosing graph, as in the merged decoder's If branches) becomes one ONNX Runtime
+Bundle format 2 only (`python -m scripts.upgrade_bundle DIR` upgrades a format-1 bundle). The
+role `decoder` covers both decoder graphs: the with-past decoder and the cross graph
+(decoder_cross). Every MatMul whose second input is a 2-D float weight (an initializer of its
+graph) becomes one ONNX Runtime
 `com.microsoft.DynamicQuantizeMatMul`: the activation is quantized per tensor to uint8 at run
 time, the weight is stored as int8 with one symmetric scale per output column (zero point 0).
-A weight shared by both decoder branches is quantized once, in the outer graph, so the merged
-decoder still stores each weight once. Fusion, the vision patch Conv, norms, relative-position
+Fusion, the vision patch Conv, norms, relative-position
 tables and attention score products (activation x activation) stay fp32. Graph inputs and outputs are unchanged, so the Go
 engine runs the bundle as is; the manifest says "precision": "int8".
 
@@ -48,6 +49,10 @@ from onnx import TensorProto, helper, numpy_helper
 from . import export
 
 QUANTIZED_ROLES = ("vision", "encoder", "decoder")
+# A role named on the command line stands for these graphs (the cross graph is the decoder's).
+ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
+               "decoder": ("decoder", "decoder_cross")}
+FORMAT_VERSION = 2
 MS_DOMAIN = "com.microsoft"
 
 
@@ -65,51 +70,18 @@ def quantize_weight(w: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
     return q, scale
 
 
-class _Scope:
-    """One graph and the scopes around it: initializers resolve innermost first."""
+class _Weights:
+    """A graph's initializers and what has been quantized of them (a weight read by several
+    nodes is quantized once)."""
 
-    def __init__(self, graph: onnx.GraphProto, parent: "_Scope | None"):
+    def __init__(self, graph: onnx.GraphProto):
         self.graph = graph
-        self.parent = parent
         self.inits = {t.name: t for t in graph.initializer}
-        self.quantized: dict[str, tuple[str, str]] = {}  # weight name -> (int8 name, scale name)
-
-    def find(self, name: str) -> "_Scope | None":
-        s = self
-        while s is not None:
-            if name in s.inits:
-                return s
-            s = s.parent
-        return None
+        self.quantized: dict[str, tuple[str, str]] = {}  # weight key -> (int8 name, scale name)
 
 
-def _all_names(graph: onnx.GraphProto, out: set) -> set:
-    for t in graph.initializer:
-        out.add(t.name)
-    for v in list(graph.input) + list(graph.output):
-        out.add(v.name)
-    for n in graph.node:
-        out.update(n.input)
-        out.update(n.output)
-        out.add(n.name)
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _all_names(a.g, out)
-            for g in a.graphs:
-                _all_names(g, out)
-    return out
-
-
-def _used_names(graph: onnx.GraphProto, out: set) -> set:
-    for n in graph.node:
-        out.update(n.input)
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _used_names(a.g, out)
-            for g in a.graphs:
-                _used_names(g, out)
-    out.update(v.name for v in graph.output)
-    return out
+def _has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
 
 
 def _unique(name: str, taken: set) -> str:
@@ -130,13 +102,12 @@ def _embedding_block(d: int) -> int:
     return 0
 
 
-def _is_embedding_gather(scope: _Scope, node: onnx.NodeProto) -> bool:
-    if node.op_type != "Gather" or node.domain not in ("", "ai.onnx") or scope.find(node.input[1]) is not None:
+def _is_embedding_gather(w: _Weights, node: onnx.NodeProto) -> bool:
+    if node.op_type != "Gather" or node.domain not in ("", "ai.onnx") or node.input[1] in w.inits:
         return False
-    owner = scope.find(node.input[0])
-    if owner is None:
+    t = w.inits.get(node.input[0])
+    if t is None:
         return False
-    t = owner.inits[node.input[0]]
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
     return (t.data_type == TensorProto.FLOAT and len(t.dims) == 2 and axis == 0
             and t.dims[0] >= MIN_EMBEDDING_ROWS and _embedding_block(t.dims[1]) > 0)
@@ -153,9 +124,8 @@ def quantize_embedding(w: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarra
     return q.astype(np.uint8).reshape(rows, d), scale
 
 
-def _quantize_gather(scope: _Scope, node: onnx.NodeProto, taken: set, stats: dict) -> onnx.NodeProto:
+def _quantize_gather(owner: _Weights, node: onnx.NodeProto, taken: set, stats: dict) -> onnx.NodeProto:
     w_name = node.input[0]
-    owner = scope.find(w_name)
     t = owner.inits[w_name]
     block = _embedding_block(t.dims[1])
     key = "gather:" + w_name
@@ -172,68 +142,58 @@ def _quantize_gather(scope: _Scope, node: onnx.NodeProto, taken: set, stats: dic
                             gather_axis=0, quantize_axis=1, block_size=block, bits=8)
 
 
-def _quantize_scope(scope: _Scope, qmax: int, embeddings: bool, taken: set, stats: dict) -> None:
+def _quantize_graph(w: _Weights, qmax: int, embeddings: bool, taken: set, stats: dict) -> None:
     new_nodes = []
-    for node in scope.graph.node:
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _quantize_scope(_Scope(a.g, scope), qmax, embeddings, taken, stats)
-            for g in a.graphs:
-                _quantize_scope(_Scope(g, scope), qmax, embeddings, taken, stats)
-        if embeddings and _is_embedding_gather(scope, node):
-            new_nodes.append(_quantize_gather(scope, node, taken, stats))
+    for node in w.graph.node:
+        if _has_subgraph(node):
+            # The bundle's graphs have none since format 2 (the merged decoder's If is gone).
+            raise QuantizeError(f"node {node.name or node.op_type} has a subgraph; graphs with If/Loop "
+                                "are not quantized (a format-1 merged decoder? python -m scripts.upgrade_bundle)")
+        if embeddings and _is_embedding_gather(w, node):
+            new_nodes.append(_quantize_gather(w, node, taken, stats))
             continue
         if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
             new_nodes.append(node)
             continue
         a_name, w_name = node.input
-        owner = scope.find(w_name)
-        w_init = owner.inits[w_name] if owner else None
-        if (owner is None or scope.find(a_name) is not None or w_init.data_type != TensorProto.FLOAT
-                or len(w_init.dims) != 2):
+        w_init = w.inits.get(w_name)
+        if w_init is None or a_name in w.inits or w_init.data_type != TensorProto.FLOAT or len(w_init.dims) != 2:
             new_nodes.append(node)  # activation x activation (attention scores), or not a 2-D float weight
             continue
-        if w_name not in owner.quantized:
-            w = numpy_helper.to_array(w_init)
-            q, scale = quantize_weight(w, qmax)
+        if w_name not in w.quantized:
+            arr = numpy_helper.to_array(w_init)
+            q, scale = quantize_weight(arr, qmax)
             q_name, s_name = _unique(w_name + "_int8", taken), _unique(w_name + "_scale", taken)
-            owner.graph.initializer.extend([numpy_helper.from_array(q, q_name), numpy_helper.from_array(scale, s_name)])
-            owner.quantized[w_name] = (q_name, s_name)
+            w.graph.initializer.extend([numpy_helper.from_array(q, q_name), numpy_helper.from_array(scale, s_name)])
+            w.quantized[w_name] = (q_name, s_name)
             stats["weights"] += 1
-            stats["params"] += int(w.size)
-        q_name, s_name = owner.quantized[w_name]
+            stats["params"] += int(arr.size)
+        q_name, s_name = w.quantized[w_name]
         new_nodes.append(helper.make_node("DynamicQuantizeMatMul", [a_name, q_name, s_name], list(node.output),
                                           name=_unique((node.name or "MatMul") + "_quant", taken), domain=MS_DOMAIN))
         stats["matmuls"] += 1
-    del scope.graph.node[:]
-    scope.graph.node.extend(new_nodes)
-
-
-def _drop_unused_initializers(graph: onnx.GraphProto, used: set) -> None:
-    keep = [t for t in graph.initializer if t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
-    for n in graph.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _drop_unused_initializers(a.g, used)
-            for g in a.graphs:
-                _drop_unused_initializers(g, used)
+    del w.graph.node[:]
+    w.graph.node.extend(new_nodes)
+    used = {x for n in w.graph.node for x in n.input} | {v.name for v in w.graph.output}
+    keep = [t for t in w.graph.initializer if t.name in used]
+    del w.graph.initializer[:]
+    w.graph.initializer.extend(keep)
 
 
 def quantize_model(model: onnx.ModelProto, full_range: bool = False, embeddings: bool = True,
                    in_place: bool = False) -> tuple[onnx.ModelProto, dict]:
-    """model (a copy unless in_place) with every weight MatMul, subgraphs included, as
-    DynamicQuantizeMatMul and, with embeddings, every token-embedding Gather as
-    GatherBlockQuantized. in_place saves a full copy of the weights (ViT-g: 4 GB)."""
+    """model (a copy unless in_place) with every weight MatMul as DynamicQuantizeMatMul and, with
+    embeddings, every token-embedding Gather as GatherBlockQuantized. in_place saves a full copy
+    of the weights (ViT-g: 4 GB)."""
     out = model
     if not in_place:
         out = onnx.ModelProto()
         out.CopyFrom(model)
     stats = {"matmuls": 0, "weights": 0, "embeddings": 0, "params": 0}
-    _quantize_scope(_Scope(out.graph, None), 127 if full_range else 63, embeddings, _all_names(out.graph, set()),
-                    stats)
-    _drop_unused_initializers(out.graph, _used_names(out.graph, set()))
+    g = out.graph
+    taken = ({t.name for t in g.initializer} | {v.name for v in list(g.input) + list(g.output)}
+             | {x for n in g.node for x in list(n.input) + list(n.output) + [n.name]})
+    _quantize_graph(_Weights(g), 127 if full_range else 63, embeddings, taken, stats)
     if stats["matmuls"] and not any(o.domain == MS_DOMAIN for o in out.opset_import):
         out.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return out, stats
@@ -248,13 +208,17 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
     """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
     with open(os.path.join(in_dir, "manifest.json")) as f:
         manifest = json.load(f)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise QuantizeError(f"{in_dir}: bundle format {manifest.get('format_version')!r}, want {FORMAT_VERSION}; "
+                            f"upgrade it first: python -m scripts.upgrade_bundle {in_dir}")
     if manifest.get("precision") != "fp32":
         raise QuantizeError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
     if os.path.abspath(in_dir) == os.path.abspath(out_dir):
         raise QuantizeError("--out must differ from --in")
     for role in roles:
-        if role not in QUANTIZED_ROLES and role != "fusion":
+        if role not in ROLE_GRAPHS:
             raise QuantizeError(f"role {role!r}: want some of vision, encoder, fusion, decoder")
+    graphs = {g for role in roles for g in ROLE_GRAPHS[role]}
     os.makedirs(out_dir, exist_ok=True)
     files = manifest["files"]
     new_files = {}
@@ -265,7 +229,7 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         src = os.path.join(in_dir, spec["path"])
         dst = os.path.join(out_dir, spec["path"])
         entry = {k: v for k, v in spec.items()}
-        if role in roles:
+        if role in graphs:
             t0 = time.time()
             model = onnx.load(src)
             q, stats = quantize_model(model, full_range=full_range, embeddings=embeddings, in_place=True)
@@ -294,7 +258,7 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         "activations": "uint8 per tensor, computed at run time",
         "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
                        if embeddings else "float32"),
-        "graphs": [r for r in files if r in roles]}
+        "graphs": [r for r in files if r in graphs]}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
@@ -310,7 +274,8 @@ GOLDEN = os.path.join(export.ROOT, "models", "testdata", "golden", "cases.json")
 
 
 def _teacher_forced_logits(bundle, input_ids, image_features, target) -> np.ndarray:
-    """Logits at every position of [start] + target[:-1], in one no-cache decoder call."""
+    """Logits at every position of [start] + target[:-1], in one decoder call from a zero-length past
+    (the cross graph's K/V as the encoder pasts)."""
     _, fused, mask = bundle.encode(input_ids, image_features)
     ids = [bundle.tokens["decoder_start_id"]] + list(target[:-1])
     logits, _ = bundle.decoder_step(ids, fused, mask, None)
@@ -371,7 +336,8 @@ def main(argv=None) -> int:
     p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory")
     p.add_argument("--out", required=True, help="int8 bundle directory to write")
     p.add_argument("--roles", default=",".join(QUANTIZED_ROLES),
-                   help="graphs to quantize (default vision,encoder,decoder; fusion is tiny and stays fp32)")
+                   help="graphs to quantize (default vision,encoder,decoder, where decoder means both decoder "
+                        "graphs, the with-past one and the cross graph; fusion is tiny and stays fp32)")
     p.add_argument("--full-range", action="store_true",
                    help="8-bit weight range [-127, 127]; only for CPUs with AVX-512 VNNI / AVX-VNNI / AMX "
                         "(on plain AVX2 the int8 kernel saturates)")

@@ -1,5 +1,5 @@
-"""The int8 variant of the tiny bundle: graphs quantized (If branches included), IO and
-manifest unchanged except precision/files, and its predictions agree with fp32."""
+"""The int8 variant of the tiny bundle: graphs quantized (both decoder graphs for the role
+decoder), IO and manifest unchanged except precision/files, and its predictions agree with fp32."""
 
 import json
 import os
@@ -25,7 +25,7 @@ GOLDEN = os.path.join(TESTDATA, "golden", "cases.json")
 # outputs: the bounds below catch that, a wrong scale axis or an unquantized/broken branch.
 MIN_FIRST_STEP_TOP1 = 0.9          # at most 2 of 23 first tokens may flip
 MAX_FIRST_STEP_LOGIT_DIFF = 3.0
-MIN_TEACHER_FORCED_TOP1 = 0.98     # the no-cache branch over whole targets
+MIN_TEACHER_FORCED_TOP1 = 0.98     # whole targets in one call from a zero-length past
 MIN_GREEDY_IDENTICAL = 20 / 23     # exercises the cache branch
 MIN_GREEDY_TOKEN_AGREEMENT = 0.98
 
@@ -54,47 +54,60 @@ def test_quantize_weight_per_channel():
     assert np.max(np.abs(qw * scale - w)) <= np.max(scale) / 2 + 1e-7
 
 
-def test_outer_scope_weight_quantized_once():
-    # Two If branches read one outer initializer: it becomes one int8 tensor in the outer graph.
+def test_shared_weight_quantized_once():
+    # Two MatMuls read one initializer: one int8 tensor, the fp32 one dropped.
     w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), "W")
-    def branch(name):
-        return helper.make_graph([helper.make_node("MatMul", ["x", "W"], [name + "_y"])], name, [],
-                                 [helper.make_tensor_value_info(name + "_y", TensorProto.FLOAT, None)])
-    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=branch("a"), else_branch=branch("b"))],
-                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
-                                helper.make_tensor_value_info("c", TensorProto.BOOL, [1])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], initializer=[w])
+    f = TensorProto.FLOAT
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"]), helper.make_node("MatMul", ["x", "W"], ["z"])],
+                          "g", [helper.make_tensor_value_info("x", f, [2, 3])],
+                          [helper.make_tensor_value_info("y", f, [2, 4]), helper.make_tensor_value_info("z", f, [2, 4])],
+                          initializer=[w])
     m, stats = q.quantize_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     assert stats == {"matmuls": 2, "weights": 1, "embeddings": 0, "params": 12}
     assert sorted(t.name for t in m.graph.initializer) == ["W_int8", "W_scale"]
-    for a in m.graph.node[0].attribute:
-        assert [n.op_type for n in a.g.node] == ["DynamicQuantizeMatMul"] and not a.g.initializer
+    assert [n.op_type for n in m.graph.node] == ["DynamicQuantizeMatMul"] * 2
+
+
+def test_refuses_graphs_with_subgraphs():
+    # A format-1 merged decoder (an If) is not quantized half-way: its branches would stay fp32.
+    f = TensorProto.FLOAT
+    def branch(name):
+        return helper.make_graph([helper.make_node("Identity", ["x"], [name + "_y"])], name, [],
+                                 [helper.make_tensor_value_info(name + "_y", f, None)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=branch("a"), else_branch=branch("b"))],
+                          "g", [helper.make_tensor_value_info("x", f, [2, 3]),
+                                helper.make_tensor_value_info("c", TensorProto.BOOL, [1])],
+                          [helper.make_tensor_value_info("y", f, [2, 3])])
+    with pytest.raises(q.QuantizeError, match="subgraph"):
+        q.quantize_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
 
 
 def test_graphs_quantized_and_io_unchanged(quantized):
     out, manifest = quantized
     with open(os.path.join(TINY, "manifest.json")) as f:
         fp32 = json.load(f)
-    for role in ("vision", "encoder", "decoder", "fusion"):
+    matmuls = {"vision": 4, "encoder": 4, "decoder": 8, "decoder_cross": 0}  # attention products
+    gathers = {"vision": 0, "encoder": 1, "decoder": 1, "decoder_cross": 0}
+    int8 = {"vision": 8, "encoder": 14, "decoder": 19, "decoder_cross": 4}
+    for role in ("vision", "encoder", "decoder", "decoder_cross", "fusion"):
         m = onnx.load(os.path.join(out, manifest["files"][role]["path"]))
         ins, outs = export._io(m)
         assert (ins, outs) == (fp32["files"][role]["inputs"], fp32["files"][role]["outputs"]), role
         ops = _ops(m.graph, {})
         if role == "fusion":
             assert "DynamicQuantizeMatMul" not in ops
-        else:
-            # Left as MatMul: only activation x activation products (attention).
-            assert ops.get("DynamicQuantizeMatMul", 0) > 0, role
-            assert ops.get("MatMul", 0) == {"vision": 4, "encoder": 4, "decoder": 16}[role], (role, ops)
-            assert manifest["files"][role]["size"] < fp32["files"][role]["size"], role
-            assert ops.get("GatherBlockQuantized", 0) == {"vision": 0, "encoder": 1, "decoder": 2}[role], (role, ops)
-    dec = onnx.load(os.path.join(out, "decoder_model_merged.onnx"))
-    assert [n.op_type for n in dec.graph.node] == ["If"]
-    # Shared by both branches, so stored once in the outer graph; no fp32 matrix is left there.
-    assert sum(t.data_type == TensorProto.INT8 for t in dec.graph.initializer) == 19
+            continue
+        # Left as MatMul: only activation x activation products (attention).
+        assert ops.get("DynamicQuantizeMatMul", 0) > 0, role
+        assert ops.get("MatMul", 0) == matmuls[role], (role, ops)
+        assert manifest["files"][role]["size"] < fp32["files"][role]["size"], role
+        assert ops.get("GatherBlockQuantized", 0) == gathers[role], (role, ops)
+        assert sum(t.data_type == TensorProto.INT8 for t in m.graph.initializer) == int8[role], role
+        # No fp32 matrix is left.
+        assert not [t.name for t in m.graph.initializer if t.data_type == TensorProto.FLOAT and len(t.dims) == 2
+                    and min(t.dims) >= 64], role
+    dec = onnx.load(os.path.join(out, manifest["files"]["decoder"]["path"]))
     assert [t.name for t in dec.graph.initializer if t.data_type == TensorProto.UINT8] == ["stack.embed_tokens.weight_uint8"]
-    assert not [t.name for t in dec.graph.initializer if t.data_type == TensorProto.FLOAT and len(t.dims) == 2
-                and min(t.dims) >= 64]
 
 
 def test_embedding_roundtrip():
@@ -111,7 +124,8 @@ def test_manifest(quantized):
         fp32 = json.load(f)
     with open(os.path.join(out, "manifest.json")) as f:
         assert json.load(f) == manifest
-    assert manifest["precision"] == "int8" and manifest["quantization"]["graphs"] == ["vision", "encoder", "decoder"]
+    assert manifest["precision"] == "int8" and manifest["quantization"]["graphs"] == \
+        ["vision", "encoder", "decoder", "decoder_cross"]
     same = {k: v for k, v in fp32.items() if k not in ("files", "precision")}
     assert {k: v for k, v in manifest.items() if k not in ("files", "precision", "quantization")} == same
     assert manifest["files"].keys() == fp32["files"].keys()
@@ -128,6 +142,30 @@ def test_refuses_int8_input(quantized, tmp_path):
     out, _ = quantized
     with pytest.raises(q.QuantizeError, match="want an fp32 bundle"):
         q.quantize_bundle(out, str(tmp_path / "again"))
+
+
+def test_refuses_format_1(tmp_path, capsys):
+    # A format-1 bundle (merged decoder): one line that names the upgrade command.
+    src = tmp_path / "old"
+    src.mkdir()
+    with open(os.path.join(TINY, "manifest.json")) as f:
+        m = json.load(f)
+    m["format_version"] = 1
+    (src / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(q.QuantizeError, match=r"python -m scripts.upgrade_bundle"):
+        q.quantize_bundle(str(src), str(tmp_path / "out"))
+    assert q.main(["--in", str(src), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (f"quantize: {src}: bundle format 1, want 2; upgrade it first: "
+                                        f"python -m scripts.upgrade_bundle {src}"), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_decoder_role_includes_the_cross_graph(tmp_path):
+    m = q.quantize_bundle(TINY, str(tmp_path / "d"), roles=("decoder",))
+    assert m["quantization"]["graphs"] == ["decoder", "decoder_cross"]
+    with pytest.raises(q.QuantizeError, match="role 'decoder_cross'"):
+        q.quantize_bundle(TINY, str(tmp_path / "e"), roles=("decoder_cross",))
 
 
 def test_agrees_with_fp32_on_golden_cases(quantized):
