@@ -3,7 +3,7 @@
   python -m scripts.peers.ov --model DIR --inputs inputs.json --threads 2 [--json OUT]
   python -m scripts.peers.ov --model DIR --inputs inputs.json --verify   # tokens vs ONNX Runtime
 
-Each graph (vision, encoder, fusion, decoder_model_merged with its use_cache_branch If) is read
+Each graph (vision, encoder, fusion, the decoder's cross graph and with-past graph) is read
 by OpenVINO's ONNX frontend and compiled for "CPU" with INFERENCE_NUM_THREADS = --threads,
 PERFORMANCE_HINT = LATENCY (one stream) and INFERENCE_PRECISION_HINT = f32 (the CPU plugin
 would otherwise run bf16 on CPUs that have it). Everything else is scripts.peers.ort_python's
@@ -34,13 +34,10 @@ class Session:
     name first, e.g. pixel_values' port answers get_any_name() with a Cast's output), and an
     input missing from a feed is an error (OpenVINO would run on an empty tensor)."""
 
-    def __init__(self, core, path: str, threads: int, spec: dict, empty_kv_shape=None):
+    def __init__(self, core, path: str, threads: int, spec: dict):
         cfg = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
                "INFERENCE_PRECISION_HINT": "f32"}
-        model = core.read_model(path)
-        if empty_kv_shape is not None:
-            fix_empty_cross_kv(model, empty_kv_shape)
-        self.compiled = core.compile_model(model, "CPU", cfg)
+        self.compiled = core.compile_model(core.read_model(path), "CPU", cfg)
         self.request = self.compiled.create_infer_request()
 
         def ports(plist, want):
@@ -65,34 +62,6 @@ class Session:
         return [res[p] for p in self.outputs]
 
 
-def fix_empty_cross_kv(model, shape) -> int:
-    """The merged decoder's cached branch returns the cross-attention K/V as empty constants of
-    shape (0, heads, 1, d_kv). OpenVINO 2026.4's ONNX frontend reads a zero-size constant as a
-    scalar, so the If's two branches disagree in rank and the CPU plugin refuses the graph ("If
-    operation with dynamic rank"). Put back the constant the ONNX file holds (same zero-size
-    value, rank 4) in the model read in memory; the file and the loop stay as they are.
-    Returns how many outputs were fixed."""
-    import numpy as np
-    from openvino import opset13 as ops
-    fixed = 0
-    for op in model.get_ordered_ops():
-        if op.get_type_name() != "If":
-            continue
-        for body in (op.get_then_body(), op.get_else_body()):
-            changed = False
-            for r in body.get_results():
-                src = r.input_value(0).get_node()
-                if (".encoder." in r.get_friendly_name() and src.get_type_name() == "Constant"
-                        and src.get_output_partial_shape(0).rank.get_length() == 0):
-                    r.input(0).replace_source_output(ops.constant(np.zeros(shape, np.float32)).output(0))
-                    changed, fixed = True, fixed + 1
-            if changed:
-                body.validate_nodes_and_infer_types()
-    if fixed:
-        model.validate_nodes_and_infer_types()
-    return fixed
-
-
 class Runner(ort_python.Runner):
     def __init__(self, bundle: str, threads: int):  # noqa: super().__init__ would build ORT sessions
         import openvino as ov
@@ -104,8 +73,8 @@ class Runner(ort_python.Runner):
         self.encoder = Session(core, os.path.join(bundle, files["encoder"]["path"]), threads, files["encoder"])
         self.fusion = Session(core, os.path.join(bundle, files["fusion"]["path"]), threads, files["fusion"])
         cfg = m["model"]
-        self.decoder = Session(core, os.path.join(bundle, files["decoder"]["path"]), threads, files["decoder"],
-                               empty_kv_shape=(0, cfg["num_heads"], 1, cfg["d_kv"]))
+        self.decoder = Session(core, os.path.join(bundle, files["decoder"]["path"]), threads, files["decoder"])
+        self.cross = Session(core, os.path.join(bundle, files["decoder_cross"]["path"]), threads, files["decoder_cross"])
         self.tok = Tokenizer.from_file(os.path.join(bundle, files["tokenizer"]["path"]))
         self.tok.no_padding()
         self.tok.enable_truncation(m["prompt"]["max_source_tokens"])
@@ -114,6 +83,7 @@ class Runner(ort_python.Runner):
         self.start = m["tokens"]["decoder_start_id"]
         self.max_source = m["prompt"]["max_source_tokens"]
         self.out_names = self.decoder.names
+        self.cross_names = self.cross.names
         props = self.decoder.compiled
         self.settings = {}
         for k in ("INFERENCE_NUM_THREADS", "PERFORMANCE_HINT", "NUM_STREAMS", "INFERENCE_PRECISION_HINT"):
@@ -154,12 +124,13 @@ def first_logits_diff(ovr, ortr, case) -> float:
         hidden = r.encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         fused = r.fusion.run(None, {"encoder_hidden_states": hidden, "attention_mask": mask, "image_features": feats})[0]
         empty = np.zeros((1, r.heads, 0, r.dkv), dtype=np.float32)
-        feed = {"input_ids": np.asarray([[r.start]], dtype=np.int64), "encoder_attention_mask": mask,
-                "encoder_hidden_states": fused, "use_cache_branch": np.asarray([False])}
+        feed = {"input_ids": np.asarray([[r.start]], dtype=np.int64), "encoder_attention_mask": mask}
+        cross = r.cross.run(None, {"encoder_hidden_states": fused})
+        for name, kv in zip(r.cross_names, cross):
+            feed[name.replace("present.", "past_key_values.")] = kv
         for i in range(r.layers):
-            for part in ("decoder", "encoder"):
-                for kv in ("key", "value"):
-                    feed[f"past_key_values.{i}.{part}.{kv}"] = empty
+            for kv in ("key", "value"):
+                feed[f"past_key_values.{i}.decoder.{kv}"] = empty
         res = dict(zip(r.out_names, r.decoder.run(None, feed)))
         logits.append(res["logits"][0, -1])
     return float(np.max(np.abs(logits[0] - logits[1])))
