@@ -36,7 +36,7 @@ from onnx import TensorProto, helper
 from . import autoui_model as am
 from . import vision as vis
 from .decoder_split import split_decoder
-from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph
+from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, contrib_attention
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
@@ -250,10 +250,11 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
     for name in present_names:
         past_dyn[name] = {0: "batch_size", 2: "present_decoder_sequence_length" if ".decoder." in name
                           else "encoder_sequence_length_out"}
-    with_past = _torch_export(DecoderGraph(model, with_past=True), (dec_ids, mask, *past),
+    with_past = _torch_export(DecoderGraph(model, with_past=True, fused_attention=True), (dec_ids, mask, *past),
                               os.path.join(tmp, "decoder_with_past.onnx"),
                               ["input_ids", "encoder_attention_mask"] + past_names, ["logits"] + present_names,
                               past_dyn, opset)
+    with_past = contrib_attention(with_past)
     graphs["decoder"], graphs["decoder_cross"] = split_decoder(no_past, with_past, L, H, dkv, cfg.vocab_size, d)
     log(f"  decoder graphs traced and split in {time.time() - t0:.1f}s")
     return graphs

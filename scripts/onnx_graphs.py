@@ -8,7 +8,9 @@ computed once and passed through. export.py checks every graph against the HF mo
 
 from __future__ import annotations
 
+import onnx
 import torch
+from onnx import helper
 from torch import nn
 
 from .autoui_model import AutoUIModel
@@ -39,6 +41,70 @@ def _position_bias(attn, q_pos: torch.Tensor, k_pos: torch.Tensor, bidirectional
 
 def _padding_bias(mask: torch.Tensor) -> torch.Tensor:
     return (1.0 - mask[:, None, None, :].to(torch.float32)) * NEG
+
+
+# Attention of the with-past decoder as ONNX Runtime's com.microsoft.MultiHeadAttention: one
+# kernel per attention instead of ~12 reshape/transpose/concat/matmul/softmax nodes, which at
+# T5-base is ~10% of a decoder call on CPU (docs/decoding.md). Traced as placeholder ops of
+# an "autoui" domain (forward is the reference math, so the PyTorch checks see the same
+# numbers) and renamed by contrib_attention, which also leaves the optional inputs empty.
+
+class _SelfAttention(torch.autograd.Function):
+    """q, k, v [B, S, D] (projected), bias [1, H, S, P+S], past k/v [B, H, P, d_kv] ->
+    output [B, S, D], present k/v [B, H, P+S, d_kv]."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, past_k, past_v, n_heads):
+        B, S, D = q.shape
+        d_kv = D // n_heads
+        k = torch.cat([past_k, _heads(k, n_heads, d_kv)], dim=2)
+        v = torch.cat([past_v, _heads(v, n_heads, d_kv)], dim=2)
+        return _weights_times_v(_heads(q, n_heads, d_kv), k, v, bias, D), k, v
+
+    @staticmethod
+    def symbolic(g, q, k, v, bias, past_k, past_v, n_heads):
+        return g.op("autoui::SelfAttention", q, k, v, bias, past_k, past_v, num_heads_i=n_heads, outputs=3)
+
+
+class _CrossAttention(torch.autograd.Function):
+    """q [B, S, D], k/v [B, H, E, d_kv] (the cached projections), bias [B, 1, S, E]."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, n_heads):
+        D = q.shape[2]
+        return _weights_times_v(_heads(q, n_heads, D // n_heads), k, v, bias, D)
+
+    @staticmethod
+    def symbolic(g, q, k, v, bias, n_heads):
+        return g.op("autoui::CrossAttention", q, k, v, bias, num_heads_i=n_heads)
+
+
+def _weights_times_v(q, k, v, bias, d_model):
+    scores = torch.matmul(q, k.transpose(3, 2)) + bias  # T5: no 1/sqrt(d_kv)
+    out = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2)
+    return out.reshape(out.shape[0], -1, d_model)
+
+
+def contrib_attention(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The traced placeholder attention nodes as com.microsoft.MultiHeadAttention (inputs:
+    query, key, value, bias, key_padding_mask, attention_bias, past_key, past_value)."""
+    for n in model.graph.node:
+        if n.domain != "autoui":
+            continue
+        ins = list(n.input)
+        del n.input[:]
+        if n.op_type == "SelfAttention":
+            n.input.extend([ins[0], ins[1], ins[2], "", "", ins[3], ins[4], ins[5]])
+        elif n.op_type == "CrossAttention":
+            n.input.extend([ins[0], ins[1], ins[2], "", "", ins[3]])
+        else:
+            raise ValueError(f"unknown placeholder op autoui::{n.op_type}")
+        n.op_type, n.domain = "MultiHeadAttention", "com.microsoft"
+        n.attribute.append(helper.make_attribute("scale", 1.0))
+    opsets = [o for o in model.opset_import if o.domain not in ("autoui", "com.microsoft")]
+    del model.opset_import[:]
+    model.opset_import.extend(opsets + [helper.make_opsetid("com.microsoft", 1)])
+    return model
 
 
 class EncoderGraph(nn.Module):
@@ -93,13 +159,16 @@ class DecoderGraph(nn.Module):
     """One decoder call. with_past=False: (input_ids, encoder_attention_mask,
     encoder_hidden_states); with_past=True: (input_ids, encoder_attention_mask, *past) with
     past = per layer decoder.key, decoder.value, encoder.key, encoder.value.
-    Returns logits and per layer present decoder.key/value, encoder.key/value."""
+    Returns logits and per layer present decoder.key/value, encoder.key/value (the cross
+    ones are the past passed through; decoder_split drops them)."""
 
-    def __init__(self, model: AutoUIModel, with_past: bool):
+    def __init__(self, model: AutoUIModel, with_past: bool, fused_attention: bool = False):
         super().__init__()
         self.stack = model.decoder
         self.lm_head = model.lm_head
         self.with_past = with_past
+        # with_past only: attention as placeholder ops for contrib_attention
+        self.fused_attention = fused_attention
         self.h, self.dkv = model.config.num_heads, model.config.d_kv
         self.scale = model.config.d_model ** -0.5 if model.config.tie_word_embeddings else None
 
@@ -124,6 +193,21 @@ class DecoderGraph(nn.Module):
 
         h = self.stack.embed_tokens(input_ids)
         presents = []
+        if self.with_past and self.fused_attention:
+            cross_bias = cross_bias.expand(-1, -1, n, -1)
+            for i, block in enumerate(self.stack.block):
+                sa, ca = block.layer[0], block.layer[1]
+                x = sa.layer_norm(h)
+                a = sa.SelfAttention
+                o, k, v = _SelfAttention.apply(a.q(x), a.k(x), a.v(x), self_bias, past[4 * i], past[4 * i + 1], self.h)
+                h = h + a.o(o)
+                x = ca.layer_norm(h)
+                c = ca.EncDecAttention
+                ck, cv = past[4 * i + 2], past[4 * i + 3]
+                h = h + c.o(_CrossAttention.apply(c.q(x), ck, cv, cross_bias, self.h))
+                h = block.layer[-1](h)
+                presents += [k, v, ck, cv]
+            return self._logits(h, presents)
         for i, block in enumerate(self.stack.block):
             sa, ca = block.layer[0], block.layer[1]
             x = sa.layer_norm(h)
@@ -143,6 +227,9 @@ class DecoderGraph(nn.Module):
             h = h + _attend(c, _heads(c.q(x), self.h, self.dkv), ck, cv, cross_bias)
             h = block.layer[-1](h)
             presents += [k, v, ck, cv]
+        return self._logits(h, presents)
+
+    def _logits(self, h, presents):
         h = self.stack.final_layer_norm(h)
         if self.scale is not None:
             h = h * self.scale
