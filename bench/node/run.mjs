@@ -1,16 +1,27 @@
 // Peer runner for `make bench`: transformers.js (onnxruntime-node) driving an autoui bundle's
-// encoder_model.onnx and decoder_model_merged.onnx through its own T5 generate loop — the
+// encoder_model.onnx and a decoder_model_merged.onnx through its own T5 generate loop — the
 // text path only (transformers.js has no Auto-UI fusion or BLIP-2 tower; the decoder attends
 // to the plain encoder output, which costs the same as the fused one).
 //
 //   node bench/node/run.mjs --model DIR --inputs inputs.json --threads 2 [--runs 3] [--warmup 1] [--json OUT]
+//                           [--python PY]
 //
 // A temporary Hugging Face-style model directory (config.json, generation_config.json,
-// tokenizer.json, onnx/ symlinks) points at the bundle's files. Fixed length: generate with
+// tokenizer.json, onnx/) points at the bundle's files. Fixed length: generate with
 // min_new_tokens = max_new_tokens = inputs.tokens (</s> masked until then).
+//
+// transformers.js only loads optimum's merged decoder (one If on use_cache_branch), while
+// bundles since format 2 hold the decoder as two graphs (decoder_with_past_model.onnx and
+// decoder_cross_model.onnx). So the merged file is built here, before the timed load, into the
+// temporary directory by `python -m scripts.peers.merged_decoder BUNDLE OUT` (PY: --python, else
+// $AUTOUI_PYTHON, else the repository's .venv/bin/python, else python3): the same weights,
+// stored once, in the layout an optimum/transformers.js user would run (ONNX Runtime prepacks
+// the weights once per If branch, so its RSS is what such a user pays).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { AutoModelForSeq2SeqLM, AutoTokenizer, env } from '@huggingface/transformers';
@@ -23,10 +34,11 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '1' },
     json: { type: 'string' },
+    python: { type: 'string' },
   },
 });
 if (!args.model || !args.inputs) {
-  console.error('usage: node run.mjs --model BUNDLE_DIR --inputs inputs.json [--threads N] [--runs N] [--warmup N] [--json OUT]');
+  console.error('usage: node run.mjs --model BUNDLE_DIR --inputs inputs.json [--threads N] [--runs N] [--warmup N] [--json OUT] [--python PY]');
   process.exit(2);
 }
 const threads = Number(args.threads);
@@ -34,9 +46,14 @@ const bundle = path.resolve(args.model);
 const manifest = JSON.parse(fs.readFileSync(path.join(bundle, 'manifest.json'), 'utf8'));
 const inputs = JSON.parse(fs.readFileSync(args.inputs, 'utf8'));
 const m = manifest.model;
+if (manifest.format_version !== 2) {
+  console.error(`${bundle}: bundle format ${manifest.format_version}, want 2 (python -m scripts.upgrade_bundle ${bundle})`);
+  process.exit(1);
+}
 
 // The HF-style directory transformers.js expects.
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'autoui-tjs-'));
+process.on('exit', () => fs.rmSync(root, { recursive: true, force: true }));
 const dir = path.join(root, 'model');
 fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
 const tokens = manifest.tokens;
@@ -58,14 +75,17 @@ fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({
 }, null, 2));
 fs.symlinkSync(path.join(bundle, manifest.files.tokenizer.path), path.join(dir, 'tokenizer.json'));
 // Graphs over 2 GB keep their weights in external-data files named in the graph; ONNX Runtime
-// looks for them beside the graph file it was given, so they are linked in too.
-for (const role of ['encoder', 'decoder']) {
-  for (const e of manifest.files[role].external_data ?? []) {
-    fs.symlinkSync(path.join(bundle, e.path), path.join(dir, 'onnx', path.basename(e.path)));
-  }
+// looks for them beside the graph file it was given, so they are linked in too (the merged
+// decoder's own .data file, if any, is written beside it).
+for (const e of manifest.files.encoder.external_data ?? []) {
+  fs.symlinkSync(path.join(bundle, e.path), path.join(dir, 'onnx', path.basename(e.path)));
 }
 fs.symlinkSync(path.join(bundle, manifest.files.encoder.path), path.join(dir, 'onnx', 'encoder_model.onnx'));
-fs.symlinkSync(path.join(bundle, manifest.files.decoder.path), path.join(dir, 'onnx', 'decoder_model_merged.onnx'));
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const venvPython = path.join(repo, '.venv', 'bin', 'python');
+const python = args.python ?? process.env.AUTOUI_PYTHON ?? (fs.existsSync(venvPython) ? venvPython : 'python3');
+execFileSync(python, ['-m', 'scripts.peers.merged_decoder', bundle, path.join(dir, 'onnx', 'decoder_model_merged.onnx')],
+  { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
 
 env.allowRemoteModels = false;
 env.allowLocalModels = true;
@@ -172,7 +192,6 @@ const doc = {
     'text path only: no vision tower, no fusion graph (the decoder attends to the encoder output)',
   ],
 };
-fs.rmSync(root, { recursive: true, force: true });
 const text = JSON.stringify(doc, null, 2) + '\n';
 if (args.json) fs.writeFileSync(args.json, text);
 else process.stdout.write(text);
