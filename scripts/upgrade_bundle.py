@@ -22,8 +22,8 @@ import onnx
 from . import export as ex
 from .decoder_split import SplitError, merged_branches, split_decoder
 
-CROSS_FILE = "decoder_cross_model.onnx"
-DECODER_FILE = "decoder_with_past_model.onnx"
+CROSS_FILE = ex.FILES["decoder_cross"]
+DECODER_FILE = ex.FILES["decoder"]
 
 
 class UpgradeError(RuntimeError):
@@ -97,6 +97,8 @@ def upgrade(bundle: str) -> str:
             manifest = json.load(f)
     except (OSError, ValueError) as e:
         raise UpgradeError(f"{mpath}: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != "autoui-bundle":
+        raise UpgradeError(f"{mpath}: not an autoui bundle manifest")
     version = manifest.get("format_version")
     if version == 2:
         return f"{bundle}: already format 2"
@@ -129,8 +131,13 @@ def upgrade(bundle: str) -> str:
         for p in written:
             os.remove(p)
         raise
-    manifest["files"] = files
+    # The roles in the exporter's order (decoder_cross after decoder).
+    manifest["files"] = {r: files[r] for r in list(ex.FILES) + ["tokenizer"] if r in files}
+    manifest["files"].update({r: v for r, v in files.items() if r not in manifest["files"]})
     manifest["format_version"] = 2
+    q = manifest.get("quantization")
+    if isinstance(q, dict) and "decoder" in q.get("graphs", []) and "decoder_cross" not in q["graphs"]:
+        q["graphs"].insert(q["graphs"].index("decoder") + 1, "decoder_cross")  # cut from the int8 merged graph
     tmp = mpath + ".tmp"
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=2)
@@ -148,7 +155,7 @@ def main(argv=None) -> int:
     for b in args.bundles:
         try:
             print(upgrade(b), flush=True)
-        except (UpgradeError, OSError, KeyError) as e:
+        except (UpgradeError, OSError, KeyError, TypeError) as e:
             print(f"upgrade_bundle: {e}", file=sys.stderr)
             return 1
     return 0
