@@ -6,9 +6,9 @@ NAME is SIZE-VISION: base-vitg (T5-base + the full BLIP-2 ViT-g tower, Auto-UI-b
 shapes), base-vtiny (T5-base + a tiny tower: the text path at full size, vision ~free — the
 "features precomputed" case), large-vitg, large-vtiny. Default: all four. Seed 0 throughout,
 so the same command gives byte-identical bundles and the PyTorch peer rebuilds the same
-weights from the manifest. A bundle whose manifest already records the same source is kept;
-exports go to a temporary directory and are renamed into place, so an interrupted run never
-leaves half a bundle. The exporter's ORT-vs-PyTorch check is skipped here (--no-check): the
+weights from the manifest. A bundle whose manifest already records the same source and the
+current bundle format is kept; exports go to a temporary directory and are renamed into place,
+so an interrupted run never leaves half a bundle. The exporter's ORT-vs-PyTorch check is skipped here (--no-check): the
 parity tests cover the graphs, and `make bench` compares the greedy tokens of ours, ORT-Python
 and PyTorch on every run anyway.
 """
@@ -37,10 +37,13 @@ def source(size: str, vision: str) -> str:
 
 
 def up_to_date(path: str, size: str, vision: str) -> bool:
+    from .export import FORMAT_VERSION
     try:
         with open(os.path.join(path, "manifest.json")) as f:
-            return json.load(f)["exporter"]["source"] == source(size, vision)
-    except (OSError, ValueError, KeyError):
+            m = json.load(f)
+        # An older bundle format (format 1: the merged decoder) is exported again.
+        return m["exporter"]["source"] == source(size, vision) and m.get("format_version") == FORMAT_VERSION
+    except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
