@@ -42,10 +42,19 @@ def session(path: str, threads: int):
     return ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
 
 
+def load_manifest(bundle: str) -> dict:
+    """The bundle's manifest; a bundle of another format than 2 is refused (exits), in one line."""
+    m = common.load_manifest(bundle)
+    if m.get("format_version") != 2:
+        raise SystemExit(f"{bundle}: bundle format {m.get('format_version')!r}, want 2 "
+                         f"(python -m scripts.upgrade_bundle {bundle})")
+    return m
+
+
 class Runner:
     def __init__(self, bundle: str, threads: int):
         from tokenizers import Tokenizer
-        self.manifest = m = common.load_manifest(bundle)
+        self.manifest = m = load_manifest(bundle)
         files = m["files"]
         self.vision = session(os.path.join(bundle, files["vision"]["path"]), threads)
         self.encoder = session(os.path.join(bundle, files["encoder"]["path"]), threads)

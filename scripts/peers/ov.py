@@ -66,7 +66,7 @@ class Runner(ort_python.Runner):
     def __init__(self, bundle: str, threads: int):  # noqa: super().__init__ would build ORT sessions
         import openvino as ov
         from tokenizers import Tokenizer
-        self.manifest = m = common.load_manifest(bundle)
+        self.manifest = m = ort_python.load_manifest(bundle)
         files = m["files"]
         core = ov.Core()
         self.vision = Session(core, os.path.join(bundle, files["vision"]["path"]), threads, files["vision"])

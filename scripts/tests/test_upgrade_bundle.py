@@ -5,6 +5,7 @@ builder: the If layout the exporter wrote before format 2."""
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -128,6 +129,9 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, cases):
     assert Bundle(TINY).manifest["format_version"] == 2
     with pytest.raises(ValueError, match="scripts.upgrade_bundle"):
         Bundle(old)  # the reference pipeline runs format 2 only
+    from scripts.peers import ort_python
+    with pytest.raises(SystemExit, match=re.escape(f"bundle format 1, want 2 (python -m scripts.upgrade_bundle {old})")):
+        ort_python.Runner(old, 1)
     assert ub.main([old]) == 0
     with open(os.path.join(old, "manifest.json")) as f:
         m = json.load(f)
