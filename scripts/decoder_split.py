@@ -21,24 +21,21 @@ class SplitError(RuntimeError):
     pass
 
 
-def _producers(g: onnx.GraphProto) -> dict:
-    return {o: n for n in g.node for o in n.output if o}
-
-
 def _slice(g: onnx.GraphProto, outputs: list[str]) -> list[onnx.NodeProto]:
     """The nodes the outputs depend on, in graph order."""
-    prod = _producers(g)
+    nodes = list(g.node)
+    prod = {o: k for k, n in enumerate(nodes) for o in n.output if o}  # value -> index of its node
     keep, stack = set(), list(outputs)
     while stack:
-        n = prod.get(stack.pop())
-        if n is None or id(n) in keep:
+        k = prod.get(stack.pop())
+        if k is None or k in keep:
             continue
-        keep.add(id(n))
-        stack.extend(n.input)
-        for a in n.attribute:  # names a subgraph reads from the enclosing scope
+        keep.add(k)
+        stack.extend(nodes[k].input)
+        for a in nodes[k].attribute:  # names a subgraph reads from the enclosing scope
             if a.type == onnx.AttributeProto.GRAPH:
                 stack.extend(i for sn in a.g.node for i in sn.input)
-    return [n for n in g.node if id(n) in keep]
+    return [n for k, n in enumerate(nodes) if k in keep]
 
 
 def _vi(name: str, elem: int, dims: list) -> onnx.ValueInfoProto:
