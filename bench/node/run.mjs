@@ -190,6 +190,7 @@ const doc = {
   notes: [
     `@huggingface/transformers ${pkg('@huggingface/transformers')}, onnxruntime-node ${pkg('onnxruntime-node')}, node ${process.version}`,
     'text path only: no vision tower, no fusion graph (the decoder attends to the encoder output)',
+    'decoder: optimum\'s merged layout (decoder_model_merged.onnx), built before the load from the bundle\'s two decoder graphs by scripts.peers.merged_decoder',
   ],
 };
 const text = JSON.stringify(doc, null, 2) + '\n';
