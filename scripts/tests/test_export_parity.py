@@ -101,17 +101,25 @@ def test_decoder_graphs_hold_each_weight_once(bundle):
     assert 0.99 * (params - kv_params) <= stored <= params - kv_params + 1000
 
 
-def test_external_data_bundle(bundle, tokenizer, tmp_path, monkeypatch):
-    # Force the >2 GB path on a tiny model: every graph gets one .onnx.data file.
-    _, _, model, tower = bundle
-    monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 0)
-    out = str(tmp_path / "ext")
-    manifest = export.export_bundle(model, tower, TOKENIZER, out, name="t", source="random:tiny:seed=5", check=False)
+def test_weights_in_aligned_external_data(bundle, tokenizer, tmp_path, monkeypatch):
+    # Every graph keeps its weights in one .onnx.data file beside it, each tensor at a 4 KiB
+    # offset (ONNX Runtime maps them); the manifest lists the file with its hash.
+    import onnx
+    from onnx import TensorProto
+    out, manifest, model, tower = bundle
     for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross"):
-        ext = manifest["files"][role]["external_data"]
-        assert [e["path"] for e in ext] == [manifest["files"][role]["path"] + ".data"]
-        assert export.sha256_file(os.path.join(out, ext[0]["path"])) == ext[0]["sha256"]
-    ids, _ = am.encode_source(tokenizer, am.source_text("Open Chrome", []))
-    feats = np.ones(64, np.float32)
-    want = model.generate_action(torch.tensor([ids]), torch.from_numpy(feats)[None], max_new_tokens=6)[0, 1:].tolist()
-    assert Bundle(out).greedy(ids, feats, max_new_tokens=6)[0] == want
+        spec = manifest["files"][role]
+        ext = spec["external_data"]
+        assert [e["path"] for e in ext] == [spec["path"] + ".data"], role
+        p = os.path.join(out, ext[0]["path"])
+        assert os.path.getsize(p) == ext[0]["size"] and export.sha256_file(p) == ext[0]["sha256"], role
+        g = onnx.load(os.path.join(out, spec["path"]), load_external_data=False).graph
+        moved = [t for t in g.initializer if t.data_location == TensorProto.EXTERNAL]
+        assert moved and all(int({e.key: e.value for e in t.external_data}["offset"]) % export.EXTERNAL_ALIGN == 0
+                             for t in moved), role
+        assert spec["size"] < ext[0]["size"], role
+    # Tensors too small to move stay inline; more than EXTERNAL_DATA_BYTES of them is an error.
+    monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 0)
+    with pytest.raises(export.ExportCheckError, match="stay inside the protobuf"):
+        export.export_bundle(model, tower, TOKENIZER, str(tmp_path / "x"), name="t", source="random:tiny:seed=5",
+                             check=False)

@@ -104,7 +104,7 @@ def test_graphs_quantized_and_io_unchanged(quantized):
         products = sum(n.op_type == "MatMul" and n.input[1] not in weights for n in g32.node)
         assert ops.get("MatMul", 0) == products, (role, ops)
         assert products == {"vision": 4, "encoder": 4, "decoder": products, "decoder_cross": 0}[role], role
-        assert manifest["files"][role]["size"] < fp32["files"][role]["size"], role
+        assert q._graph_bytes(manifest["files"][role]) < q._graph_bytes(fp32["files"][role]), role
         assert ops.get("GatherBlockQuantized", 0) == gathers[role], (role, ops)
         assert sum(t.data_type == TensorProto.INT8 for t in m.graph.initializer) == int8[role], role
         # No fp32 matrix is left.
@@ -134,10 +134,14 @@ def test_manifest(quantized):
     assert {k: v for k, v in manifest.items() if k not in ("files", "precision", "quantization")} == same
     assert manifest["files"].keys() == fp32["files"].keys()
     for role, spec in manifest["files"].items():
-        p = os.path.join(out, spec["path"])
-        assert os.path.getsize(p) == spec["size"] and export.sha256_file(p) == spec["sha256"], role
-        assert {k: v for k, v in spec.items() if k not in ("sha256", "size")} == \
-            {k: v for k, v in fp32["files"][role].items() if k not in ("sha256", "size")}, role
+        for f in [spec] + spec.get("external_data", []):
+            p = os.path.join(out, f["path"])
+            assert os.path.getsize(p) == f["size"] and export.sha256_file(p) == f["sha256"], role
+        same = ("sha256", "size", "external_data")
+        assert {k: v for k, v in spec.items() if k not in same} == \
+            {k: v for k, v in fp32["files"][role].items() if k not in same}, role
+        assert [e["path"] for e in spec.get("external_data", [])] == \
+            [e["path"] for e in fp32["files"][role].get("external_data", [])], role
     assert manifest["files"]["tokenizer"] == fp32["files"]["tokenizer"]
     assert manifest["files"]["fusion"] == fp32["files"]["fusion"]
 

@@ -29,7 +29,8 @@ def make_format1(src: str, dst: str) -> dict:
     with open(os.path.join(dst, "manifest.json")) as f:
         m = json.load(f)
     for role in ("decoder", "decoder_cross"):
-        os.remove(os.path.join(dst, m["files"][role]["path"]))
+        for f in [m["files"][role]] + m["files"][role].get("external_data", []):
+            os.remove(os.path.join(dst, f["path"]))
     name = "decoder_model_merged.onnx"
     md.write(src, os.path.join(dst, name))
     entry = export._file_entry(dst, name)
@@ -83,7 +84,7 @@ def test_merged_decoder_matches_the_two_graphs(tmp_path, tiny_manifest):
     two = [onnx.load(os.path.join(TINY, tiny_manifest["files"][r]["path"])) for r in ("decoder", "decoder_cross")]
     assert sum(np.prod(t.dims) for t in m.graph.initializer) <= sum(np.prod(t.dims) for g in two
                                                                    for t in g.graph.initializer)
-    assert os.path.getsize(path) < 1.05 * sum(tiny_manifest["files"][r]["size"] for r in ("decoder", "decoder_cross"))
+    assert os.path.getsize(path) < 1.05 * sum(q._graph_bytes(tiny_manifest["files"][r]) for r in ("decoder", "decoder_cross"))
 
     b = Bundle(TINY)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -140,11 +141,14 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, cases):
     assert not os.path.exists(os.path.join(old, "decoder_model_merged.onnx"))
     assert sorted(os.listdir(old)) == sorted(os.listdir(TINY))
     for role, spec in m["files"].items():
-        p = os.path.join(old, spec["path"])
-        assert os.path.getsize(p) == spec["size"] and export.sha256_file(p) == spec["sha256"], role
-        # The same interface as the exporter's format-2 files.
-        for k in ("path", "inputs", "outputs", "external_data"):
+        for f in [spec] + spec.get("external_data", []):
+            p = os.path.join(old, f["path"])
+            assert os.path.getsize(p) == f["size"] and export.sha256_file(p) == f["sha256"], role
+        # The same files and interface as the exporter's format-2 bundle.
+        for k in ("path", "inputs", "outputs"):
             assert spec.get(k) == tiny_manifest["files"][role].get(k), (role, k)
+        assert [e["path"] for e in spec.get("external_data", [])] == \
+            [e["path"] for e in tiny_manifest["files"][role].get("external_data", [])], role
     assert {k: v for k, v in m.items() if k != "files"} == {k: v for k, v in tiny_manifest.items() if k != "files"}
 
     # Greedy tokens of the reference pipeline: the upgraded bundle = the exported one = the goldens.
