@@ -122,8 +122,8 @@ $(VENV)/.peers-installed: scripts/peers/requirements.txt $(VENV)/.installed
 	touch $@
 
 bench: setup-ort setup-python build bench-node bench-peers
-	@test -f $(BENCH_MODEL)/manifest.json || $(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR) $(notdir $(BENCH_MODEL))
-	@test -f $(BENCH_MODEL)-int8/manifest.json || $(PY) -m scripts.quantize --in $(BENCH_MODEL) --out $(BENCH_MODEL)-int8
+	$(PY) -m scripts.bench_models --out $(BENCH_MODELS_DIR) $(notdir $(BENCH_MODEL))
+	@test $(BENCH_MODEL)-int8/manifest.json -nt $(BENCH_MODEL)/manifest.json || $(PY) -m scripts.quantize --in $(BENCH_MODEL) --out $(BENCH_MODEL)-int8
 	$(PY) -m scripts.peers.compare --model $(BENCH_MODEL) --threads $(BENCH_THREADS) --runs $(BENCH_RUNS) \
 	  --warmup $(BENCH_WARMUP) --tokens $(BENCH_TOKENS) --replay "$(BENCH_REPLAY)" --ours-greedy \
 	  --int8 $(BENCH_MODEL)-int8 --autoui $(BIN) --note "$(BENCH_NOTE)" --docs
