@@ -13,7 +13,8 @@ import (
 // Machine is what the probes measured.
 type Machine struct {
 	Bandwidth float64 // bytes/s
-	GEMM      float64 // FLOP/s
+	GEMM      float64 // FLOP/s, fp32
+	GEMMInt8  float64 // FLOP/s of the int8 product (0: not measured)
 }
 
 // Cost is the work of one stage: arithmetic and bytes that must come from
@@ -21,6 +22,16 @@ type Machine struct {
 type Cost struct {
 	FLOPs float64
 	Bytes float64
+	Int8  bool // its weight products are int8 (an int8 bundle)
+}
+
+// Rate is the matmul rate a cost's FLOPs run at: the int8 one for int8
+// weights when it was measured.
+func (m Machine) Rate(c Cost) float64 {
+	if c.Int8 && m.GEMMInt8 > 0 {
+		return m.GEMMInt8
+	}
+	return m.GEMM
 }
 
 // Bound is the stage's lower bound on this machine: it cannot finish faster
@@ -30,8 +41,8 @@ func (m Machine) Bound(c Cost) time.Duration {
 	if m.Bandwidth > 0 {
 		s = c.Bytes / m.Bandwidth
 	}
-	if m.GEMM > 0 {
-		s = max(s, c.FLOPs/m.GEMM)
+	if r := m.Rate(c); r > 0 {
+		s = max(s, c.FLOPs/r)
 	}
 	return time.Duration(s * float64(time.Second))
 }
@@ -79,8 +90,12 @@ func (s Shapes) Encoder(n int) Cost {
 	L := float64(s.Model.NumLayers)
 	params := L * (4*d*in + s.ffnMats()*d*dff)
 	attn := L * 2 * 2 * N * N * in
-	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes}
+	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes, Int8: s.int8()}
 }
+
+// int8 reports whether the weight products are int8 (scripts.quantize
+// quantizes the vision, encoder and decoder MatMuls; fusion stays fp32).
+func (s Shapes) int8() bool { return s.WeightBytes == 1 }
 
 // Fusion is the image fusion over n encoder states: the image projection,
 // the attention value/output projections and the gate over 2d inputs.
@@ -106,7 +121,7 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 		flops += L * 2 * 2 * E * d * in
 		kv = L * 2 * in * P * 4 // the cross K/V are written, not read
 	}
-	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv}
+	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv, Int8: s.int8()}
 }
 
 // Image is one image through the ViT: every parameter is applied to every
@@ -118,5 +133,5 @@ func (s Shapes) Image() Cost {
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
 	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
-	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes}
+	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes, Int8: s.int8()}
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -18,7 +19,7 @@ var DefaultGEMM = GEMMShape{M: 256, K: 768, N: 2048}
 // FLOPs of one product (a multiply-add counts as two).
 func (s GEMMShape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.K) * float64(s.N) }
 
-// GEMMResult is ONNX Runtime's fp32 matrix-multiply throughput on this machine.
+// GEMMResult is ONNX Runtime's matrix-multiply throughput on this machine.
 type GEMMResult struct {
 	Shape   GEMMShape
 	Threads int
@@ -28,10 +29,23 @@ type GEMMResult struct {
 	Best, Median float64
 }
 
-// MeasureGEMM runs the generated MatMul graph through ONNX Runtime with the
-// given intra-op thread count. The runtime must be initialised already
+// MeasureGEMM runs the generated fp32 MatMul graph through ONNX Runtime with
+// the given intra-op thread count. The runtime must be initialised already
 // (engine.InitRuntime).
 func MeasureGEMM(shape GEMMShape, threads, runs int) (GEMMResult, error) {
+	return measureGEMM(matMulModel(shape.M, shape.K, shape.N), shape, threads, runs, 0)
+}
+
+// MeasureGEMMInt8 does the same for the int8 product int8 bundles run
+// (DynamicQuantizeMatMul: the input quantized per call, int8 weights).
+func MeasureGEMMInt8(shape GEMMShape, threads, runs int) (GEMMResult, error) {
+	// A is quantized to 8 bits per call: C[0,0] is exact to about 1%.
+	return measureGEMM(quantMatMulModel(shape.M, shape.K, shape.N), shape, threads, runs, 0.02)
+}
+
+// measureGEMM times model (A [M, K] in, C [M, N] out) and checks C[0,0]
+// against Go within tol of the sum of |terms| (0: exact).
+func measureGEMM(model []byte, shape GEMMShape, threads, runs int, tol float64) (GEMMResult, error) {
 	if runs < 1 {
 		runs = 1
 	}
@@ -63,8 +77,7 @@ func MeasureGEMM(shape GEMMShape, threads, runs int) (GEMMResult, error) {
 		return res, fmt.Errorf("gemm probe output: %w", err)
 	}
 	defer out.Destroy()
-	sess, err := ort.NewAdvancedSessionWithONNXData(matMulModel(shape.M, shape.K, shape.N),
-		[]string{"A"}, []string{"C"}, []ort.Value{in}, []ort.Value{out}, so)
+	sess, err := ort.NewAdvancedSessionWithONNXData(model, []string{"A"}, []string{"C"}, []ort.Value{in}, []ort.Value{out}, so)
 	if err != nil {
 		return res, fmt.Errorf("gemm probe session: %w", err)
 	}
@@ -83,8 +96,9 @@ func MeasureGEMM(shape GEMMShape, threads, runs int) (GEMMResult, error) {
 		}
 		rates[i] = shape.FLOPs() / time.Since(t).Seconds()
 	}
-	if got := out.GetData()[0]; got != expectFirst(a, shape) {
-		return res, fmt.Errorf("gemm probe: C[0,0] = %v, want %v (graph miscomputed)", got, expectFirst(a, shape))
+	want, scale := expectFirst(a, shape)
+	if got := out.GetData()[0]; math.Abs(float64(got-want)) > tol*float64(scale) {
+		return res, fmt.Errorf("gemm probe: C[0,0] = %v, want %v (graph miscomputed)", got, want)
 	}
 	sort.Float64s(rates)
 	res.Best = rates[len(rates)-1]
@@ -93,12 +107,17 @@ func MeasureGEMM(shape GEMMShape, threads, runs int) (GEMMResult, error) {
 }
 
 // expectFirst is C[0,0] computed in Go, in the same float32 order up to
-// rounding; the values are exact multiples of 1/2048 so any order agrees.
-func expectFirst(a []float32, s GEMMShape) float32 {
-	var sum float32
+// rounding (the values are exact multiples of 1/2048 so any order agrees),
+// and the sum of its terms' magnitudes.
+func expectFirst(a []float32, s GEMMShape) (sum, abs float32) {
 	for k := 0; k < s.K; k++ {
 		w := float32((k*s.N)%17-8) / 64
 		sum += a[k] * w
+		if t := a[k] * w; t < 0 {
+			abs -= t
+		} else {
+			abs += t
+		}
 	}
-	return sum
+	return sum, abs
 }

@@ -26,6 +26,8 @@ const (
 	nodeOutput       = 2
 	nodeName         = 3
 	nodeOpType       = 4
+	nodeDomain       = 7
+	opsetDomain      = 1
 	valueName        = 1
 	valueType        = 2
 	typeTensor       = 1
@@ -38,6 +40,7 @@ const (
 	tpName           = 8
 	tpRawData        = 9
 	onnxFloat        = 1
+	onnxInt8         = 3
 )
 
 // pb is a minimal protobuf writer: varints, length-delimited fields.
@@ -86,4 +89,33 @@ func matMulModel(m, k, n int) []byte {
 	opset := pb(nil).varint(opsetVersion, 17)
 	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
 		bytes(modelGraph, graph).bytes(modelOpsetImport, opset)
+}
+
+// quantMatMulModel returns the int8 counterpart of matMulModel: the
+// DynamicQuantizeMatMul that scripts.quantize puts in place of every weight
+// MatMul (A quantized per call, W int8 with one scale per output column), with
+// the same values: W = (i%17-8) and scale 1/64.
+func quantMatMulModel(m, k, n int) []byte {
+	raw := make([]byte, k*n)
+	for i := range raw {
+		raw[i] = byte(int8(i%17 - 8))
+	}
+	scale := make([]byte, 4*n)
+	for j := 0; j < n; j++ {
+		binary.LittleEndian.PutUint32(scale[4*j:], math.Float32bits(1.0/64))
+	}
+	w := pb(nil).varint(tpDims, uint64(k)).varint(tpDims, uint64(n)).
+		varint(tpDataType, onnxInt8).str(tpName, "W").bytes(tpRawData, raw)
+	sc := pb(nil).varint(tpDims, uint64(n)).
+		varint(tpDataType, onnxFloat).str(tpName, "S").bytes(tpRawData, scale)
+	node := pb(nil).str(nodeInput, "A").str(nodeInput, "W").str(nodeInput, "S").str(nodeOutput, "C").
+		str(nodeName, "matmul").str(nodeOpType, "DynamicQuantizeMatMul").str(nodeDomain, "com.microsoft")
+	graph := pb(nil).bytes(graphNode, node).str(graphName, "gemm_int8_probe").
+		bytes(graphInitializer, w).bytes(graphInitializer, sc).
+		bytes(graphInput, floatValueInfo("A", int64(m), int64(k))).
+		bytes(graphOutput, floatValueInfo("C", int64(m), int64(n)))
+	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
+		bytes(modelGraph, graph).
+		bytes(modelOpsetImport, pb(nil).varint(opsetVersion, 17)).
+		bytes(modelOpsetImport, pb(nil).str(opsetDomain, "com.microsoft").varint(opsetVersion, 1))
 }

@@ -111,3 +111,32 @@ func TestViTgCost(t *testing.T) {
 		t.Fatal("no vision config should cost nothing")
 	}
 }
+
+// The generated int8 graph (DynamicQuantizeMatMul, as in int8 bundles)
+// loads and computes the product within its quantization error.
+func TestMeasureGEMMInt8RunsGeneratedGraph(t *testing.T) {
+	initORT(t)
+	res, err := MeasureGEMMInt8(GEMMShape{M: 8, K: 32, N: 16}, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best <= 0 || res.Median > res.Best {
+		t.Fatalf("rates best=%v median=%v", res.Best, res.Median)
+	}
+}
+
+// An int8 cost is bounded by the int8 rate when one was measured.
+func TestBoundInt8(t *testing.T) {
+	m := Machine{Bandwidth: 1e12, GEMM: 100e9}
+	c := Cost{FLOPs: 1e11, Int8: true}
+	if got := m.Bound(c).Milliseconds(); got != 1000 {
+		t.Fatalf("int8 cost without an int8 rate: %d ms, want the fp32 rate's 1000", got)
+	}
+	m.GEMMInt8 = 200e9
+	if got := m.Bound(c).Milliseconds(); got != 500 {
+		t.Fatalf("int8 cost: %d ms, want 500", got)
+	}
+	if got := m.Bound(Cost{FLOPs: 1e11}).Milliseconds(); got != 1000 {
+		t.Fatalf("fp32 cost: %d ms, want 1000", got)
+	}
+}

@@ -99,8 +99,14 @@ func runBench(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		rep.AddLimits(probe.ShapesOf(p.Bundle()), probe.Machine{Bandwidth: bw.Best, GEMM: gemm.Best},
-			&bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Bandwidth: bw, GEMM: gemm, BandwidthTime: bwTime})
+		info := &bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Bandwidth: bw, GEMM: gemm, BandwidthTime: bwTime}
+		shapes := probe.ShapesOf(p.Bundle())
+		if shapes.WeightBytes == 1 {
+			if info.GEMMInt8, err = probe.MeasureGEMMInt8(probe.DefaultGEMM, threads, 10); err != nil {
+				return err
+			}
+		}
+		rep.AddLimits(shapes, probe.Machine{Bandwidth: bw.Best, GEMM: gemm.Best, GEMMInt8: info.GEMMInt8.Best}, info)
 	}
 	if err := rep.WriteTable(os.Stdout); err != nil {
 		return err
