@@ -45,6 +45,7 @@ type Predictor struct {
 	window    int
 	maxNew    int
 	so        *ort.SessionOptions
+	decoderSO *ort.SessionOptions // the decoder's own, when only its workers spin (nil: so)
 
 	encoder, fusion, decoder *graph
 	decoderCross             *graph // the fused states' cross-attention K/V, once per request
@@ -112,11 +113,25 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
+	decoderSO := p.so
+	if opts.Session.SpinDecoder && !opts.Session.Spin {
+		o := opts.Session
+		o.Spin = true
+		if p.decoderSO, err = o.build(); err != nil {
+			p.Close()
+			return nil, err
+		}
+		decoderSO = p.decoderSO
+	}
 	for _, g := range []struct {
 		role models.Role
 		dst  **graph
 	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoderCross, &p.decoderCross}, {models.RoleDecoder, &p.decoder}} {
-		if *g.dst, err = openGraph(b, g.role, p.so); err != nil {
+		so := p.so
+		if g.role == models.RoleDecoder {
+			so = decoderSO
+		}
+		if *g.dst, err = openGraph(b, g.role, so); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -139,9 +154,11 @@ func (p *Predictor) Close() error {
 	p.decoder.close()
 	p.decoderCross.close()
 	p.vision.close()
-	if p.so != nil {
-		p.so.Destroy()
-		p.so = nil
+	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO} {
+		if *so != nil {
+			(*so).Destroy()
+			*so = nil
+		}
 	}
 	return nil
 }
@@ -160,10 +177,10 @@ type Settings struct {
 	Constrained       bool
 	Provider          Provider
 	GraphOptimization GraphOptimization
-	// Threads and Spinning are the intra-op thread count and whether its
-	// workers spin-wait: they change speed, never tokens.
-	Threads  int
-	Spinning bool
+	// Threads and Spin are the intra-op thread count and whose workers
+	// spin-wait (off, decoder or on): they change speed, never tokens.
+	Threads int
+	Spin    string
 }
 
 // Settings returns the effective settings.
@@ -172,7 +189,7 @@ func (p *Predictor) Settings() Settings {
 		HistoryWindow: p.window, MaxNewTokens: p.maxNew, Truncation: p.opts.Truncation,
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
-		Threads: p.opts.Session.threads(), Spinning: p.opts.Session.Spin,
+		Threads: p.opts.Session.threads(), Spin: p.opts.Session.SpinMode(),
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU

@@ -14,17 +14,20 @@ import (
 	"github.com/autoui/autoui/models"
 )
 
-// Same tokens with 1 and 2 intra-op threads.
+// Same tokens with 1 and 2 intra-op threads, and whoever spins.
 func TestThreadCountsAgree(t *testing.T) {
 	cases := loadGolden(t)[:6]
 	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, threads := range []int{1, 2} {
-		p, err := NewPredictor(b, Options{Truncation: TruncateRight, Session: SessionOptions{IntraOpThreads: threads}})
+	for _, so := range []SessionOptions{{IntraOpThreads: 1}, {IntraOpThreads: 2}, {IntraOpThreads: 2, SpinDecoder: true}, {IntraOpThreads: 2, Spin: true}} {
+		p, err := NewPredictor(b, Options{Truncation: TruncateRight, Session: so})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got, want := p.Settings().Spin, so.SpinMode(); got != want || (so.SpinDecoder && got != "decoder") {
+			t.Errorf("%+v: settings say spin %q, want %q", so, got, want)
 		}
 		for _, c := range cases {
 			res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
@@ -32,7 +35,7 @@ func TestThreadCountsAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-				t.Errorf("threads=%d %s: ids differ from golden", threads, c.ID)
+				t.Errorf("%+v %s: ids differ from golden", so, c.ID)
 			}
 		}
 		p.Close()

@@ -124,3 +124,15 @@ func TestDatasetRejectsUnknownFamily(t *testing.T) {
 		t.Fatalf("stray argument: %v", err)
 	}
 }
+
+func TestParseSpin(t *testing.T) {
+	for in, want := range map[string][2]bool{"off": {false, false}, "decoder": {false, true}, "on": {true, false}} {
+		all, dec, err := parseSpin(in)
+		if err != nil || all != want[0] || dec != want[1] {
+			t.Errorf("--spin %s: all=%v decoder=%v err=%v, want %v", in, all, dec, err, want)
+		}
+	}
+	if _, _, err := parseSpin("yes"); err == nil || !strings.Contains(err.Error(), "off, decoder or on") {
+		t.Errorf("--spin yes: %v", err)
+	}
+}
