@@ -7,7 +7,7 @@
   cross-attention K/V every call reads, computed once per request.
 
 Why not the merged If: ONNX Runtime prepacks the weights of each If branch separately, so the
-merged decoder held its weights twice once prepacked (+550 MB at T5-base), and every cached
+merged decoder held its weights twice once prepacked (+400 MB at T5-base), and every cached
 call paid the If (docs/decoding.md).
 """
 
