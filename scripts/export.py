@@ -298,17 +298,19 @@ def _session(path: str):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
-def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: dict, report: dict) -> None:
+def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: dict, report: dict, ref: str = "PyTorch") -> None:
+    """Raises ExportCheckError when ORT's output is off the reference's (ref names it) by more
+    than atol + rtol * max|want|; report[first word of what] keeps the worst |diff|."""
     want = np.asarray(want, dtype=np.float32)
     if got.shape != want.shape:
-        raise ExportCheckError(f"{what}: shape {got.shape}, want {want.shape}")
+        raise ExportCheckError(f"{what}: shape {got.shape}, {ref} gives {want.shape}")
     diff = float(np.max(np.abs(got - want))) if got.size else 0.0
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     bound = tol["atol"] + tol["rtol"] * scale
     key = what.split(" ")[0]
     report[key] = max(report.get(key, 0.0), diff)
     if not np.isfinite(got).all() or diff > bound:
-        raise ExportCheckError(f"{what}: ORT vs PyTorch worst |diff| {diff:.3g} > {bound:.3g} "
+        raise ExportCheckError(f"{what}: ORT worst |diff| {diff:.3g} > {bound:.3g} against {ref} "
                                f"(atol {tol['atol']}, rtol {tol['rtol']}, max|ref| {scale:.3g})")
 
 

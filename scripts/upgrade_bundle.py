@@ -35,59 +35,47 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
     L, H, dkv, d = model["num_decoder_layers"], model["num_heads"], model["d_kv"], model["d_model"]
     rng = np.random.default_rng(seed)
     merged, dec, cross = ex._session(merged_path), ex._session(dec_path), ex._session(cross_path)
-    worst = 0.0
+    report: dict = {}
 
     def cmp(what, got, want):
-        nonlocal worst
-        if got.shape != want.shape:
-            raise UpgradeError(f"{what}: shape {got.shape}, merged decoder gives {want.shape}")
-        diff = float(np.max(np.abs(got - want))) if got.size else 0.0
-        tol = ex.TOLERANCES["decoder"]
-        bound = tol["atol"] + tol["rtol"] * (float(np.max(np.abs(want))) if want.size else 0.0)
-        if not np.isfinite(got).all() or diff > bound:
-            raise UpgradeError(f"{what}: |diff| {diff:.3g} > {bound:.3g} against the merged decoder")
-        worst = max(worst, diff)
+        try:
+            ex._compare(what, got, want, ex.TOLERANCES["decoder"], report, ref="the merged decoder")
+        except ex.ExportCheckError as e:
+            raise UpgradeError(str(e)) from None
 
     for enc_len in (5, 17):
         states = rng.standard_normal((2, enc_len, d)).astype(np.float32)
         mask = np.ones((2, enc_len), np.int64)
         mask[1, enc_len - 2:] = 0
         kv = cross.run(None, {"encoder_hidden_states": states})
-        empty = np.zeros((2, H, 0, dkv), np.float32)
+        empty = [np.zeros((2, H, 0, dkv), np.float32)] * (2 * L)
         for first in (1, 3):
             ids = rng.integers(3, model["vocab_size"], (2, first + 5)).astype(np.int64)
             ids[:, 0] = 0
             feed = {"input_ids": ids[:, :first], "encoder_attention_mask": mask, "encoder_hidden_states": states,
-                    "use_cache_branch": np.array([False])}
-            for i in range(L):
-                for part in ("decoder", "encoder"):
-                    for k in ("key", "value"):
-                        feed[f"past_key_values.{i}.{part}.{k}"] = empty
+                    "use_cache_branch": np.array([False]), **ex._past_feed(empty, empty, L)}
             want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, feed)))
             for i in range(L):
                 for j, k in enumerate(("key", "value")):
                     cmp(f"cross present.{i}.encoder.{k}", kv[2 * i + j], want[f"present.{i}.encoder.{k}"])
-            past_self = {f"{i}.{k}": empty for i in range(L) for k in ("key", "value")}
+            past_self = empty
             start = 0
             for new in (first, 1, 4):
-                cross_feed = {f"past_key_values.{i}.encoder.{k}": kv[2 * i + j]
-                              for i in range(L) for j, k in enumerate(("key", "value"))}
-                f2 = {"input_ids": ids[:, start:start + new],
-                      "encoder_attention_mask": mask, **cross_feed,
-                      **{f"past_key_values.{key.split('.')[0]}.decoder.{key.split('.')[1]}": v
-                         for key, v in past_self.items()}}
+                f2 = {"input_ids": ids[:, start:start + new], "encoder_attention_mask": mask,
+                      **ex._past_feed(past_self, kv, L)}
                 got = dict(zip([o.name for o in dec.get_outputs()], dec.run(None, f2)))
                 if start > 0:
                     mf = dict(f2, encoder_hidden_states=states, use_cache_branch=np.array([True]))
                     want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, mf)))
                 cmp(f"logits (enc {enc_len}, past {start}, new {new})", got["logits"], want["logits"])
+                past_self = []
                 for i in range(L):
                     for k in ("key", "value"):
-                        cmp(f"present.{i}.decoder.{k}", got[f"present.{i}.decoder.{k}"],
-                            want[f"present.{i}.decoder.{k}"])
-                        past_self[f"{i}.{k}"] = got[f"present.{i}.decoder.{k}"]
+                        name = f"present.{i}.decoder.{k}"
+                        cmp(name, got[name], want[name])
+                        past_self.append(got[name])
                 start += new
-    return worst
+    return max(report.values(), default=0.0)
 
 
 def upgrade(bundle: str) -> str:
