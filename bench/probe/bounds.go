@@ -90,12 +90,12 @@ func (s Shapes) Encoder(n int) Cost {
 	L := float64(s.Model.NumLayers)
 	params := L * (4*d*in + s.ffnMats()*d*dff)
 	attn := L * 2 * 2 * N * N * in
-	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes, Int8: s.int8()}
+	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes, Int8: s.Int8()}
 }
 
-// int8 reports whether the weight products are int8 (scripts.quantize
+// Int8 reports whether the weight products are int8 (scripts.quantize
 // quantizes the vision, encoder and decoder MatMuls; fusion stays fp32).
-func (s Shapes) int8() bool { return s.WeightBytes == 1 }
+func (s Shapes) Int8() bool { return s.WeightBytes == 1 }
 
 // Fusion is the image fusion over n encoder states: the image projection,
 // the attention value/output projections and the gate over 2d inputs.
@@ -121,7 +121,7 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 		flops += L * 2 * 2 * E * d * in
 		kv = L * 2 * in * P * 4 // the cross K/V are written, not read
 	}
-	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv, Int8: s.int8()}
+	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv, Int8: s.Int8()}
 }
 
 // Image is one image through the ViT: every parameter is applied to every
@@ -133,5 +133,5 @@ func (s Shapes) Image() Cost {
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
 	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
-	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes, Int8: s.int8()}
+	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes, Int8: s.Int8()}
 }

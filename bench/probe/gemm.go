@@ -111,13 +111,9 @@ func measureGEMM(model []byte, shape GEMMShape, threads, runs int, tol float64) 
 // and the sum of its terms' magnitudes.
 func expectFirst(a []float32, s GEMMShape) (sum, abs float32) {
 	for k := 0; k < s.K; k++ {
-		w := float32((k*s.N)%17-8) / 64
-		sum += a[k] * w
-		if t := a[k] * w; t < 0 {
-			abs -= t
-		} else {
-			abs += t
-		}
+		t := a[k] * (float32((k*s.N)%17-8) / 64)
+		sum += t
+		abs += float32(math.Abs(float64(t)))
 	}
 	return sum, abs
 }

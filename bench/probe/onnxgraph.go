@@ -69,6 +69,41 @@ func floatValueInfo(name string, dims ...int64) []byte {
 	return pb(nil).str(valueName, name).bytes(valueType, typ)
 }
 
+// tensorProto is a constant [dims] of ONNX element type elem with raw data.
+func tensorProto(name string, elem uint64, raw []byte, dims ...int) []byte {
+	var t pb
+	for _, d := range dims {
+		t = t.varint(tpDims, uint64(d))
+	}
+	return t.varint(tpDataType, elem).str(tpName, name).bytes(tpRawData, raw)
+}
+
+// gemmModel is a model of one node reading the input A [m, k] and the
+// constants W (and S, when inits has two) and writing C [m, n]: op in domain
+// ("" for ONNX's own, opset 17).
+func gemmModel(name string, m, k, n int, op, domain string, inits ...[]byte) []byte {
+	node := pb(nil).str(nodeInput, "A").str(nodeInput, "W")
+	if len(inits) > 1 {
+		node = node.str(nodeInput, "S")
+	}
+	node = node.str(nodeOutput, "C").str(nodeName, "matmul").str(nodeOpType, op)
+	if domain != "" {
+		node = node.str(nodeDomain, domain)
+	}
+	graph := pb(nil).bytes(graphNode, node).str(graphName, name)
+	for _, t := range inits {
+		graph = graph.bytes(graphInitializer, t)
+	}
+	graph = graph.bytes(graphInput, floatValueInfo("A", int64(m), int64(k))).
+		bytes(graphOutput, floatValueInfo("C", int64(m), int64(n)))
+	model := pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
+		bytes(modelGraph, graph).bytes(modelOpsetImport, pb(nil).varint(opsetVersion, 17))
+	if domain != "" {
+		model = model.bytes(modelOpsetImport, pb(nil).str(opsetDomain, domain).varint(opsetVersion, 1))
+	}
+	return model
+}
+
 // matMulModel returns an ONNX model (opset 17) computing C = A x W with A an
 // input [m, k] and W a deterministic constant [k, n].
 func matMulModel(m, k, n int) []byte {
@@ -78,17 +113,7 @@ func matMulModel(m, k, n int) []byte {
 		v := float32(i%17-8) / 64
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 	}
-	w := pb(nil).varint(tpDims, uint64(k)).varint(tpDims, uint64(n)).
-		varint(tpDataType, onnxFloat).str(tpName, "W").bytes(tpRawData, raw)
-	node := pb(nil).str(nodeInput, "A").str(nodeInput, "W").str(nodeOutput, "C").
-		str(nodeName, "matmul").str(nodeOpType, "MatMul")
-	graph := pb(nil).bytes(graphNode, node).str(graphName, "gemm_probe").
-		bytes(graphInitializer, w).
-		bytes(graphInput, floatValueInfo("A", int64(m), int64(k))).
-		bytes(graphOutput, floatValueInfo("C", int64(m), int64(n)))
-	opset := pb(nil).varint(opsetVersion, 17)
-	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
-		bytes(modelGraph, graph).bytes(modelOpsetImport, opset)
+	return gemmModel("gemm_probe", m, k, n, "MatMul", "", tensorProto("W", onnxFloat, raw, k, n))
 }
 
 // quantMatMulModel returns the int8 counterpart of matMulModel: the
@@ -104,18 +129,6 @@ func quantMatMulModel(m, k, n int) []byte {
 	for j := 0; j < n; j++ {
 		binary.LittleEndian.PutUint32(scale[4*j:], math.Float32bits(1.0/64))
 	}
-	w := pb(nil).varint(tpDims, uint64(k)).varint(tpDims, uint64(n)).
-		varint(tpDataType, onnxInt8).str(tpName, "W").bytes(tpRawData, raw)
-	sc := pb(nil).varint(tpDims, uint64(n)).
-		varint(tpDataType, onnxFloat).str(tpName, "S").bytes(tpRawData, scale)
-	node := pb(nil).str(nodeInput, "A").str(nodeInput, "W").str(nodeInput, "S").str(nodeOutput, "C").
-		str(nodeName, "matmul").str(nodeOpType, "DynamicQuantizeMatMul").str(nodeDomain, "com.microsoft")
-	graph := pb(nil).bytes(graphNode, node).str(graphName, "gemm_int8_probe").
-		bytes(graphInitializer, w).bytes(graphInitializer, sc).
-		bytes(graphInput, floatValueInfo("A", int64(m), int64(k))).
-		bytes(graphOutput, floatValueInfo("C", int64(m), int64(n)))
-	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
-		bytes(modelGraph, graph).
-		bytes(modelOpsetImport, pb(nil).varint(opsetVersion, 17)).
-		bytes(modelOpsetImport, pb(nil).str(opsetDomain, "com.microsoft").varint(opsetVersion, 1))
+	return gemmModel("gemm_int8_probe", m, k, n, "DynamicQuantizeMatMul", "com.microsoft",
+		tensorProto("W", onnxInt8, raw, k, n), tensorProto("S", onnxFloat, scale, n))
 }

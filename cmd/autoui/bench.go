@@ -101,7 +101,7 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		info := &bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Bandwidth: bw, GEMM: gemm, BandwidthTime: bwTime}
 		shapes := probe.ShapesOf(p.Bundle())
-		if shapes.WeightBytes == 1 {
+		if shapes.Int8() {
 			if info.GEMMInt8, err = probe.MeasureGEMMInt8(probe.DefaultGEMM, threads, 10); err != nil {
 				return err
 			}
