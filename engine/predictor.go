@@ -113,7 +113,6 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	decoderSO := p.so
 	if opts.Session.SpinDecoder && !opts.Session.Spin {
 		o := opts.Session
 		o.Spin = true
@@ -121,15 +120,14 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 			p.Close()
 			return nil, err
 		}
-		decoderSO = p.decoderSO
 	}
 	for _, g := range []struct {
 		role models.Role
 		dst  **graph
 	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoderCross, &p.decoderCross}, {models.RoleDecoder, &p.decoder}} {
 		so := p.so
-		if g.role == models.RoleDecoder {
-			so = decoderSO
+		if g.role == models.RoleDecoder && p.decoderSO != nil {
+			so = p.decoderSO
 		}
 		if *g.dst, err = openGraph(b, g.role, so); err != nil {
 			p.Close()

@@ -174,8 +174,7 @@ def build(dec: onnx.ModelProto, cross: onnx.ModelProto, n_layers: int, n_heads: 
     g.name = "decoder_model_merged"
     del dec.opset_import[:]
     dec.opset_import.extend(helper.make_opsetid(d, v) for d, v in sorted(opsets.items()))
-    model = dec
-    return model
+    return dec
 
 
 def build_from_bundle(bundle: str) -> onnx.ModelProto:
@@ -190,8 +189,8 @@ def build_from_bundle(bundle: str) -> onnx.ModelProto:
 
 
 def write(bundle: str, out: str) -> list[str]:
-    """Write the merged decoder of bundle to out (its weights in one .data file beside it past
-    ~1.9 GB, as the exporter does); returns the external-data file names."""
+    """Write the merged decoder of bundle to out (its weights in one .data file beside it only past
+    protobuf's ~1.9 GB); returns the external-data file names."""
     from ..export import EXTERNAL_DATA_BYTES, _initializer_bytes
     model = build_from_bundle(bundle)
     data = os.path.basename(out) + ".data"

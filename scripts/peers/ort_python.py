@@ -100,17 +100,22 @@ class Runner:
             stages["decode_step"] = stages["later_steps"] / (calls - 1)
         return {"stages": stages, "ids": out, "decoder_calls": calls}
 
-    def greedy(self, fused, mask, tokens: int, clk: common.Clock):
-        L, h, dkv = self.layers, self.heads, self.dkv
-        empty = np.zeros((1, h, 0, dkv), dtype=np.float32)
-        t = time.perf_counter()
-        # The cross-attention K/V, once per request: every call's encoder pasts.
+    def first_past(self, fused) -> dict:
+        """The first decoder call's pasts: the cross graph's K/V (every call's encoder pasts, run
+        once per request) and zero-length self-attention pasts."""
         past = dict(zip([n.replace("present.", "past_key_values.") for n in self.cross_names],
                         self.cross.run(None, {"encoder_hidden_states": fused})))
-        cross_s = time.perf_counter() - t
-        for i in range(L):
+        empty = np.zeros((fused.shape[0], self.heads, 0, self.dkv), dtype=np.float32)
+        for i in range(self.layers):
             for kv in ("key", "value"):
-                past[f"past_key_values.{i}.decoder.{kv}"] = empty  # the first call: zero-length past
+                past[f"past_key_values.{i}.decoder.{kv}"] = empty
+        return past
+
+    def greedy(self, fused, mask, tokens: int, clk: common.Clock):
+        L = self.layers
+        t = time.perf_counter()
+        past = self.first_past(fused)
+        cross_s = time.perf_counter() - t
         tok, out, calls = self.start, [], 0
         while len(out) < tokens:
             feed = {"input_ids": np.asarray([[tok]], dtype=np.int64), "encoder_attention_mask": mask, **past}

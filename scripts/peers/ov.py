@@ -123,14 +123,8 @@ def first_logits_diff(ovr, ortr, case) -> float:
         feats = r.vision.run(None, {"pixel_values": px})[0]
         hidden = r.encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         fused = r.fusion.run(None, {"encoder_hidden_states": hidden, "attention_mask": mask, "image_features": feats})[0]
-        empty = np.zeros((1, r.heads, 0, r.dkv), dtype=np.float32)
-        feed = {"input_ids": np.asarray([[r.start]], dtype=np.int64), "encoder_attention_mask": mask}
-        cross = r.cross.run(None, {"encoder_hidden_states": fused})
-        for name, kv in zip(r.cross_names, cross):
-            feed[name.replace("present.", "past_key_values.")] = kv
-        for i in range(r.layers):
-            for kv in ("key", "value"):
-                feed[f"past_key_values.{i}.decoder.{kv}"] = empty
+        feed = {"input_ids": np.asarray([[r.start]], dtype=np.int64), "encoder_attention_mask": mask,
+                **r.first_past(fused)}
         res = dict(zip(r.out_names, r.decoder.run(None, feed)))
         logits.append(res["logits"][0, -1])
     return float(np.max(np.abs(logits[0] - logits[1])))
