@@ -52,7 +52,7 @@ QUANTIZED_ROLES = ("vision", "encoder", "decoder")
 # A role named on the command line stands for these graphs (the cross graph is the decoder's).
 ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
                "decoder": ("decoder", "decoder_cross")}
-FORMAT_VERSION = 2
+FORMAT_VERSION = export.FORMAT_VERSION  # the one the exporter writes
 MS_DOMAIN = "com.microsoft"
 
 
