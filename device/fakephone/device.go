@@ -159,6 +159,11 @@ type deviceFile struct {
 // Start listens on a free loopback port and serves until Close. Tests use
 // phonetest.New, which closes the device when the test ends.
 func Start(opts Options) (*Device, error) {
+	return startAt(opts, "127.0.0.1:0")
+}
+
+// startAt is Start listening on addr.
+func startAt(opts Options, addr string) (*Device, error) {
 	if opts.Phone == nil {
 		p, err := NewRecordingPhone(GrayPNG(1080, 2400))
 		if err != nil {
@@ -193,7 +198,7 @@ func Start(opts Options) (*Device, error) {
 	if opts.Android < MinAndroid || opts.Android > MaxAndroid {
 		return nil, fmt.Errorf("fake device: Android %d is not modelled (want %d-%d)", opts.Android, MinAndroid, MaxAndroid)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("fake device listen: %w", err)
 	}

@@ -83,6 +83,30 @@ func TestShellThroughRealServer(t *testing.T) {
 	}
 }
 
+// TestConnectOnReusedPort connects a new device on the port of one that was
+// closed while the server still listed it: the kernel hands out ports again,
+// and the server's stale transport must not keep the new device offline.
+func TestConnectOnReusedPort(t *testing.T) {
+	srv, old, _ := connected(t, Options{})
+	addr := old.Addr()
+	old.Close()
+	if err := srv.WaitGone(addr); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let the server's reconnect attempts back off
+	dev, err := startAt(Options{}, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dev.Close)
+	if err := srv.ConnectAddr(addr); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := srv.Adb("-s", addr, "shell", "echo", "hi"); err != nil || strings.TrimSpace(out) != "hi" {
+		t.Fatalf("shell on the new device = %q, %v", out, err)
+	}
+}
+
 func TestInputRecorded(t *testing.T) {
 	_, dev, d := connected(t, Options{})
 	for _, cmd := range []string{"input tap 10 20", "input swipe 1 2 3 4 500", "input text 'a b%sc'", "input keyevent 4", "input touchscreen tap 5 6"} {

@@ -173,11 +173,21 @@ func (s *Server) State(serial string) (string, error) {
 // ConnectAddr runs `adb connect addr` (a Device's Addr, or a port forwarded
 // to one) and waits until the server lists it as "device" (bounded polling,
 // no fixed sleeps).
+//
+// A closed device's port can be handed to a new one by the kernel; the server
+// then still holds the old transport, offline and backing off, and `adb
+// connect` only says "already connected". That stale entry is dropped first.
 func (s *Server) ConnectAddr(addr string) error {
-	cmd := exec.Command(s.bin, "-P", strconv.Itoa(s.Port), "connect", addr)
-	cmd.Env = s.env()
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "connected to") {
+	out, err := s.Adb("connect", addr)
+	if err == nil && strings.Contains(out, "already connected") {
+		if st, _ := s.State(addr); st != "device" {
+			if _, err := s.Adb("disconnect", addr); err != nil {
+				return err
+			}
+			out, err = s.Adb("connect", addr)
+		}
+	}
+	if err != nil || !strings.Contains(out, "connected to") {
 		return fmt.Errorf("adb connect %s: %v: %s", addr, err, out)
 	}
 	for i := 0; i < 200; i++ {
