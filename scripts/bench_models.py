@@ -37,12 +37,13 @@ def source(size: str, vision: str) -> str:
 
 
 def up_to_date(path: str, size: str, vision: str) -> bool:
-    from .export import FORMAT_VERSION
+    from .export import FORMAT_VERSION, GRAPHS_REVISION
     try:
         with open(os.path.join(path, "manifest.json")) as f:
             m = json.load(f)
-        # An older bundle format (format 1: the merged decoder) is exported again.
-        return m["exporter"]["source"] == source(size, vision) and m.get("format_version") == FORMAT_VERSION
+        # An older bundle format (format 1: the merged decoder) or older graphs are exported again.
+        return (m["exporter"]["source"] == source(size, vision) and m.get("format_version") == FORMAT_VERSION
+                and m["exporter"].get("graphs_revision", 1) == GRAPHS_REVISION)
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

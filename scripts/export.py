@@ -36,13 +36,16 @@ from onnx import TensorProto, helper
 from . import autoui_model as am
 from . import vision as vis
 from .decoder_split import split_decoder
-from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, contrib_attention
+from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, contrib_attention, fuse_vision_norms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
 FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
          "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
 FORMAT_VERSION = 2
+# Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
+# scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
+GRAPHS_REVISION = 2
 EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
 # Weights of at least this size go to the external-data file, at offsets ONNX Runtime can map.
 EXTERNAL_MIN_BYTES = 4096
@@ -220,6 +223,8 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
     graphs["vision"] = _torch_export(tower, (px,), os.path.join(tmp, "vision.onnx"), ["pixel_values"],
                                      ["image_features"],
                                      {"pixel_values": {0: "batch_size"}, "image_features": {0: "batch_size"}}, opset)
+    graphs["vision"] = fuse_vision_norms(graphs["vision"], tower.config.num_attention_heads,
+                                         tower.config.hidden_size)
     _set_output_dims(graphs["vision"], {"image_features": ["batch_size", tower.config.hidden_size]})
     log(f"  vision graph traced in {time.time() - t0:.1f}s")
     ids = torch.randint(3, cfg.vocab_size, (1, 9))
@@ -531,7 +536,7 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
         "action": {"scroll_map": scroll_map},
         "precision": "fp32",
         "exporter": {"tool": "scripts.export", "source": source, "tokenizer_source": tokenizer_source,
-                     "opset": opset, "versions": versions()},
+                     "opset": opset, "graphs_revision": GRAPHS_REVISION, "versions": versions()},
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)

@@ -60,6 +60,19 @@ def test_manifest_matches_files(bundle):
     assert manifest["exporter"]["tokenizer_source"] == "tokenizer.json"
 
 
+def test_vision_norms_fused(bundle):
+    """Every residual Add + LayerNormalization of the tower is one SkipLayerNormalization (the
+    export's check already held the fused graph to PyTorch); only the pooled CLS norm stays."""
+    import onnx
+    out, manifest, _, tower = bundle
+    g = onnx.load(os.path.join(out, "vision_model.onnx"), load_external_data=False).graph
+    ops = [n.op_type for n in g.node]
+    layers = tower.config.num_hidden_layers
+    assert ops.count("SkipLayerNormalization") == 2 * layers + 1
+    assert ops.count("LayerNormalization") == 1 and ops.count("BiasGelu") == layers
+    assert manifest["exporter"]["graphs_revision"] == export.GRAPHS_REVISION
+
+
 def test_greedy_ort_equals_torch(bundle, tokenizer):
     out, _, model, tower = bundle
     b = Bundle(out)
