@@ -35,6 +35,7 @@ from onnx import TensorProto, helper
 
 from . import autoui_model as am
 from . import vision as vis
+from .bundle_format import FORMAT_VERSION
 from .decoder_split import split_decoder
 from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, contrib_attention, fuse_vision_norms
 
@@ -42,7 +43,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
 FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
          "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
-FORMAT_VERSION = 2
 # Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
 # scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
 GRAPHS_REVISION = 2

@@ -10,15 +10,16 @@ import os
 
 import numpy as np
 
+from .bundle_format import format_error
+
 
 class Bundle:
     def __init__(self, bundle_dir: str, threads: int = 1):
         import onnxruntime as ort
         with open(os.path.join(bundle_dir, "manifest.json")) as f:
             self.manifest = json.load(f)
-        if self.manifest.get("format_version") != 2:
-            raise ValueError(f"{bundle_dir}: bundle format {self.manifest.get('format_version')!r}, want 2 "
-                             f"(python -m scripts.upgrade_bundle {bundle_dir})")
+        if err := format_error(bundle_dir, self.manifest):
+            raise ValueError(err)
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1

@@ -47,12 +47,12 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from . import export
+from .bundle_format import format_error
 
 QUANTIZED_ROLES = ("vision", "encoder", "decoder")
 # A role named on the command line stands for these graphs (the cross graph is the decoder's).
 ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
                "decoder": ("decoder", "decoder_cross")}
-FORMAT_VERSION = export.FORMAT_VERSION  # the one the exporter writes
 MS_DOMAIN = "com.microsoft"
 
 
@@ -208,9 +208,8 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
     """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
     with open(os.path.join(in_dir, "manifest.json")) as f:
         manifest = json.load(f)
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise QuantizeError(f"{in_dir}: bundle format {manifest.get('format_version')!r}, want {FORMAT_VERSION}; "
-                            f"upgrade it first: python -m scripts.upgrade_bundle {in_dir}")
+    if err := format_error(in_dir, manifest):
+        raise QuantizeError(err)
     if manifest.get("precision") != "fp32":
         raise QuantizeError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
     if os.path.abspath(in_dir) == os.path.abspath(out_dir):

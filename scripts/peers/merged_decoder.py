@@ -28,6 +28,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..bundle_format import format_error
+
 
 def _tensor_bytes(t: onnx.TensorProto) -> bytes:
     return bytes(t.raw_data) if t.raw_data else np.ascontiguousarray(numpy_helper.to_array(t)).tobytes()
@@ -180,8 +182,8 @@ def build(dec: onnx.ModelProto, cross: onnx.ModelProto, n_layers: int, n_heads: 
 def build_from_bundle(bundle: str) -> onnx.ModelProto:
     with open(os.path.join(bundle, "manifest.json")) as fh:
         m = json.load(fh)
-    if m.get("format_version") != 2:
-        raise ValueError(f"{bundle}: bundle format {m.get('format_version')!r}, want 2")
+    if err := format_error(bundle, m):
+        raise ValueError(err)
     files, cfg = m["files"], m["model"]
     dec = onnx.load(os.path.join(bundle, files["decoder"]["path"]))
     cross = onnx.load(os.path.join(bundle, files["decoder_cross"]["path"]))

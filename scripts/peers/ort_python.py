@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from ..bundle_format import format_error
 from . import common
 
 
@@ -45,9 +46,8 @@ def session(path: str, threads: int):
 def load_manifest(bundle: str) -> dict:
     """The bundle's manifest; a bundle of another format than 2 is refused (exits), in one line."""
     m = common.load_manifest(bundle)
-    if m.get("format_version") != 2:
-        raise SystemExit(f"{bundle}: bundle format {m.get('format_version')!r}, want 2 "
-                         f"(python -m scripts.upgrade_bundle {bundle})")
+    if err := format_error(bundle, m):
+        raise SystemExit(err)
     return m
 
 

@@ -164,8 +164,8 @@ def test_refuses_format_1(tmp_path, capsys):
         q.quantize_bundle(str(src), str(tmp_path / "out"))
     assert q.main(["--in", str(src), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0] == (f"quantize: {src}: bundle format 1, want 2; upgrade it first: "
-                                        f"python -m scripts.upgrade_bundle {src}"), err
+    assert len(err) == 1 and err[0] == (f"quantize: {src}: bundle format 1, want 2 "
+                                        f"(python -m scripts.upgrade_bundle {src})"), err
     assert not (tmp_path / "out").exists()
 
 
