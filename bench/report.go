@@ -92,7 +92,7 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 			per[stage] = a
 		}
 		basis := "bytes"
-		if r := m.Rate(cost); m.Bandwidth > 0 && r > 0 && cost.FLOPs/r > cost.Bytes/m.Bandwidth {
+		if m.ComputeBound(cost) {
 			basis = "flops"
 		}
 		switch a.basis {
@@ -128,8 +128,7 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 			for past := 1; past < act.DecoderCalls; past++ {
 				c := sh.DecodeStep(past, n)
 				later += m.Bound(c)
-				cost.FLOPs += c.FLOPs
-				cost.Bytes += c.Bytes
+				cost = cost.Plus(c)
 			}
 			steps := time.Duration(act.DecoderCalls - 1)
 			add(StageDecodeStep, act.Stages[StageDecodeStep], cost, later/steps)

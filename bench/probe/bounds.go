@@ -20,31 +20,48 @@ type Machine struct {
 // Cost is the work of one stage: arithmetic and bytes that must come from
 // memory (weights and caches; activations that fit in cache are not counted).
 type Cost struct {
-	FLOPs float64
-	Bytes float64
-	Int8  bool // its weight products are int8 (an int8 bundle)
+	FLOPs float64 // all of it, ActFLOPs included
+	// ActFLOPs are the activation x activation products (attention scores
+	// and their weighted values): fp32 in every bundle, int8 ones included.
+	ActFLOPs float64
+	Bytes    float64
+	Int8     bool // its weight products are int8 (an int8 bundle)
 }
 
-// Rate is the matmul rate a cost's FLOPs run at: the int8 one for int8
-// weights when it was measured.
-func (m Machine) Rate(c Cost) float64 {
-	if c.Int8 && m.GEMMInt8 > 0 {
-		return m.GEMMInt8
+// Plus is the work of both stages.
+func (c Cost) Plus(o Cost) Cost {
+	return Cost{FLOPs: c.FLOPs + o.FLOPs, ActFLOPs: c.ActFLOPs + o.ActFLOPs, Bytes: c.Bytes + o.Bytes, Int8: c.Int8 || o.Int8}
+}
+
+// seconds is how long the cost's bytes take to stream in and its FLOPs to
+// run, at best: weight products at the int8 rate for int8 weights when it
+// was measured, everything else at the fp32 rate. 0 where a rate is unknown.
+func (m Machine) seconds(c Cost) (read, compute float64) {
+	if m.Bandwidth > 0 {
+		read = c.Bytes / m.Bandwidth
 	}
-	return m.GEMM
+	weights, rate := c.FLOPs-c.ActFLOPs, m.GEMM
+	if c.Int8 && m.GEMMInt8 > 0 {
+		rate = m.GEMMInt8
+	}
+	if rate > 0 && m.GEMM > 0 {
+		compute = weights/rate + c.ActFLOPs/m.GEMM
+	}
+	return read, compute
 }
 
 // Bound is the stage's lower bound on this machine: it cannot finish faster
 // than its bytes stream in or its FLOPs run at peak matmul rate.
 func (m Machine) Bound(c Cost) time.Duration {
-	var s float64
-	if m.Bandwidth > 0 {
-		s = c.Bytes / m.Bandwidth
-	}
-	if r := m.Rate(c); r > 0 {
-		s = max(s, c.FLOPs/r)
-	}
-	return time.Duration(s * float64(time.Second))
+	read, compute := m.seconds(c)
+	return time.Duration(max(read, compute) * float64(time.Second))
+}
+
+// ComputeBound reports whether the cost's FLOPs, not its bytes, set its
+// bound (both rates measured).
+func (m Machine) ComputeBound(c Cost) bool {
+	read, compute := m.seconds(c)
+	return m.Bandwidth > 0 && compute > read
 }
 
 // Shapes are the model dimensions the bounds need.
@@ -90,7 +107,7 @@ func (s Shapes) Encoder(n int) Cost {
 	L := float64(s.Model.NumLayers)
 	params := L * (4*d*in + s.ffnMats()*d*dff)
 	attn := L * 2 * 2 * N * N * in
-	return Cost{FLOPs: 2*N*params + attn, Bytes: params * s.WeightBytes, Int8: s.Int8()}
+	return Cost{FLOPs: 2*N*params + attn, ActFLOPs: attn, Bytes: params * s.WeightBytes, Int8: s.Int8()}
 }
 
 // Int8 reports whether the weight products are int8 (scripts.quantize
@@ -114,14 +131,15 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 	L, V := float64(s.Model.NumDecoderLayers), float64(s.Model.VocabSize)
 	P, E := float64(past+1), float64(encLen)
 	params := L*(4*d*in+2*d*in+s.ffnMats()*d*dff) + V*d
-	flops := 2*params + L*2*2*in*(P+E)
+	attn := L * 2 * 2 * in * (P + E)
+	flops := 2*params + attn
 	kv := L * 2 * in * (P + E) * 4
 	if past == 0 {
 		params += L * 2 * d * in
 		flops += L * 2 * 2 * E * d * in
 		kv = L * 2 * in * P * 4 // the cross K/V are written, not read
 	}
-	return Cost{FLOPs: flops, Bytes: params*s.WeightBytes + kv, Int8: s.Int8()}
+	return Cost{FLOPs: flops, ActFLOPs: attn, Bytes: params*s.WeightBytes + kv, Int8: s.Int8()}
 }
 
 // Image is one image through the ViT: every parameter is applied to every
@@ -133,5 +151,6 @@ func (s Shapes) Image() Cost {
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
 	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
-	return Cost{FLOPs: 2*s.VisionParams*T + L*2*2*T*T*hd, Bytes: s.VisionParams * s.WeightBytes, Int8: s.Int8()}
+	attn := L * 2 * 2 * T * T * hd
+	return Cost{FLOPs: 2*s.VisionParams*T + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.WeightBytes, Int8: s.Int8()}
 }

@@ -107,6 +107,10 @@ func TestViTgCost(t *testing.T) {
 	if tf := s.Image().FLOPs / 1e12; tf < 0.45 || tf > 0.6 {
 		t.Fatalf("ViT-g: %.2f TFLOP", tf)
 	}
+	// 39 layers x 2 products x 2 FLOP x 257^2 x 1408: ~14.5 GFLOP of attention
+	if g := s.Image().ActFLOPs / 1e9; g < 14 || g > 15 {
+		t.Fatalf("ViT-g attention: %.1f GFLOP", g)
+	}
 	if (Shapes{}).Image() != (Cost{}) {
 		t.Fatal("no vision config should cost nothing")
 	}
@@ -138,5 +142,17 @@ func TestBoundInt8(t *testing.T) {
 	}
 	if got := m.Bound(Cost{FLOPs: 1e11}).Milliseconds(); got != 1000 {
 		t.Fatalf("fp32 cost: %d ms, want 1000", got)
+	}
+	// Attention products stay fp32 in an int8 bundle: 8e10 at 200 GFLOP/s
+	// plus 2e10 at 100 GFLOP/s.
+	c.ActFLOPs = 2e10
+	if got := m.Bound(c).Milliseconds(); got != 600 {
+		t.Fatalf("int8 cost with fp32 attention: %d ms, want 600", got)
+	}
+	if !m.ComputeBound(c) || m.ComputeBound(Cost{FLOPs: 1, Bytes: 1e12}) {
+		t.Fatal("ComputeBound")
+	}
+	if sum := c.Plus(Cost{FLOPs: 1, ActFLOPs: 1, Bytes: 2}); sum != (Cost{FLOPs: 1e11 + 1, ActFLOPs: 2e10 + 1, Bytes: 2, Int8: true}) {
+		t.Fatalf("Plus = %+v", sum)
 	}
 }
