@@ -136,3 +136,16 @@ def test_weights_in_aligned_external_data(bundle, tokenizer, tmp_path, monkeypat
     with pytest.raises(export.ExportCheckError, match="stay inside the protobuf"):
         export.export_bundle(model, tower, TOKENIZER, str(tmp_path / "x"), name="t", source="random:tiny:seed=5",
                              check=False)
+
+
+def test_unfusable_vision_graph_is_kept(capsys):
+    # A graph ORT's ViT fusions do not match is exported as traced, with one line saying so.
+    from onnx import TensorProto, helper
+    from scripts.onnx_graphs import fuse_vision_norms
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    assert fuse_vision_norms(m, 1, 4) is m
+    assert capsys.readouterr().err.strip() == ("export: vision graph left unfused "
+                                               "(ORT's optimizer matched no residual + LayerNorm)")
