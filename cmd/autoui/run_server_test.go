@@ -18,26 +18,16 @@ import (
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
-	"github.com/autoui/autoui/engine"
-	"github.com/autoui/autoui/models"
-	"github.com/autoui/autoui/serve"
+	"github.com/autoui/autoui/serve/servetest"
 )
 
 // startServe serves the tiny bundle on addr ("127.0.0.1:0" for any port) and
 // returns the base URL and a stop function that drains like SIGTERM.
 func startServe(t *testing.T, addr string) (string, func()) {
 	t.Helper()
-	b, err := models.Load(tinyBundle, models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.NewPredictor(b, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := serve.New(serve.Config{})
-	s.SetModel(serve.ModelOf(p, "tiny"))
+	p, s := servetest.Start(t, tinyBundle, "tiny")
 	var ln net.Listener
+	var err error
 	for i := 0; ; i++ { // a port just closed may take a moment to free
 		if ln, err = net.Listen("tcp", addr); err == nil || i == 50 {
 			break

@@ -20,8 +20,7 @@ import (
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
-	"github.com/autoui/autoui/models"
-	"github.com/autoui/autoui/serve"
+	"github.com/autoui/autoui/serve/servetest"
 )
 
 const testdata = "../../models/testdata"
@@ -30,20 +29,7 @@ var _ device.Predictor = (*Client)(nil)
 
 func tinyServer(t *testing.T) (*engine.Predictor, http.Handler) {
 	t.Helper()
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.NewPredictor(b, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := serve.New(serve.Config{})
-	s.SetModel(serve.ModelOf(p, ""))
-	t.Cleanup(func() {
-		s.Shutdown(context.Background())
-		p.Close()
-	})
+	p, s := servetest.Start(t, filepath.Join(testdata, "tiny"), "")
 	return p, s.Handler()
 }
 
