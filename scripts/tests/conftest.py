@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 
@@ -12,6 +13,24 @@ torch.set_num_threads(1)
 
 TESTDATA = os.path.join(ROOT, "models", "testdata")
 TOKENIZER = os.path.join(TESTDATA, "tokenizer", "tokenizer.json")
+TINY = os.path.join(TESTDATA, "tiny")  # the committed tiny bundle
+GOLDEN = os.path.join(TESTDATA, "golden", "cases.json")
+
+
+def _load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+# Function-scoped: a test may edit what it gets.
+@pytest.fixture
+def tiny_manifest():
+    return _load_json(os.path.join(TINY, "manifest.json"))
+
+
+@pytest.fixture
+def golden():
+    return _load_json(GOLDEN)
 
 
 @pytest.fixture(scope="session")

@@ -10,21 +10,7 @@ import pytest
 from scripts import autoui_model as am
 from scripts import export, fixtures
 from scripts import vision as vis
-from scripts.tests.conftest import TESTDATA
-
-BUNDLE = os.path.join(TESTDATA, "tiny")
-
-
-@pytest.fixture(scope="module")
-def manifest():
-    with open(os.path.join(BUNDLE, "manifest.json")) as f:
-        return json.load(f)
-
-
-@pytest.fixture(scope="module")
-def golden():
-    with open(os.path.join(TESTDATA, "golden", "cases.json"), encoding="utf-8") as f:
-        return json.load(f)
+from scripts.tests.conftest import TESTDATA, TINY
 
 
 def test_tokenizer_layouts_present():
@@ -33,18 +19,18 @@ def test_tokenizer_layouts_present():
         assert os.path.getsize(os.path.join(d, name)) > 1000, name
 
 
-def test_manifest_shas(manifest):
-    assert manifest["format"] == "autoui-bundle" and manifest["format_version"] == export.FORMAT_VERSION == 2
-    assert set(manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"}
-    for role, spec in manifest["files"].items():
+def test_manifest_shas(tiny_manifest):
+    assert tiny_manifest["format"] == "autoui-bundle" and tiny_manifest["format_version"] == export.FORMAT_VERSION == 2
+    assert set(tiny_manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"}
+    for role, spec in tiny_manifest["files"].items():
         for f in [spec] + spec.get("external_data", []):
-            p = os.path.join(BUNDLE, f["path"])
+            p = os.path.join(TINY, f["path"])
             assert os.path.getsize(p) == f["size"], role
             assert export.sha256_file(p) == f["sha256"], role
-    assert manifest["model"]["vocab_size"] % 64 == 0
-    assert manifest["model"]["image_dim"] == manifest["vision"]["output_dim"]
+    assert tiny_manifest["model"]["vocab_size"] % 64 == 0
+    assert tiny_manifest["model"]["image_dim"] == tiny_manifest["vision"]["output_dim"]
     # generate(max_length=128) counts the decoder start token: 127 new tokens at most.
-    assert manifest["prompt"]["max_target_tokens"] == am.MAX_NEW_TOKENS == 127
+    assert tiny_manifest["prompt"]["max_target_tokens"] == am.MAX_NEW_TOKENS == 127
 
 
 def test_default_manifest_limits():
@@ -99,15 +85,15 @@ def test_goldens_reproduce(golden, committed_model, tokenizer, index):
         np.testing.assert_allclose(tensors[name], ref, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
-def test_reexport_is_byte_identical(manifest, tmp_path):
+def test_reexport_is_byte_identical(tiny_manifest, tmp_path):
     out = str(tmp_path / "tiny")
     export.main(["--out", out, "--checkpoint", fixtures.CHECKPOINT, "--vision", fixtures.BLIP2,
                  "--tokenizer", fixtures.TOKENIZER, "--name", "tiny", "--scroll-map", "fixed", "--no-check"])
     with open(os.path.join(out, "manifest.json")) as f:
         again = json.load(f)
     for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"):
-        assert again["files"][role]["sha256"] == manifest["files"][role]["sha256"], role
+        assert again["files"][role]["sha256"] == tiny_manifest["files"][role]["sha256"], role
     # The committed manifest is what the exporter writes today (tool versions aside).
-    for m in (again, manifest):
+    for m in (again, tiny_manifest):
         m["exporter"].pop("versions")
-    assert again == manifest
+    assert again == tiny_manifest

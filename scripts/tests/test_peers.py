@@ -9,10 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from scripts.peers import common, compare, svg, torch_ref
+from scripts.tests.conftest import ROOT, TESTDATA, TINY
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "models", "testdata", "tiny")
-SCREEN = os.path.join(ROOT, "models", "testdata", "screens", "home_1080x2400.png")
+SCREEN = os.path.join(TESTDATA, "screens", "home_1080x2400.png")
 TOKENS = 6
 
 

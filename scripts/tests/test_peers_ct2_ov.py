@@ -8,11 +8,9 @@ import os
 import pytest
 
 from scripts.peers import common, compare, ct2
+from scripts.tests.conftest import TESTDATA, TINY, TOKENIZER
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "models", "testdata", "tiny")
-SCREEN = os.path.join(ROOT, "models", "testdata", "screens", "home_1080x2400.png")
-TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
+SCREEN = os.path.join(TESTDATA, "screens", "home_1080x2400.png")
 PROMPTS = ['Previous Actions: "action_type": "PRESS_HOME", "touch_point": "[-1.0, -1.0]", '
            '"lift_point": "[-1.0, -1.0]", "typed_text": "" Goal: Open the settings app',
            "Goal: Search for hotels in Paris"]

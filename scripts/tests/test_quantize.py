@@ -11,10 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from scripts import export
 from scripts import quantize as q
-from scripts.tests.conftest import TESTDATA
-
-TINY = os.path.join(TESTDATA, "tiny")
-GOLDEN = os.path.join(TESTDATA, "golden", "cases.json")
+from scripts.tests.conftest import GOLDEN, TINY
 
 # Measured on the 23 golden cases (ORT 1.29, AVX2 CPU, 7-bit weights, int8 embeddings): first
 # step 23/23 with max |logit diff| 0.93 (logits span about -40..60), teacher-forced 2111/2115

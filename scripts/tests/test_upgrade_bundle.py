@@ -17,10 +17,8 @@ from scripts import quantize as q
 from scripts import upgrade_bundle as ub
 from scripts.ort_pipeline import Bundle
 from scripts.peers import merged_decoder as md
-from scripts.tests.conftest import TESTDATA
+from scripts.tests.conftest import GOLDEN, TESTDATA, TINY
 
-TINY = os.path.join(TESTDATA, "tiny")
-GOLDEN = os.path.join(TESTDATA, "golden", "cases.json")
 
 
 def make_format1(src: str, dst: str) -> dict:
@@ -43,18 +41,6 @@ def make_format1(src: str, dst: str) -> dict:
     with open(os.path.join(dst, "manifest.json"), "w") as f:
         json.dump(m, f, indent=2)
     return m
-
-
-@pytest.fixture(scope="module")
-def tiny_manifest():
-    with open(os.path.join(TINY, "manifest.json")) as f:
-        return json.load(f)
-
-
-@pytest.fixture(scope="module")
-def cases():
-    with open(GOLDEN) as f:
-        return json.load(f)["cases"]
 
 
 # ---------------------------------------------------------------- merged builder
@@ -124,7 +110,8 @@ def test_merged_decoder_refuses_other_formats(tmp_path, capsys):
 
 # ---------------------------------------------------------------- upgrade
 
-def test_upgrade_format1_bundle(tmp_path, tiny_manifest, cases):
+def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
+    cases = golden["cases"]
     old = str(tmp_path / "old")
     make_format1(TINY, old)
     assert Bundle(TINY).manifest["format_version"] == 2
