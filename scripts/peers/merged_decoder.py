@@ -105,19 +105,16 @@ def build(dec: onnx.ModelProto, cross: onnx.ModelProto, n_layers: int, n_heads: 
 
     outer_inputs = [dec_ins["input_ids"], dec_ins["encoder_attention_mask"], cross.graph.input[0]]
     outputs = [dec.graph.output[0]]
+    # optimum's names and sequence dims, per layer: (into, prefix, part, sequence dim)
+    kv_values = ((outer_inputs, "past_key_values", "decoder", "past_decoder_sequence_length"),
+                 (outer_inputs, "past_key_values", "encoder", "encoder_sequence_length_out"),
+                 (outputs, "present", "decoder", "present_decoder_sequence_length"),
+                 (outputs, "present", "encoder", "present_encoder_sequence_length"))
     for i in range(n_layers):
-        for kv in ("key", "value"):
-            outer_inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.decoder.{kv}", f,
-                                                              ["batch_size", n_heads, "past_decoder_sequence_length", d_kv]))
-        for kv in ("key", "value"):
-            outer_inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.encoder.{kv}", f,
-                                                              ["batch_size", n_heads, "encoder_sequence_length_out", d_kv]))
-        for kv in ("key", "value"):
-            outputs.append(helper.make_tensor_value_info(f"present.{i}.decoder.{kv}", f,
-                                                         ["batch_size", n_heads, "present_decoder_sequence_length", d_kv]))
-        for kv in ("key", "value"):
-            outputs.append(helper.make_tensor_value_info(f"present.{i}.encoder.{kv}", f,
-                                                         ["batch_size", n_heads, "present_encoder_sequence_length", d_kv]))
+        for into, prefix, part, seq in kv_values:
+            for kv in ("key", "value"):
+                into.append(helper.make_tensor_value_info(f"{prefix}.{i}.{part}.{kv}", f,
+                                                          ["batch_size", n_heads, seq, d_kv]))
     outer_inputs.append(helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1]))
     outer = {v.name for v in outer_inputs} | set(inits)
     order = [o.name for o in outputs]
