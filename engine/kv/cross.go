@@ -49,7 +49,7 @@ func crossTensors(d dims, bufs [][]float32) ([]Pinned, error) {
 		var err error
 		if kv[i], err = NewTensor(&shape, bufs[i], d.b, d.heads, d.enc, d.dkv); err != nil {
 			ReleaseAll(kv)
-			return nil, fmt.Errorf("cross-attention cache: %w", err)
+			return nil, err // the callers say what it was for
 		}
 	}
 	return kv, nil
