@@ -125,27 +125,42 @@ const (
 // cause (and its fix, when known) in one line. An `input text` line with
 // characters outside ASCII is refused before it is sent: stock Android
 // cannot type them. Commands are never retried (they are not idempotent).
+// Lines that switch to ADBKeyboard wait until it is the input method, and
+// the previous IME is selected again even when typing failed (typing.go).
 func (d *Device) Run(ctx context.Context, cmds []string) error {
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if strings.HasPrefix(c, "input text ") && !isASCII(c) {
 			return fmt.Errorf("device %s: %q not sent: `input text` cannot type %q (install the ADBKeyboard IME, or let autoui fold text to ASCII)", d.serial, c, nonASCIIRunes(c))
 		}
-		raw, err := d.tr.service(ctx, "shell:"+c+statusEcho)
-		if err != nil {
-			return d.wrap(fmt.Sprintf("%q", c), err)
+		out, err := d.runOne(ctx, c)
+		if err == nil {
+			err = d.afterCommand(ctx, c, out)
 		}
-		out, rc, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
-		switch o := strings.TrimSpace(out); {
-		case !ok:
-			return fmt.Errorf("device %s: %q: no exit status came back (the link dropped?): %s", d.serial, c, commandFailure(o))
-		case rc != 0:
-			return fmt.Errorf("device %s: %q failed (exit status %d): %s", d.serial, c, rc, commandFailure(o))
-		case reJavaException.MatchString(o) || strings.HasPrefix(o, "Error") || strings.Contains(o, "not found"):
-			// Old `input` builds print an exception and still exit 0.
-			return fmt.Errorf("device %s: %q failed: %s", d.serial, c, commandFailure(o))
+		if err != nil {
+			return d.restoreIME(ctx, cmds[:i+1], cmds[i+1:], err)
 		}
 	}
 	return nil
+}
+
+// runOne sends one command line and returns what it printed, or why it
+// failed.
+func (d *Device) runOne(ctx context.Context, c string) (string, error) {
+	raw, err := d.tr.service(ctx, "shell:"+c+statusEcho)
+	if err != nil {
+		return "", d.wrap(fmt.Sprintf("%q", c), err)
+	}
+	out, rc, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
+	switch o := strings.TrimSpace(out); {
+	case !ok:
+		return o, fmt.Errorf("device %s: %q: no exit status came back (the link dropped?): %s", d.serial, c, commandFailure(o))
+	case rc != 0:
+		return o, fmt.Errorf("device %s: %q failed (exit status %d): %s", d.serial, c, rc, commandFailure(o))
+	case reJavaException.MatchString(o) || strings.HasPrefix(o, "Error") || strings.Contains(o, "not found"):
+		// Old `input` builds print an exception and still exit 0.
+		return o, fmt.Errorf("device %s: %q failed: %s", d.serial, c, commandFailure(o))
+	}
+	return out, nil
 }
 
 // splitExitStatus removes the rcMarker line from out and returns the

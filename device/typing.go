@@ -3,8 +3,11 @@ package device
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -162,15 +165,83 @@ func (d *Device) broadcastCommands(text string) []string {
 	var cmds []string
 	switchIME := d.ime.current != ADBKeyboardIME
 	if switchIME {
-		cmds = append(cmds, "ime enable "+ADBKeyboardIME, "ime set "+ADBKeyboardIME)
+		cmds = append(cmds, "ime enable "+ADBKeyboardIME, selectADBKeyboard)
 	}
 	for _, chunk := range chunkRunes(text, maxBroadcastChunk) {
-		cmds = append(cmds, "am broadcast -a ADB_INPUT_B64 --es msg "+ShellQuote(base64.StdEncoding.EncodeToString([]byte(chunk))))
+		cmds = append(cmds, broadcastPrefix+"--es msg "+ShellQuote(base64.StdEncoding.EncodeToString([]byte(chunk))))
 	}
 	if switchIME && d.ime.current != "" {
-		cmds = append(cmds, "ime set "+ShellQuote(d.ime.current))
+		cmds = append(cmds, imeSetPrefix+ShellQuote(d.ime.current))
 	}
 	return cmds
+}
+
+// Lines broadcastCommands writes, which Run treats specially.
+const (
+	selectADBKeyboard = "ime set " + ADBKeyboardIME
+	broadcastPrefix   = "am broadcast -a ADB_INPUT_B64 "
+	imeSetPrefix      = "ime set "
+)
+
+// Waiting for ADBKeyboard to take over after `ime set`: a real switch takes
+// well under a second; the wait is bounded by the command timeout too.
+const (
+	imeSwitchLimit = 5 * time.Second
+	imeSwitchPoll  = 100 * time.Millisecond
+)
+
+// afterCommand checks what a typing line did. `ime set` returns before the
+// new IME runs, and ADBKeyboard registers its broadcast receiver only when
+// it starts, so a broadcast sent too early reaches no one yet exits 0: wait
+// until the device names ADBKeyboard as its input method. A broadcast that
+// did not complete is an error.
+func (d *Device) afterCommand(ctx context.Context, line, out string) error {
+	switch {
+	case line == selectADBKeyboard:
+		return d.waitIME(ctx, ADBKeyboardIME)
+	case strings.HasPrefix(line, broadcastPrefix) && !strings.Contains(out, "Broadcast completed"):
+		return fmt.Errorf("device %s: ADBKeyboard broadcast did not complete: %s", d.serial, commandFailure(out))
+	}
+	return nil
+}
+
+// waitIME polls `settings get secure default_input_method` until it names
+// id, bounded.
+func (d *Device) waitIME(ctx context.Context, id string) error {
+	limit := min(imeSwitchLimit, d.opts.CommandTimeout)
+	deadline := time.Now().Add(limit)
+	for {
+		cur, err := d.readShellText(ctx, "settings get secure default_input_method")
+		if err != nil {
+			return err
+		}
+		if cur = strings.TrimSpace(cur); cur == id {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("device %s: `ime set %s` did not take effect within %s (the input method is still %q): nothing typed", d.serial, id, limit, cur)
+		}
+		if err := sleepCtx(ctx, imeSwitchPoll); err != nil {
+			return err
+		}
+	}
+}
+
+// restoreIME selects the previous IME again when typing failed after the
+// switch to ADBKeyboard, so the user's keyboard is not left replaced; the
+// restore line is the last `ime set` of the lines not yet sent.
+func (d *Device) restoreIME(ctx context.Context, sent, rest []string, err error) error {
+	if !slices.Contains(sent, selectADBKeyboard) || len(rest) == 0 {
+		return err
+	}
+	last := rest[len(rest)-1]
+	if !strings.HasPrefix(last, imeSetPrefix) || last == selectADBKeyboard {
+		return err
+	}
+	if _, rerr := d.runOne(context.WithoutCancel(ctx), last); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // chunkRunes cuts s into pieces of at most n bytes on rune boundaries.

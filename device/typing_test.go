@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/device/fakephone"
 )
@@ -148,4 +149,56 @@ func TestLongTextIsChunked(t *testing.T) {
 			t.Fatalf("command of %d bytes", len(c))
 		}
 	}
+}
+
+// TestADBKeyboardWaitsForTheSwitch: `ime set` returns before ADBKeyboard
+// runs and registers its receiver, so a broadcast sent at once is lost
+// (and still exits 0). The text must arrive, and the IME be restored.
+func TestADBKeyboardWaitsForTheSwitch(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	fake := r.add(t, fakephone.Options{ADBKeyboard: true, IMESwitchDelay: 400 * time.Millisecond})
+	d := r.connect(t, Options{Serial: fake.Serial()})
+	before := fake.CurrentIME()
+	p := d.PlanText("café 日本")
+	if err := d.Run(ctx, p.Commands); err != nil {
+		t.Fatal(err)
+	}
+	if got := phoneOf(fake).TypedText(); got != "café 日本" {
+		t.Fatalf("typed %q, want %q (commands %q)", got, "café 日本", p.Commands)
+	}
+	waitFor(t, func() bool { return fake.CurrentIME() == before }, "the previous IME back")
+}
+
+// TestADBKeyboardThatNeverTakesOver: a switch that never happens is an
+// error naming it, nothing is typed, and the previous IME is selected again.
+func TestADBKeyboardThatNeverTakesOver(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	fake := r.add(t, fakephone.Options{ADBKeyboard: true, IMESwitchDelay: time.Hour})
+	d := r.connect(t, Options{Serial: fake.Serial(), CommandTimeout: 500 * time.Millisecond})
+	err := d.Run(ctx, d.PlanText("café").Commands)
+	if err == nil || !strings.Contains(err.Error(), "did not take effect") {
+		t.Fatalf("err = %v", err)
+	}
+	oneLineErr(t, err)
+	if got := phoneOf(fake).TypedText(); got != "" {
+		t.Fatalf("typed %q", got)
+	}
+	last := fake.Shell()[len(fake.Shell())-1]
+	if len(last.Commands) != 1 || strings.Join(last.Commands[0][:2], " ") != "ime set" || last.Commands[0][2] == ADBKeyboardIME {
+		t.Fatalf("last line %q, want the previous IME selected again", last.Line)
+	}
+}
+
+// waitFor polls cond for a few seconds (generous: the machine may be loaded).
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for i := 0; i < 400; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"time"
 )
 
 // DefaultAndroid is the Android version a fake device runs unless told:
@@ -192,7 +193,7 @@ func (d *Device) runIME(args []string, w io.Writer) int {
 			fmt.Fprintf(w, "Unknown input method %s cannot be selected for user #0\n", id)
 			return 255
 		}
-		d.currentIME = id
+		d.pendingIME, d.pendingAt = id, time.Now().Add(d.opts.IMESwitchDelay)
 		fmt.Fprintf(w, "Input method %s selected for user #0\n", id)
 		return 0
 	}
@@ -209,10 +210,18 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// CurrentIME is the selected input method.
+// CurrentIME is the input method in charge: the one `ime set` selected,
+// once IMESwitchDelay has passed.
 func (d *Device) CurrentIME() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.currentIMELocked()
+}
+
+func (d *Device) currentIMELocked() string {
+	if d.pendingIME != "" && !time.Now().Before(d.pendingAt) {
+		d.currentIME, d.pendingIME = d.pendingIME, ""
+	}
 	return d.currentIME
 }
 

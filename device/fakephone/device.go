@@ -86,6 +86,11 @@ type Options struct {
 	// ADBKeyboard installs the ADBKeyboard IME: `ime list -a -s` lists it,
 	// and while it is selected its ADB_INPUT_B64 broadcast types text.
 	ADBKeyboard bool
+	// IMESwitchDelay is how long after `ime set` the new IME takes over:
+	// until then `settings get secure default_input_method` names the old
+	// one and ADBKeyboard's receiver is not registered (it registers in
+	// AdbIME.onCreate), so a broadcast types nothing yet still completes.
+	IMESwitchDelay time.Duration
 	// InjectDenied makes every `input` throw SecurityException (INJECT_EVENTS),
 	// like a Xiaomi/Redmi/POCO phone without "USB debugging (Security
 	// settings)".
@@ -144,6 +149,9 @@ type Device struct {
 	imes       []string
 	enabledIME map[string]bool
 	currentIME string
+	// pendingIME takes over from currentIME at pendingAt (IMESwitchDelay).
+	pendingIME string
+	pendingAt  time.Time
 
 	// execMu serializes command execution so Phones need not be thread-safe.
 	execMu sync.Mutex
