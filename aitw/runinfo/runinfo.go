@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/atomicfile"
 )
 
@@ -48,7 +50,8 @@ type Model struct {
 	ManifestSHA256 string `json:"manifest_sha256"`
 }
 
-// Options are the settings that change predictions.
+// Options are the settings that change predictions (and the batch size,
+// which does not).
 type Options struct {
 	History       string `json:"history"`
 	HistoryWindow int    `json:"history_window"`
@@ -58,7 +61,10 @@ type Options struct {
 	Constrained   bool   `json:"constrained"`
 	Provider      string `json:"provider"`
 	GraphOpt      string `json:"graph_opt"`
-	Batch         int    `json:"batch"`
+	// Batch is the latest run's --batch. It is recorded, not compared:
+	// predictions are the same at every batch size, so a run may resume or
+	// merge at another.
+	Batch int `json:"batch"`
 }
 
 // Data is what was predicted.
@@ -144,7 +150,6 @@ func Diff(a, b *Info, sameShard bool) []string {
 	add("constrained", ao.Constrained, bo.Constrained)
 	add("provider", ao.Provider, bo.Provider)
 	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
-	add("batch", ao.Batch, bo.Batch)
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))
 	}
@@ -218,4 +223,43 @@ func Version() string {
 		return "devel"
 	}
 	return "devel+" + short(rev) + dirty
+}
+
+// Start checks that predictions already in dir were made the same way as in
+// (else it refuses, touching nothing) and records in as this run's start.
+// A directory holding no prediction yet (a run stopped before its first) is
+// taken over whatever made it: there is nothing to mix.
+func Start(dir string, in *Info) error {
+	old, err := Read(dir)
+	if err != nil {
+		return fmt.Errorf("%w (fix or remove it, or use another --out)", err)
+	}
+	var diff []string
+	if old != nil {
+		diff = Diff(old, in, true)
+	}
+	switch {
+	case old != nil && len(diff) == 0:
+		in.Started = old.Started
+	case !holdsPredictions(filepath.Join(dir, PredictionsFile)):
+	case old == nil:
+		return fmt.Errorf("%s holds predictions without a %s (from an older autoui or another tool): their model and options are unknown, so nothing is appended; use another --out",
+			dir, File)
+	default:
+		return fmt.Errorf("%s holds predictions made differently; resuming would mix them (%s): use the same model and options to resume, or another --out",
+			dir, strings.Join(diff, "; "))
+	}
+	return in.Write(dir)
+}
+
+// holdsPredictions reports whether a predictions file holds a prediction: a
+// missing or empty file, or a torn first line, holds none. A file that
+// cannot be read counts as holding some, so it is never taken over.
+func holdsPredictions(path string) bool {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() == 0) {
+		return false
+	}
+	ps, err := aitw.ReadPredictions(path)
+	return err != nil || len(ps.ByStep) > 0
 }

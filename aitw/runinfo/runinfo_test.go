@@ -95,3 +95,64 @@ func TestVersion(t *testing.T) {
 		t.Error("empty version")
 	}
 }
+
+// The batch size is recorded but neither a resume nor a merge compares it:
+// predictions are the same at every batch size.
+func TestBatchIsNotProvenance(t *testing.T) {
+	a, b := sample(), sample()
+	b.Options.Batch = 1
+	if d := Diff(a, b, true); len(d) != 0 {
+		t.Errorf("Diff at another batch = %q, want none", d)
+	}
+	dir := t.TempDir()
+	if err := Start(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, PredictionsFile), []byte(`{"episode_id": "1", "step_id": 0, "action_type": 5}`+"\n"), 0o644)
+	if err := Start(dir, b); err != nil {
+		t.Fatalf("resume at another batch: %v", err)
+	}
+	if got, _ := Read(dir); got.Options.Batch != 1 {
+		t.Errorf("run.json batch %d, want the latest run's 1", got.Options.Batch)
+	}
+}
+
+// A directory without a single prediction (a run stopped before its first,
+// or killed mid-way through writing it) is taken by a run with other
+// settings; one prediction is enough to refuse.
+func TestStartTakesDirWithoutPredictions(t *testing.T) {
+	for _, content := range []string{"", "-", `{"episode_id": "1", "step_id": 0, "act`} {
+		dir := t.TempDir()
+		a, b := sample(), sample()
+		b.Options.MaxNewTokens = 64
+		b.Started = a.Started.Add(time.Hour)
+		if err := Start(dir, a); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, PredictionsFile)
+		if content != "-" {
+			os.WriteFile(path, []byte(content), 0o644)
+		}
+		if err := Start(dir, b); err != nil {
+			t.Fatalf("predictions file %q: %v", content, err)
+		}
+		if got, _ := Read(dir); got.Options.MaxNewTokens != 64 || !got.Started.Equal(b.Started) {
+			t.Errorf("run.json not the new run's: %+v", got)
+		}
+		os.WriteFile(path, []byte(`{"episode_id": "1", "step_id": 0, "action_type": 5}`+"\n"), 0o644)
+		if err := Start(dir, a); err == nil || !strings.Contains(err.Error(), "max_new_tokens: 64 vs 127") {
+			t.Errorf("a directory with a prediction: %v", err)
+		}
+	}
+	// Without run.json: empty is taken, a prediction refused.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, PredictionsFile), nil, 0o644)
+	if err := Start(dir, sample()); err != nil {
+		t.Errorf("empty predictions without run.json: %v", err)
+	}
+	os.Remove(filepath.Join(dir, File))
+	os.WriteFile(filepath.Join(dir, PredictionsFile), []byte(`{"episode_id": "1", "step_id": 0, "action_type": 5}`+"\n"), 0o644)
+	if err := Start(dir, sample()); err == nil || !strings.Contains(err.Error(), "without a run.json") {
+		t.Errorf("predictions without run.json: %v", err)
+	}
+}

@@ -191,7 +191,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := startRun(*out, info); err != nil {
+	if err := runinfo.Start(*out, info); err != nil {
 		return err
 	}
 	opts := runner.Options{
@@ -273,28 +273,6 @@ func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch
 		in.Data.Shard = sh.String()
 	}
 	return in, nil
-}
-
-// startRun checks that predictions already in out were made the same way
-// (else it refuses, touching nothing) and records this run's start.
-func startRun(out string, in *runinfo.Info) error {
-	old, err := runinfo.Read(out)
-	if err != nil {
-		return fmt.Errorf("%w (fix or remove it, or use another --out)", err)
-	}
-	if old == nil {
-		if st, err := os.Stat(filepath.Join(out, runinfo.PredictionsFile)); err == nil && st.Size() > 0 {
-			return fmt.Errorf("%s holds predictions without a %s (from an older autoui or another tool): their model and options are unknown, so nothing is appended; use another --out",
-				out, runinfo.File)
-		}
-	} else {
-		if d := runinfo.Diff(old, in, true); len(d) > 0 {
-			return fmt.Errorf("%s holds predictions made differently; resuming would mix them (%s): use the same model and options to resume, or another --out",
-				out, strings.Join(d, "; "))
-		}
-		in.Started = old.Started
-	}
-	return in.Write(out)
 }
 
 // modelFingerprint keys the feature cache: the vision graph's SHA-256 from

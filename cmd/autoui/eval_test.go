@@ -135,8 +135,8 @@ func TestEvalRunThenScoreWithTinyBundle(t *testing.T) {
 	}
 }
 
-// run.json records the run; resuming with another setting, into a
-// directory of unknown predictions, or while another run holds --out is
+// run.json records the run; resuming with another setting (not another
+// batch size), into a directory of unknown predictions, or while another run holds --out is
 // refused without touching predictions.jsonl.
 func TestEvalRunProvenanceAndLock(t *testing.T) {
 	out := t.TempDir()
@@ -185,7 +185,7 @@ func TestEvalRunProvenanceAndLock(t *testing.T) {
 	if string(after) != string(before) {
 		t.Fatal("a refused run changed predictions.jsonl")
 	}
-	if err := run(); err != nil { // same settings: resumes to the end
+	if err := run("--batch", "1"); err != nil { // same settings, another batch size: resumes to the end
 		t.Fatal(err)
 	}
 	if info, _ = runinfo.Read(out); !info.Complete {
