@@ -319,24 +319,29 @@ func (d *Device) shell(ctx context.Context, line string) ([]byte, error) {
 	return out, nil
 }
 
-// readShell is shell for read-only commands: retried with backoff while the
-// device is briefly offline or the connection resets.
-func (d *Device) readShell(ctx context.Context, line string) ([]byte, error) {
-	var out []byte
+// readShellText runs a read-only command and returns its text output
+// ("\r" removed: old devices answer on a pty). The line is sent with the
+// exit-status echo so that output cut short by a falling link (which ends
+// like a normal stream) is told from a whole one; it is retried with
+// backoff, like a brief offline or a reset connection.
+func (d *Device) readShellText(ctx context.Context, line string) (string, error) {
+	var out string
 	err := retry(ctx, d.opts.ReadRetries, func() error {
-		var err error
-		out, err = d.tr.service(ctx, "shell:"+line)
-		return err
+		raw, err := d.tr.service(ctx, "shell:"+line+statusEcho)
+		if err != nil {
+			return err
+		}
+		body, _, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
+		if !ok {
+			return errTruncated
+		}
+		out = body
+		return nil
 	})
 	if err != nil {
-		return nil, d.wrap(fmt.Sprintf("shell %q", line), err)
+		return "", d.wrap(fmt.Sprintf("shell %q", line), err)
 	}
 	return out, nil
-}
-
-func (d *Device) readShellText(ctx context.Context, line string) (string, error) {
-	out, err := d.readShell(ctx, line)
-	return strings.ReplaceAll(string(out), "\r", ""), err
 }
 
 func (d *Device) shellText(ctx context.Context, line string) (string, error) {

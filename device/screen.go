@@ -225,7 +225,11 @@ func (d *Device) captureVia(ctx context.Context, mode string) (*Screenshot, stri
 	var out []byte
 	err := retry(ctx, d.opts.ReadRetries, func() error {
 		var err error
-		out, err = d.tr.service(ctx, service)
+		if out, err = d.tr.service(ctx, service); err == nil && pngCut(out) {
+			// A PNG without its end is a link that fell mid-transfer, not
+			// a mode that does not work: retry here, never demote.
+			return errTruncated
+		}
 		return err
 	})
 	var se *serverError
@@ -304,6 +308,14 @@ func repairPNG(out []byte, opts preprocess.DecodeOptions) (image.Image, []byte, 
 		}
 	}
 	return nil, nil, nil
+}
+
+// pngEnd is a PNG's last chunk (IEND, empty) with its CRC.
+var pngEnd = []byte("IEND\xaeB`\x82")
+
+// pngCut reports output that holds the start of a PNG but not its end.
+func pngCut(out []byte) bool {
+	return bytes.Contains(out, pngSignature[:4]) && !bytes.Contains(out, pngEnd)
 }
 
 func describeNonPNG(b []byte) string {

@@ -194,12 +194,19 @@ func readSyncData(r io.Reader, w io.Writer) error {
 	}
 }
 
+// errTruncated says a command's output ended before its end marker (the
+// exit-status echo, a PNG's IEND chunk): the link fell mid-transfer.
+var errTruncated = errors.New("output cut short (the link dropped mid-transfer)")
+
 // transient reports errors worth retrying for a read-only command: the
 // device briefly offline or reconnecting, or the connection reset.
 func transient(err error) bool {
 	var te *timeoutError
 	if err == nil || errors.Is(err, context.Canceled) || errors.As(err, &te) {
 		return false
+	}
+	if errors.Is(err, errTruncated) {
+		return true
 	}
 	var se *serverError
 	if errors.As(err, &se) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +225,53 @@ func TestSilentServerTimesOut(t *testing.T) {
 		t.Fatalf("took %s", el)
 	}
 	oneLineErr(t, err)
+}
+
+// cutOnce returns a CutWhen that cuts the first line starting with prefix.
+func cutOnce(prefix string) func(string) bool {
+	var mu sync.Mutex
+	done := false
+	return func(line string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if done || !strings.HasPrefix(line, prefix) {
+			return false
+		}
+		done = true
+		return true
+	}
+}
+
+// TestCutOutputIsRetriedNotTrusted: the link falls mid-transfer, so the
+// stream ends early like a normal one. getprop must not return half a value,
+// and a cut PNG must be fetched again the same way, not demote capture to a
+// worse mode for the rest of the session.
+func TestCutOutputIsRetriedNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	fake := r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240), Model: "Pixel_Cut",
+		CutWhen: cutOnce("getprop")})
+	d := r.connect(t, Options{Serial: fake.Serial()})
+	if v, err := d.Property(ctx, "ro.product.model"); err != nil || v != "Pixel_Cut" {
+		t.Fatalf("getprop after a cut: %q, %v", v, err)
+	}
+
+	fake = r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240), CutWhen: cutOnce("screencap")})
+	d = r.connect(t, Options{Serial: fake.Serial()})
+	for i := 0; i < 2; i++ {
+		shot, err := d.Screenshot(ctx)
+		if err != nil {
+			t.Fatalf("capture %d: %v", i, err)
+		}
+		if shot.Via != "exec-out" {
+			t.Fatalf("capture %d via %s after one cut PNG, want exec-out kept", i, shot.Via)
+		}
+	}
+
+	// Cut every time: an error that says so, never a half screen.
+	fake = r.add(t, fakephone.Options{CutWhen: func(line string) bool { return strings.HasPrefix(line, "wm") }})
+	d = r.connect(t, Options{Serial: fake.Serial()})
+	if _, _, err := d.ScreenSize(ctx); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("err = %v", err)
+	}
 }

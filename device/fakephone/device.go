@@ -79,6 +79,11 @@ type Options struct {
 	// NoExec refuses the exec: service (`adb exec-out`), like adbd before
 	// Android 5.
 	NoExec bool
+	// CutWhen is called with every shell and exec command line; when it
+	// returns true the device sends only the first half of the output and
+	// ends the stream, as when the link falls mid-transfer: the client sees
+	// a short read that ends like a normal one.
+	CutWhen func(line string) bool
 	// HangWhen is called with every shell command line; when it returns true
 	// the command never answers (until the device closes), like a wedged
 	// system_server.
@@ -394,6 +399,9 @@ func (d *Device) serve(line string, pty bool) (out []byte, ok bool) {
 	out = buf.Bytes()
 	if pty {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	}
+	if d.opts.CutWhen != nil && d.opts.CutWhen(line) {
+		out = out[:len(out)/2]
 	}
 	return out, true
 }
