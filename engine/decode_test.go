@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -223,6 +224,20 @@ func TestRequestValidation(t *testing.T) {
 		{Request{Features: feat, Goal: "x", Replay: make([]int64, 20), MaxNewTokens: 20}, "does not fit"},
 		{Request{Features: feat, Goal: "x", Replay: []int64{-3}}, "outside the vocabulary"},
 		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 1.5}, Lift: action.Point{}}}}, "history action 0"},
+		// Limits that bound memory (issue 22: 1e8 tokens allocated ~77 GB).
+		{Request{Features: feat, Goal: "x", MaxNewTokens: 100000000}, "max_new_tokens 100000000 is over this model's limit of 127"},
+		{Request{Features: feat, Goal: "x", MaxNewTokens: 128}, "limit of 127"},
+		{Request{Features: feat, Goal: strings.Repeat("g", MaxGoalBytes+1)}, "goal is 8193 bytes, over the limit of 8192"},
+		{Request{Features: feat, Goal: "x", History: make([]action.Action, MaxHistory+1)}, "1001 actions, over the limit of 1000"},
+		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: strings.Repeat("t", MaxTypedTextBytes+1)}}}, "typed_text is 8193 bytes"},
+	}
+	for _, ok := range []Request{
+		{Features: feat, Goal: "x", MaxNewTokens: 127},
+		{Features: feat, Goal: strings.Repeat("g", MaxGoalBytes)},
+	} {
+		if err := p.Check(ok); err != nil {
+			t.Errorf("Check refused a request at the limits: %v", err)
+		}
 	}
 	if err := p.Check(Request{Features: feat, Goal: "ok"}); err != nil {
 		t.Errorf("Check refused a good request: %v", err)
@@ -231,6 +246,10 @@ func TestRequestValidation(t *testing.T) {
 		_, err := p.Predict(context.Background(), b.req)
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("alone: want %q, got %v", b.want, err)
+		}
+		var rerr *RequestError
+		if !errors.As(err, &rerr) {
+			t.Errorf("%q: not a RequestError: %T", b.want, err)
 		}
 		if cerr := p.Check(b.req); cerr == nil || err == nil || cerr.Error() != err.Error() {
 			t.Errorf("Check: %v, Predict: %v", cerr, err)

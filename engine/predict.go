@@ -159,8 +159,20 @@ func (p *Predictor) Check(r Request) error {
 
 // sequence checks a request (every path goes through here) and makes its
 // decoding state: the token limit and the chooser and drafter its options
-// ask for.
+// ask for. Its errors are RequestErrors: the request, not the engine, is
+// at fault.
 func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
+	s, err := p.newSequence(r, tm)
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	return s, nil
+}
+
+func (p *Predictor) newSequence(r Request, tm *Timings) (*sequence, error) {
+	if err := r.checkSize(); err != nil {
+		return nil, err
+	}
 	switch {
 	case r.Features != nil:
 		if len(r.Features) != p.cfg.ImageDim {
@@ -183,6 +195,9 @@ func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
 		}
 	}
 	limit := p.maxNew
+	if r.MaxNewTokens > p.maxNew {
+		return nil, fmt.Errorf("max_new_tokens %d is over this model's limit of %d", r.MaxNewTokens, p.maxNew)
+	}
 	if r.MaxNewTokens > 0 {
 		limit = r.MaxNewTokens
 	}

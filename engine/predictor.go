@@ -100,8 +100,14 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	case opts.HistoryWindow < 0:
 		p.window = 0
 	}
+	if opts.MaxNewTokens > MaxNewTokensLimit {
+		return nil, fmt.Errorf("max new tokens %d is over the limit of %d", opts.MaxNewTokens, MaxNewTokensLimit)
+	}
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
+	}
+	if n := tok.VocabSize(); n > p.cfg.VocabSize {
+		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
 	}
 	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/models"
 )
 
 // Request is one prediction: a screen (or its precomputed vision features),
@@ -127,4 +128,42 @@ func (t Timings) MarshalJSON() ([]byte, error) {
 		"total_ms":       ms(t.Total),
 		"decoder_calls":  t.DecoderCalls,
 	})
+}
+
+// Limits on what one request may hold. The prompt keeps at most
+// max_source_tokens (512 for Auto-UI), so text far beyond it only costs
+// tokenizer time and memory: a request over a limit is refused, not cut.
+const (
+	MaxGoalBytes = 8 << 10
+	// MaxHistory is the most previous actions; the prompt shows the last
+	// history window (8 for Auto-UI) of them.
+	MaxHistory = 1000
+	// MaxTypedTextBytes bounds each history action's typed text.
+	MaxTypedTextBytes = 8 << 10
+	// MaxNewTokensLimit bounds Options.MaxNewTokens: the self-attention
+	// cache is sized by it.
+	MaxNewTokensLimit = models.MaxTargetTokensLimit
+)
+
+// RequestError is a request the engine refuses (a limit, a bad value): the
+// caller's input is at fault, not the model or the runtime.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// checkSize refuses goals and histories over the limits above.
+func (r Request) checkSize() error {
+	if n := len(r.Goal); n > MaxGoalBytes {
+		return fmt.Errorf("goal is %d bytes, over the limit of %d", n, MaxGoalBytes)
+	}
+	if n := len(r.History); n > MaxHistory {
+		return fmt.Errorf("history has %d actions, over the limit of %d", n, MaxHistory)
+	}
+	for i, a := range r.History {
+		if n := len(a.Text); n > MaxTypedTextBytes {
+			return fmt.Errorf("history action %d: typed_text is %d bytes, over the limit of %d", i, n, MaxTypedTextBytes)
+		}
+	}
+	return nil
 }

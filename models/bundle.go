@@ -138,7 +138,7 @@ func (m *Manifest) validate() error {
 	default:
 		return fmt.Errorf("action scroll_map %q, want fixed or legacy: %w", m.Action.ScrollMap, ErrBadManifest)
 	}
-	return nil
+	return m.checkConsistency()
 }
 
 func (b *Bundle) checkFile(rel string, size int64, sum string, v Verify) error {

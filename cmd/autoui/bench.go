@@ -52,6 +52,8 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every bench request sets its own length (--tokens or the replay's).
+	mf.maxTokens = engine.MaxNewTokensLimit
 	p, closeFn, err := mf.open()
 	if err != nil {
 		return err
@@ -226,6 +228,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	if mf.model == "" {
 		return fmt.Errorf("--model is required (a bundle directory, e.g. bench-models/base-vtiny)")
 	}
+	mf.maxTokens = engine.MaxNewTokensLimit // the requests set --tokens
 	base, err := mf.options()
 	if err != nil {
 		return err

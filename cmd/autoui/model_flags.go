@@ -61,6 +61,9 @@ func (m *modelFlags) options() (engine.Options, error) {
 	if err != nil {
 		return engine.Options{}, err
 	}
+	if m.maxTokens < 0 || m.maxTokens > engine.MaxNewTokensLimit {
+		return engine.Options{}, usageErrorf("--max-new-tokens %d: want 0 (the bundle's limit) to %d", m.maxTokens, engine.MaxNewTokensLimit)
+	}
 	if m.threads < 0 {
 		return engine.Options{}, fmt.Errorf("--threads %d: must be >= 0", m.threads)
 	}

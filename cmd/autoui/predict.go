@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -102,6 +103,10 @@ func runPredict(ctx context.Context, args []string) error {
 	}
 	defer closeFn()
 	res, err := p.Predict(ctx, req)
+	var bad *engine.RequestError
+	if errors.As(err, &bad) {
+		return usageError{err} // a limit or value the flags gave
+	}
 	if err != nil {
 		return err
 	}

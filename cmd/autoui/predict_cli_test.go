@@ -120,6 +120,10 @@ func TestPredictBadInputsCLI(t *testing.T) {
 		"spin bogus":     {[]string{"--screen", sampleScreen, "--spin", "maybe"}, 1, "--spin"},
 		"threads -1":     {[]string{"--screen", sampleScreen, "--threads", "-1"}, 1, "--threads"},
 		"unknown flag":   {[]string{"--screen", sampleScreen, "--nope"}, 2, "nope"},
+		// Limits that bound memory (issue 22: 1e9 tokens ran out of memory).
+		"max-new-tokens huge": {[]string{"--screen", sampleScreen, "--max-new-tokens", "1000000000"}, 2, "--max-new-tokens 1000000000: want 0"},
+		"max-new-tokens -1":   {[]string{"--screen", sampleScreen, "--max-new-tokens", "-1"}, 2, "--max-new-tokens -1"},
+		"goal huge":           {[]string{"--screen", sampleScreen, "--goal", strings.Repeat("open ", 2000)}, 2, "goal is 10000 bytes, over the limit of 8192"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

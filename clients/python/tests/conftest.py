@@ -169,4 +169,10 @@ def read_npy(path):
 @pytest.fixture(scope="session")
 def golden():
     with open(GOLDEN / "cases.json", encoding="utf-8") as f:
-        return {c["id"]: c for c in json.load(f)["cases"]}
+        cases = json.load(f)["cases"]
+    # The reference generated with up to 128 new tokens; the server takes at
+    # most the bundle's 127. No case comes near it, so the tokens are the same.
+    for c in cases:
+        assert len(c["generated_ids"]) < 127
+        c["max_new_tokens"] = min(c["max_new_tokens"], 127)
+    return {c["id"]: c for c in cases}

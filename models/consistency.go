@@ -1,0 +1,97 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Bounds on manifest values that size buffers. A manifest that lies about
+// them would otherwise make the engine allocate gigabytes before a graph can
+// refuse its input, so Load refuses it instead.
+const (
+	// MaxImageSide bounds preprocess.height and width (ViTs take 224-1024).
+	MaxImageSide = 2048
+	// MaxTargetTokensLimit bounds max_target_tokens and any override of it:
+	// the self-attention cache grows with it (Auto-UI generates <= 127).
+	MaxTargetTokensLimit = 1024
+	// MaxSourceTokensLimit bounds max_source_tokens (Auto-UI: 512).
+	MaxSourceTokensLimit = 8192
+)
+
+// checkConsistency cross-checks the manifest's numbers against each other
+// and against its own graph specs (which openGraph checks against the
+// graphs): sizes, token ids and the dimensions every graph shares.
+func (m *Manifest) checkConsistency() error {
+	c, p := m.Model, m.Preprocess
+	if p.Height > MaxImageSide || p.Width > MaxImageSide {
+		return fmt.Errorf("preprocess size %dx%d is over the limit of %d per side: %w", p.Width, p.Height, MaxImageSide, ErrBadManifest)
+	}
+	if s := m.Vision.ImageSize; s > 0 && (p.Height != s || p.Width != s) {
+		return fmt.Errorf("preprocess size %dx%d differs from vision.image_size %d: %w", p.Width, p.Height, s, ErrBadManifest)
+	}
+	if m.Vision.OutputDim != c.ImageDim {
+		return fmt.Errorf("vision.output_dim %d differs from model.image_dim %d: %w", m.Vision.OutputDim, c.ImageDim, ErrBadManifest)
+	}
+	if n := m.Prompt.MaxTargetTokens; n > MaxTargetTokensLimit {
+		return fmt.Errorf("prompt.max_target_tokens %d is over the limit of %d: %w", n, MaxTargetTokensLimit, ErrBadManifest)
+	}
+	if n := m.Prompt.MaxSourceTokens; n > MaxSourceTokensLimit {
+		return fmt.Errorf("prompt.max_source_tokens %d is over the limit of %d: %w", n, MaxSourceTokensLimit, ErrBadManifest)
+	}
+	t := m.Tokens
+	for _, id := range []struct {
+		name string
+		v    int64
+	}{{"pad_id", t.PadID}, {"eos_id", t.EOSID}, {"unk_id", t.UnkID}, {"decoder_start_id", t.DecoderStartID}} {
+		if id.v < 0 || id.v >= int64(c.VocabSize) {
+			return fmt.Errorf("tokens.%s %d is outside the vocabulary of %d: %w", id.name, id.v, c.VocabSize, ErrBadManifest)
+		}
+	}
+	if t.EOSID == t.PadID || t.EOSID == t.DecoderStartID {
+		return fmt.Errorf("tokens.eos_id %d is also the pad or decoder start id: %w", t.EOSID, ErrBadManifest)
+	}
+	for _, role := range GraphRoles {
+		spec := m.Files[role]
+		for _, ts := range append(append([]TensorSpec{}, spec.Inputs...), spec.Outputs...) {
+			if err := checkDims(ts, m.expectedDims(ts.Name)); err != nil {
+				return fmt.Errorf("files.%s %w: %w", role, err, ErrBadManifest)
+			}
+		}
+	}
+	return nil
+}
+
+// expectedDims gives the sizes a tensor's fixed dimensions must have, by
+// its name (optimum's and the exporter's names); -1 leaves a dimension free.
+func (m *Manifest) expectedDims(name string) []int64 {
+	c, p := m.Model, m.Preprocess
+	switch {
+	case name == "pixel_values":
+		return []int64{-1, 3, int64(p.Height), int64(p.Width)}
+	case name == "image_features":
+		return []int64{-1, int64(c.ImageDim)}
+	case name == "logits":
+		return []int64{-1, -1, int64(c.VocabSize)}
+	case name == "last_hidden_state", name == "fused_hidden_states", name == "encoder_hidden_states":
+		return []int64{-1, -1, int64(c.DModel)}
+	case strings.HasPrefix(name, "past_key_values."), strings.HasPrefix(name, "present."):
+		return []int64{-1, int64(c.NumHeads), -1, int64(c.DKV)}
+	}
+	return nil
+}
+
+// checkDims compares a spec's fixed dimensions with the expected sizes.
+func checkDims(ts TensorSpec, want []int64) error {
+	if want == nil {
+		return nil
+	}
+	if len(ts.Dims) != len(want) {
+		return fmt.Errorf("%q has rank %d, want %d", ts.Name, len(ts.Dims), len(want))
+	}
+	for i, d := range ts.Dims {
+		if want[i] >= 0 && !d.Dynamic() && d.Size != want[i] {
+			return fmt.Errorf("%q dimension %d is %d, the manifest's config says %d", ts.Name, i, d.Size, want[i])
+		}
+	}
+	return nil
+}
