@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/autoui/autoui/device/adbhost"
@@ -157,14 +158,19 @@ func Connect(ctx context.Context, opts Options) (*Device, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !isLoopback(host) || opts.NoStartServer {
+		switch {
+		case !isLoopback(host) || opts.NoStartServer:
 			return nil, fmt.Errorf("no adb server answers at %s:%d (%v): start one there with `adb -P %d start-server` or pass --adb-host/--adb-port", host, port, oneLine(err.Error()), port)
+		case !errors.Is(err, syscall.ECONNREFUSED):
+			// Something listens there but does not answer: starting a server
+			// would only talk to that same listener.
+			return nil, fmt.Errorf("no adb server answers at %s:%d (%v): something listens there without answering; stop it (`adb -P %d kill-server` for a wedged adb) or pass --adb-port", host, port, oneLine(err.Error()), port)
 		}
 		bin, lerr := lookPath("adb")
 		if lerr != nil {
 			return nil, fmt.Errorf("no adb server answers at %s:%d and there is no adb binary on PATH to start one: %s", host, port, ServerInstallHint)
 		}
-		if err := startServer(ctx, bin, port); err != nil {
+		if err := startServer(ctx, bin, port, opts.CommandTimeout); err != nil {
 			return nil, err
 		}
 		if err := srv.ping(ctx); err != nil {
@@ -209,10 +215,18 @@ func (t *transport) hostQuery(ctx context.Context, req string) (string, error) {
 	return out, nil
 }
 
-func startServer(ctx context.Context, bin string, port int) error {
+// startServer runs `adb start-server` within limit: an adb that hangs (or a
+// daemon child holding its output open) must not hold autoui past it.
+func startServer(ctx context.Context, bin string, port int, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "start-server")
+	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
-	if err != nil {
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("%s -P %d start-server gave no answer within %s: check `adb devices` by hand, or start the server yourself", bin, port, limit)
+	case err != nil:
 		return fmt.Errorf("%s -P %d start-server: %w: %s", bin, port, err, oneLine(string(out)))
 	}
 	return nil

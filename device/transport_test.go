@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +275,81 @@ func TestCutOutputIsRetriedNotTrusted(t *testing.T) {
 	d = r.connect(t, Options{Serial: fake.Serial()})
 	if _, _, err := d.ScreenSize(ctx); err == nil || !strings.Contains(err.Error(), "cut short") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// fakeAdb writes an adb stand-in script that records its start in the
+// returned file and then hangs, like an adb that never comes back.
+func fakeAdb(t *testing.T) (bin, started string) {
+	t.Helper()
+	dir := t.TempDir()
+	started = filepath.Join(dir, "started")
+	bin = filepath.Join(dir, "adb")
+	script := "#!/bin/sh\ntouch '" + started + "'\nsleep 60 &\nwait\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, started
+}
+
+// connectBounded runs Connect and fails the test if it has not returned
+// after a generous while (a hang is the bug, not slowness).
+func connectBounded(t *testing.T, opts Options) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Connect(context.Background(), opts)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("Connect still running after 30s")
+		return nil
+	}
+}
+
+// TestStartServerOnlyWhenRefusedAndBounded: a loopback listener that never
+// answers is not "no server" (starting one would not help), and a started
+// adb that hangs is given up on at the command timeout.
+func TestStartServerOnlyWhenRefusedAndBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	bin, started := fakeAdb(t)
+	look := func(string) (string, error) { return bin, nil }
+	err = connectBounded(t, Options{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, LookPath: look,
+		CommandTimeout: 300 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "without answering") {
+		t.Fatalf("silent listener: err = %v", err)
+	}
+	oneLineErr(t, err)
+	if _, serr := os.Stat(started); serr == nil {
+		t.Fatal("adb start-server was run against a port something else holds")
+	}
+
+	port, err := fakephone.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = connectBounded(t, Options{Host: "127.0.0.1", Port: port, LookPath: look, CommandTimeout: 500 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "start-server gave no answer within 500ms") {
+		t.Fatalf("hung start-server: err = %v", err)
+	}
+	oneLineErr(t, err)
+	if _, serr := os.Stat(started); serr != nil {
+		t.Fatal("adb start-server was not tried on a refused port")
 	}
 }
