@@ -1,97 +1,132 @@
-package runner
+// Package progress reports a long job's progress (`eval run`, `dataset`): on
+// a terminal one line redrawn at most 5 times a second, with a bar and an
+// ETA when the total is known; otherwise a plain line every Every (default
+// 30 s).
+package progress
 
 import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
-// progress prints steps/s and, when the number of episodes is known, a bar
-// and an ETA. On a terminal it redraws one line at most 5 times a second;
-// otherwise it prints a plain line every ProgressEvery (default 30 s).
-type progress struct {
-	w        io.Writer
-	tty      bool
-	every    time.Duration
-	total    int // episodes, 0 if unknown
-	start    time.Time
-	last     time.Time
-	episodes int // finished: every step predicted or already done
+// Options say where and how progress is shown.
+type Options struct {
+	W     io.Writer // nil: nothing is shown
+	TTY   bool      // W is a terminal: redraw one line
+	Every time.Duration
 }
 
-func newProgress(opts Options, total int) *progress {
-	every := opts.ProgressEvery
+// Bar counts finished units (episodes) out of a total; Detail adds the
+// caller's figures (steps, rate) to each line. Safe for concurrent use.
+type Bar struct {
+	mu     sync.Mutex
+	w      io.Writer
+	tty    bool
+	every  time.Duration
+	total  int // units, 0 if unknown
+	unit   string
+	detail func(elapsed time.Duration) string
+	start  time.Time
+	last   time.Time
+	done   int
+	drawn  bool // a redrawn line is on the terminal
+}
+
+// New starts a bar over total units (0: unknown, no bar or ETA). detail may
+// be nil.
+func New(o Options, total int, unit string, detail func(elapsed time.Duration) string) *Bar {
+	every := o.Every
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	if opts.TTY {
+	if o.TTY {
 		every = 200 * time.Millisecond
 	}
 	now := time.Now()
-	return &progress{w: opts.Progress, tty: opts.TTY, every: every, total: total, start: now, last: now}
+	return &Bar{w: o.W, tty: o.TTY, every: every, total: total, unit: unit, detail: detail, start: now, last: now}
 }
 
-func (p *progress) step(sum *Summary) { p.maybe(sum, false) }
+// Tick shows the line if it is due (the detail changed).
+func (b *Bar) Tick() { b.Add(0) }
 
-// episodeDone counts an episode whose steps are all written; with batches
-// that can be well after it was read.
-func (p *progress) episodeDone(sum *Summary) {
-	p.episodes++
-	p.maybe(sum, false)
-}
-
-func (p *progress) maybe(sum *Summary, force bool) {
-	if p.w == nil {
+// Add counts n more finished units and shows the line if it is due.
+func (b *Bar) Add(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done += n
+	if b.w == nil {
 		return
 	}
-	now := time.Now()
-	if !force && now.Sub(p.last) < p.every {
-		return
+	if now := time.Now(); now.Sub(b.last) >= b.every {
+		b.last = now
+		b.print(now)
 	}
-	p.last = now
-	p.print(sum, now)
 }
 
-func (p *progress) print(sum *Summary, now time.Time) {
-	el := now.Sub(p.start).Seconds()
-	rate := 0.0
-	if el > 0 {
-		rate = float64(sum.Predicted) / el
+// Warn prints one line on its own, above the bar on a terminal.
+func (b *Bar) Warn(msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.w == nil {
+		return
 	}
-	var b strings.Builder
-	if p.total > 0 {
-		frac := float64(p.episodes) / float64(p.total)
-		if frac > 1 {
-			frac = 1
-		}
-		if p.tty {
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\033[K")
+		b.drawn = false
+	}
+	fmt.Fprintln(b.w, msg)
+}
+
+// Finish shows the final line.
+func (b *Bar) Finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.w == nil {
+		return
+	}
+	b.print(time.Now())
+	if b.tty {
+		fmt.Fprintln(b.w)
+		b.drawn = false
+	}
+}
+
+func (b *Bar) print(now time.Time) {
+	el := now.Sub(b.start)
+	var s strings.Builder
+	if b.total > 0 {
+		frac := min(float64(b.done)/float64(b.total), 1)
+		if b.tty {
 			const width = 24
 			n := int(frac * width)
-			b.WriteString("[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "] ")
+			s.WriteString("[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "] ")
 		}
-		fmt.Fprintf(&b, "%d/%d episodes, ", p.episodes, p.total)
+		fmt.Fprintf(&s, "%d/%d %s", b.done, b.total, b.unit)
 	} else {
-		fmt.Fprintf(&b, "%d episodes, ", p.episodes)
+		fmt.Fprintf(&s, "%d %s", b.done, b.unit)
 	}
-	fmt.Fprintf(&b, "%d steps predicted (%d already done), %.2f steps/s", sum.Predicted, sum.AlreadyDone, rate)
-	if p.total > 0 && p.episodes > 0 && p.episodes < p.total && el > 0 {
-		eta := time.Duration(el / float64(p.episodes) * float64(p.total-p.episodes) * float64(time.Second))
-		fmt.Fprintf(&b, ", ETA %s", eta.Round(time.Second))
+	if b.detail != nil {
+		s.WriteString(", " + b.detail(el))
 	}
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", b.String())
+	if b.total > 0 && b.done > 0 && b.done < b.total && el > 0 {
+		eta := time.Duration(float64(el) / float64(b.done) * float64(b.total-b.done))
+		fmt.Fprintf(&s, ", ETA %s", eta.Round(time.Second))
+	}
+	if b.tty {
+		fmt.Fprintf(b.w, "\r\033[K%s", s.String())
+		b.drawn = true
 	} else {
-		fmt.Fprintln(p.w, b.String())
+		fmt.Fprintln(b.w, s.String())
 	}
 }
 
-func (p *progress) finish(sum *Summary) {
-	if p.w == nil {
-		return
+// Rate is n per second over el, 0 before any time has passed.
+func Rate(n int, el time.Duration) float64 {
+	if el <= 0 {
+		return 0
 	}
-	p.print(sum, time.Now())
-	if p.tty {
-		fmt.Fprintln(p.w)
-	}
+	return float64(n) / el.Seconds()
 }

@@ -4,15 +4,70 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/autoui/autoui/aitw"
 )
 
-// cachePath is DIR/ab/abcdef...f32, the hash covering the cache key, the
+// A cache entry is a 12-byte header, then the features as little-endian
+// float32: the magic, the number of floats and a CRC32-C of the entry's
+// name (its key hash) and the floats. The name in the checksum catches an
+// entry copied over another of the same size, the CRC any changed byte.
+const (
+	cacheMagic  = "AUF1"
+	cacheHeader = 12
+	cacheExt    = ".feat" // not the unchecked .f32 files of older versions
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// featureCache holds the vision features of screens, one file per screen.
+// It is an optimisation: a damaged entry is recomputed, and when an entry
+// cannot be written (a full disk, a read-only directory) the run goes on
+// without writing more; both say so once through warn.
+type featureCache struct {
+	dir, key  string
+	warn      func(string)
+	sum       *Summary
+	writeFail error // the first failed write; nothing is written after it
+}
+
+// lookup returns the cached features of s, or nil and the path the
+// computed ones should be stored at.
+func (c *featureCache) lookup(s aitw.Step) ([]float32, string) {
+	path := cachePath(c.dir, c.key, s)
+	f, err := readFeatures(path)
+	switch {
+	case err == nil:
+		c.sum.CacheHits++
+		return f, ""
+	case errors.Is(err, errDamaged):
+		c.sum.CacheDamaged++
+		c.warn(fmt.Sprintf("feature cache: %v; recomputing it", err))
+	}
+	return nil, path
+}
+
+// store writes an entry, unless an earlier write failed.
+func (c *featureCache) store(path string, f []float32) {
+	if c.writeFail != nil {
+		return
+	}
+	if err := writeFeatures(path, f); err != nil {
+		c.writeFail = err
+		c.sum.CacheWriteFailed = true
+		c.warn(fmt.Sprintf("%v; going on without caching new features", err))
+	}
+}
+
+// cachePath is DIR/ab/abcdef....feat, the hash covering the cache key, the
 // image shape and the pixels.
 func cachePath(dir, key string, s aitw.Step) string {
 	h := sha256.New()
@@ -25,7 +80,15 @@ func cachePath(dir, key string, s aitw.Step) string {
 	h.Write(hdr[:])
 	h.Write(s.Pixels)
 	name := hex.EncodeToString(h.Sum(nil))
-	return filepath.Join(dir, name[:2], name+".f32")
+	return filepath.Join(dir, name[:2], name+cacheExt)
+}
+
+// errDamaged marks an entry whose content is not what was written.
+var errDamaged = errors.New("damaged")
+
+func entryChecksum(path string, payload []byte) uint32 {
+	name := strings.TrimSuffix(filepath.Base(path), cacheExt)
+	return crc32.Update(crc32.Checksum([]byte(name), castagnoli), castagnoli, payload)
 }
 
 func readFeatures(path string) ([]float32, error) {
@@ -33,33 +96,51 @@ func readFeatures(path string) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 || len(b)%4 != 0 {
-		return nil, fmt.Errorf("feature cache %s: bad size %d", path, len(b))
+	bad := func(why string) error { return fmt.Errorf("%s is %w (%s)", path, errDamaged, why) }
+	if len(b) < cacheHeader || string(b[:4]) != cacheMagic {
+		return nil, bad("no header")
 	}
-	f := make([]float32, len(b)/4)
+	n := binary.LittleEndian.Uint32(b[4:])
+	payload := b[cacheHeader:]
+	if n == 0 || uint64(len(payload)) != 4*uint64(n) {
+		return nil, bad(fmt.Sprintf("%d bytes for %d features", len(payload), n))
+	}
+	if binary.LittleEndian.Uint32(b[8:]) != entryChecksum(path, payload) {
+		return nil, bad("checksum mismatch")
+	}
+	f := make([]float32, n)
 	for i := range f {
-		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*i:]))
 	}
 	return f, nil
 }
 
+// writeTemp writes an entry's bytes; tests replace it to fail as a full
+// disk does.
+var writeTemp = func(f *os.File, b []byte) (int, error) { return f.Write(b) }
+
 // writeFeatures writes atomically (temp file + rename), so a killed run never
-// leaves a partial entry. Unlike atomicfile it does not fsync: a cache entry
-// lost in a power cut is recomputed, and a sync per screen would cost more
-// than the cache saves on small models.
+// leaves a partial entry. Unlike atomicfile it does not fsync: an entry
+// lost or torn in a power cut fails its checksum and is recomputed, and a
+// sync per screen would cost more than the cache saves on small models.
 func writeFeatures(path string, f []float32) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("feature cache: %w", err)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("feature cache: cannot write %s: %w", dir, unwrapPath(err))
 	}
-	b := make([]byte, 4*len(f))
+	b := make([]byte, cacheHeader+4*len(f))
+	payload := b[cacheHeader:]
 	for i, v := range f {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		binary.LittleEndian.PutUint32(payload[4*i:], math.Float32bits(v))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	copy(b, cacheMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(f)))
+	binary.LittleEndian.PutUint32(b[8:], entryChecksum(path, payload))
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
-		return fmt.Errorf("feature cache: %w", err)
+		return fmt.Errorf("feature cache: cannot write %s: %w", dir, unwrapPath(err))
 	}
-	_, err = tmp.Write(b)
+	_, err = writeTemp(tmp, b)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -68,7 +149,17 @@ func writeFeatures(path string, f []float32) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("feature cache: %w", err)
+		return fmt.Errorf("feature cache: cannot write %s: %w", dir, unwrapPath(err))
 	}
 	return nil
+}
+
+// unwrapPath drops a *PathError's repetition of the path the message
+// already names ("no space left on device", not "write /x/.tmp-1: ...").
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -83,12 +84,17 @@ type Summary struct {
 	ParseErrors int // predictions whose text did not parse
 	CacheHits   int
 	CacheMisses int
-	Interrupted bool // stopped by the context (Ctrl-C); re-run to resume
-	LimitHit    bool
-	TornTail    bool // a torn last line was cut from the file
-	Read        aitw.ReadStats
-	Path        string
-	Decode      DecodeStats // over this run's new predictions
+	// CacheDamaged counts cache entries that failed their checksum (they
+	// were recomputed); CacheWriteFailed is set when an entry could not be
+	// written and the run went on without caching.
+	CacheDamaged     int
+	CacheWriteFailed bool
+	Interrupted      bool // stopped by the context (Ctrl-C); re-run to resume
+	LimitHit         bool
+	TornTail         bool // a torn last line was cut from the file
+	Read             aitw.ReadStats
+	Path             string
+	Decode           DecodeStats // over this run's new predictions
 }
 
 // DecodeStats sums the text path of a run's predictions, so decoding
@@ -145,9 +151,15 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	defer w.Close()
 	sum.TornTail = done.TornTail
 
-	prog := newProgress(opts, episodesToVisit(opts))
-	defer prog.finish(&sum)
+	prog := progress.New(progress.Options{W: opts.Progress, TTY: opts.TTY, Every: opts.ProgressEvery}, episodesToVisit(opts), "episodes",
+		func(el time.Duration) string {
+			return fmt.Sprintf("%d steps predicted (%d already done), %.2f steps/s", sum.Predicted, sum.AlreadyDone, progress.Rate(sum.Predicted, el))
+		})
+	defer prog.Finish()
 	r := &run{ctx: ctx, p: p, opts: opts, done: done, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
+	if opts.CacheDir != "" {
+		r.cache = &featureCache{dir: opts.CacheDir, key: opts.CacheKey, warn: prog.Warn, sum: &sum}
+	}
 	var s scheduler = &goldQueue{r: r}
 	if opts.History == HistoryPredicted {
 		s = &episodeSet{r: r}
@@ -208,8 +220,9 @@ type run struct {
 	done  *aitw.PredictionSet
 	w     *aitw.PredictionWriter
 	sum   *Summary
-	prog  *progress
+	prog  *progress.Bar
 	batch int
+	cache *featureCache // nil: no cache
 }
 
 // job is one step waiting for its prediction.
@@ -261,16 +274,10 @@ func (r *run) stop() error {
 func (r *run) newJob(ep aitw.Episode, s aitw.Step, history []action.Action) job {
 	j := job{episode: aitw.Episode{ID: ep.ID, Subset: ep.Subset}, step: s}
 	j.req = engine.Request{Goal: s.Goal, History: history, Features: s.Features}
-	if s.Features != nil || r.opts.CacheDir == "" {
+	if s.Features != nil || r.cache == nil {
 		return j
 	}
-	path := cachePath(r.opts.CacheDir, r.opts.CacheKey, s)
-	if f, err := readFeatures(path); err == nil {
-		r.sum.CacheHits++
-		j.req.Features = f
-		return j
-	}
-	j.cache = path
+	j.req.Features, j.cache = r.cache.lookup(s)
 	return j
 }
 
@@ -334,9 +341,7 @@ func (r *run) write(j *job, res *engine.Result) (aitw.Prediction, error) {
 		}
 		r.sum.CacheMisses++
 		if j.cache != "" {
-			if err := writeFeatures(j.cache, res.Features); err != nil {
-				return aitw.Prediction{}, fmt.Errorf("%s: %w", j, err)
-			}
+			r.cache.store(j.cache, res.Features)
 		}
 	}
 	pred := aitw.Prediction{EpisodeID: j.episode.ID, StepID: j.step.StepID, Subset: j.episode.Subset, Action: res.Action, Raw: res.Raw}
@@ -350,9 +355,9 @@ func (r *run) write(j *job, res *engine.Result) (aitw.Prediction, error) {
 	}
 	r.done.ByStep[j.key()] = pred
 	r.sum.Predicted++
-	r.prog.step(r.sum)
+	r.prog.Tick()
 	if j.last {
-		r.prog.episodeDone(r.sum)
+		r.prog.Add(1) // the episode is finished
 	}
 	return pred, nil
 }

@@ -20,7 +20,7 @@ func (q *goldQueue) add(ep aitw.Episode) error {
 	r := q.r
 	last := lastPending(r, ep)
 	if last < 0 {
-		r.prog.episodeDone(r.sum)
+		r.prog.Add(1)
 	}
 	var history []action.Action
 	for i, s := range ep.Steps {
@@ -96,7 +96,7 @@ type episodeRun struct {
 func (e *episodeSet) add(ep aitw.Episode) error {
 	x := &episodeRun{ep: ep}
 	if !e.skipDone(x) {
-		e.r.prog.episodeDone(e.r.sum)
+		e.r.prog.Add(1)
 		return nil
 	}
 	e.active = append(e.active, x)
@@ -142,7 +142,7 @@ func (e *episodeSet) round() error {
 		if e.skipDone(x) {
 			return false
 		}
-		r.prog.episodeDone(r.sum)
+		r.prog.Add(1)
 		return true
 	})
 	return nil

@@ -216,8 +216,8 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if sum.TornTail {
 		fmt.Fprintln(os.Stderr, "cut a torn last line from "+sum.Path+" (the previous run was killed mid-write)")
 	}
-	fmt.Fprintf(os.Stderr, "%d new predictions (%d already done) in %s; %d episodes; %d outputs did not parse; vision cache %d hits, %d misses\n",
-		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses)
+	fmt.Fprintf(os.Stderr, "%d new predictions (%d already done) in %s; %d episodes; %d outputs did not parse; vision cache %d hits, %d misses%s\n",
+		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses, cacheNotes(sum))
 	if d, n := sum.Decode, sum.Predicted; n > 0 && d.Calls > 0 {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
 		// A batched call serves several steps: these are wall time and calls
@@ -236,6 +236,18 @@ func runEvalRun(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "stopped at --limit %d; re-run to continue\n", *limit)
 	}
 	return nil
+}
+
+// cacheNotes adds the feature cache's troubles to the summary line.
+func cacheNotes(sum runner.Summary) string {
+	var s string
+	if sum.CacheDamaged > 0 {
+		s += fmt.Sprintf(", %d damaged entries recomputed", sum.CacheDamaged)
+	}
+	if sum.CacheWriteFailed {
+		s += " (new features not cached: see the warning above)"
+	}
+	return s
 }
 
 // newRunInfo records what a run predicts with: the bundle, the effective
