@@ -270,25 +270,43 @@ func describe(list []attached) string {
 	return strings.Join(parts, ", ")
 }
 
+// Device states that pass by themselves (a link re-established, a phone
+// mid-handshake): Connect waits for these, bounded by the command timeout.
+var passingStates = map[string]bool{"offline": true, "connecting": true, "authorizing": true}
+
+// statePoll is how often Connect asks again while the device is offline.
+const statePoll = 250 * time.Millisecond
+
 func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool) (*Device, error) {
-	list, err := srv.listDevices(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list devices on the adb server at %s: %w", srv.addr, err)
-	}
-	chosen, err := choose(list, opts.Serial, serialFromEnv)
-	if err != nil {
-		return nil, err
-	}
-	if chosen.state != "device" {
-		verb := "is"
-		if chosen.state == "no permissions" {
-			verb = "has"
+	deadline := time.Now().Add(opts.CommandTimeout)
+	for {
+		list, err := srv.listDevices(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list devices on the adb server at %s: %w", srv.addr, err)
 		}
-		return nil, fmt.Errorf("device %s %s %s: %s", chosen.serial, verb, chosen.state, stateHint(chosen.serial, chosen.state))
+		chosen, err := choose(list, opts.Serial, serialFromEnv)
+		if err != nil {
+			return nil, err
+		}
+		if chosen.state == "device" {
+			tr := *srv
+			tr.serial = chosen.serial
+			return &Device{tr: &tr, serial: chosen.serial, model: chosen.model, opts: opts}, nil
+		}
+		if !passingStates[chosen.state] || time.Now().After(deadline) {
+			verb, waited := "is", ""
+			if chosen.state == "no permissions" {
+				verb = "has"
+			}
+			if passingStates[chosen.state] {
+				waited = fmt.Sprintf(" (still, after %s)", opts.CommandTimeout)
+			}
+			return nil, fmt.Errorf("device %s %s %s%s: %s", chosen.serial, verb, chosen.state, waited, stateHint(chosen.serial, chosen.state))
+		}
+		if err := sleepCtx(ctx, statePoll); err != nil {
+			return nil, err
+		}
 	}
-	tr := *srv
-	tr.serial = chosen.serial
-	return &Device{tr: &tr, serial: chosen.serial, model: chosen.model, opts: opts}, nil
 }
 
 // choose picks the device named by serial, or the only one attached.

@@ -353,3 +353,36 @@ func TestStartServerOnlyWhenRefusedAndBounded(t *testing.T) {
 		t.Fatal("adb start-server was not tried on a refused port")
 	}
 }
+
+// TestConnectWaitsForABriefOffline: the device is listed offline when
+// autoui starts and comes back a moment later; Connect waits for it instead
+// of failing at once, and gives up (saying so) at the command timeout.
+func TestConnectWaitsForABriefOffline(t *testing.T) {
+	r := newRig(t)
+	fake := r.add(t, fakephone.Options{})
+	fake.Blip(200 * time.Millisecond)
+	waitFor(t, func() bool { st, _ := r.srv.State(fake.Serial()); return st == "offline" }, "the device listed offline")
+	back := make(chan error, 1)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		back <- r.srv.ConnectAddr(fake.Addr())
+	}()
+	d, err := Connect(context.Background(), Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Serial: fake.Serial(), CommandTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("connect across a brief offline: %v", err)
+	}
+	if err := <-back; err != nil {
+		t.Fatal(err)
+	}
+	if d.Serial() != fake.Serial() {
+		t.Fatalf("picked %s", d.Serial())
+	}
+
+	fake.Blip(time.Hour)
+	waitFor(t, func() bool { st, _ := r.srv.State(fake.Serial()); return st == "offline" }, "the device listed offline")
+	_, err = Connect(context.Background(), Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Serial: fake.Serial(), CommandTimeout: 600 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "is offline (still, after 600ms)") || !strings.Contains(err.Error(), "adb connect") {
+		t.Fatalf("err = %v", err)
+	}
+	oneLineErr(t, err)
+}
