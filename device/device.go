@@ -14,6 +14,7 @@ import (
 	"image"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -284,7 +285,11 @@ func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool)
 		if err != nil {
 			return nil, fmt.Errorf("list devices on the adb server at %s: %w", srv.addr, err)
 		}
-		chosen, err := choose(list, opts.Serial, serialFromEnv)
+		serial, err := srv.resolveSerial(ctx, list, opts.Serial, serialFromEnv)
+		if err != nil {
+			return nil, err
+		}
+		chosen, err := choose(list, serial, serialFromEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -309,12 +314,34 @@ func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool)
 	}
 }
 
+// resolveSerial lets the server resolve a --serial/ANDROID_SERIAL that is
+// not a listed serial: it also accepts model:, product:, device:, usb:,
+// tcp:HOST:PORT and a host without its port, as `adb -s` does.
+func (t *transport) resolveSerial(ctx context.Context, list []attached, serial string, serialFromEnv bool) (string, error) {
+	if serial == "" || slices.ContainsFunc(list, func(a attached) bool { return a.serial == serial }) {
+		return serial, nil
+	}
+	real, err := t.hostQuery(ctx, "host-serial:"+serial+":get-serialno")
+	var se *serverError
+	switch {
+	case err == nil && strings.TrimSpace(real) != "":
+		return strings.TrimSpace(real), nil
+	case errors.As(err, &se) && strings.Contains(se.msg, "more than one"):
+		return "", fmt.Errorf("device %q (%s) matches more than one device; attached: %s", serial, serialSource(serialFromEnv), describe(list))
+	}
+	return serial, nil // choose says it is not found
+}
+
+func serialSource(fromEnv bool) string {
+	if fromEnv {
+		return "ANDROID_SERIAL"
+	}
+	return "--serial"
+}
+
 // choose picks the device named by serial, or the only one attached.
 func choose(list []attached, serial string, serialFromEnv bool) (attached, error) {
-	source := "--serial"
-	if serialFromEnv {
-		source = "ANDROID_SERIAL"
-	}
+	source := serialSource(serialFromEnv)
 	switch {
 	case serial != "":
 		for _, a := range list {

@@ -386,3 +386,35 @@ func TestConnectWaitsForABriefOffline(t *testing.T) {
 	}
 	oneLineErr(t, err)
 }
+
+// TestSerialFormsTheServerResolves: --serial and ANDROID_SERIAL take what
+// `adb -s` takes (model:, product:, device:, tcp:HOST:PORT, a host without
+// its port), resolved by the server, not only an exact serial.
+func TestSerialFormsTheServerResolves(t *testing.T) {
+	r := newRig(t)
+	a := r.add(t, fakephone.Options{Model: "Pixel_A", Product: "prod_a", DeviceName: "dev_a"})
+	b := r.add(t, fakephone.Options{Model: "Pixel_B"})
+	env := map[string]string{}
+	opts := Options{Host: r.srv.Host, Port: r.srv.Port, NoStartServer: true, Getenv: func(k string) string { return env[k] }}
+	for form, want := range map[string]string{
+		"model:Pixel_A": a.Serial(), "product:prod_a": a.Serial(), "device:dev_a": a.Serial(),
+		"tcp:" + b.Serial(): b.Serial(), "model:Pixel_B": b.Serial(),
+	} {
+		env["ANDROID_SERIAL"] = form
+		d, err := Connect(context.Background(), opts)
+		if err != nil || d.Serial() != want {
+			t.Fatalf("ANDROID_SERIAL=%s: %v, %v; want %s", form, d, err, want)
+		}
+	}
+	env["ANDROID_SERIAL"] = ""
+	opts.Serial = "127.0.0.1" // both fakes live there
+	_, err := Connect(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "matches more than one device") || !strings.Contains(err.Error(), a.Serial()) {
+		t.Fatalf("ambiguous host: err = %v", err)
+	}
+	opts.Serial = "model:Nope"
+	_, err = Connect(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), `"model:Nope" (--serial) not found`) {
+		t.Fatalf("unknown model: err = %v", err)
+	}
+}
