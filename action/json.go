@@ -85,6 +85,16 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("unmarshal action lift_point: %w", err)
 	}
+	if t == DualPoint {
+		// AITW records a tap as touch = lift: a gesture given only its touch
+		// point is that tap, not a swipe from the touch to [-1, -1].
+		switch {
+		case absentJSON(raw.Touch):
+			return fmt.Errorf("unmarshal action: DUAL_POINT needs touch_point")
+		case absentJSON(raw.Lift):
+			lift = touch
+		}
+	}
 	*a = Action{Type: t, Touch: touch, Lift: lift}
 	if raw.Text != nil {
 		a.Text = *raw.Text
@@ -92,8 +102,11 @@ func (a *Action) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// absentJSON reports a field left out or given as null.
+func absentJSON(data json.RawMessage) bool { return len(data) == 0 || string(data) == "null" }
+
 func unmarshalPoint(data json.RawMessage) (Point, error) {
-	if len(data) == 0 || string(data) == "null" {
+	if absentJSON(data) {
 		return NoPoint, nil
 	}
 	var s string

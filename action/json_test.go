@@ -57,6 +57,10 @@ func TestUnmarshalJSON(t *testing.T) {
 			Action{Type: TypeText, Touch: NoPoint, Lift: NoPoint, Text: "hi"}},
 		{`{"typed_text": "", "lift_point": [0.2, 0.5], "touch_point": [0.8, 0.5], "action_type": "DUAL_POINT"}`,
 			Action{Type: DualPoint, Touch: Point{0.8, 0.5}, Lift: Point{0.2, 0.5}}},
+		// A tap given without its lift point is that tap (AITW's touch = lift),
+		// not a swipe to [-1, -1] (issue 22).
+		{`{"action_type": 4, "touch_point": [0.1, 0.2]}`, Action{Type: DualPoint, Touch: Point{0.1, 0.2}, Lift: Point{0.1, 0.2}}},
+		{`{"action_type": "DUAL_POINT", "touch_point": "[0.3, 0.4]", "lift_point": null}`, Action{Type: DualPoint, Touch: Point{0.3, 0.4}, Lift: Point{0.3, 0.4}}},
 	} {
 		var got Action
 		if err := json.Unmarshal([]byte(c.in), &got); err != nil || got != c.want {
@@ -67,6 +71,7 @@ func TestUnmarshalJSON(t *testing.T) {
 		`{}`, `{"action_type": null}`, `{"action_type": 2}`, `{"action_type": 4.5}`, `{"action_type": "SCROLL"}`,
 		`{"action_type": true}`, `{"action_type": 4, "touch_point": [0.5]}`, `{"action_type": 4, "touch_point": "0.5"}`,
 		`{"action_type": 4, "lift_point": {"y": 1}}`, `[]`, `{"action_type": 4, "typed_text": 3}`,
+		`{"action_type": 4}`, `{"action_type": 4, "lift_point": [0.1, 0.2]}`,
 	} {
 		var got Action
 		err := json.Unmarshal([]byte(in), &got)

@@ -47,7 +47,8 @@ type Prediction struct {
 	SourceText   string         `json:"source_text"`
 	SourceIDs    []int64        `json:"source_ids"`
 	OutputIDs    []int64        `json:"output_ids"`
-	// Error says why Raw is not a valid action (then ActionType is empty).
+	// Error says why Raw is not a valid action (then ActionType is empty
+	// and both points are [-1, -1]).
 	Error string `json:"error,omitempty"`
 	// Serve is how the server ran the request (absent from predict --json).
 	Serve *ServeInfo `json:"serve,omitempty"`
@@ -79,7 +80,9 @@ func FromResult(res *engine.Result) Prediction {
 		SourceIDs: append([]int64{}, res.SourceIDs...), OutputIDs: append([]int64{}, res.TokenIDs...),
 	}
 	if res.ParseErr != nil {
+		// AITW's "no point", never a tap at the origin.
 		out.Error = res.ParseErr.Error()
+		out.TouchPoint, out.LiftPoint = [2]float64{-1, -1}, [2]float64{-1, -1}
 		return out
 	}
 	a := res.Action
@@ -103,6 +106,7 @@ func (p Prediction) Result() (*engine.Result, error) {
 	}
 	if p.Error != "" {
 		res.ParseErr = errors.New(p.Error)
+		res.Action = action.Action{Touch: action.NoPoint, Lift: action.NoPoint}
 		return res, nil
 	}
 	t, err := action.ParseType(p.ActionType)

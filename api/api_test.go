@@ -16,7 +16,7 @@ func TestPredictionRoundTrip(t *testing.T) {
 		{Action: action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.25, X: 0.5}, Lift: action.Point{Y: 0.25, X: 0.5}},
 			Plan: []action.Type{action.DualPoint, action.TypeText}, Raw: "r", TokenIDs: []int64{5, 1}, SourceIDs: []int64{3, 1},
 			SourceText: "Goal: x", SourceTokens: 2, Timings: engine.Timings{Total: 1500 * time.Microsecond, DecoderCalls: 2}},
-		{Raw: "garbage", ParseErr: errors.New("no action"), TokenIDs: []int64{9}},
+		{Raw: "garbage", ParseErr: errors.New("no action"), TokenIDs: []int64{9}, Action: action.Action{Touch: action.NoPoint, Lift: action.NoPoint}},
 	}
 	for _, in := range results {
 		raw, err := json.Marshal(FromResult(in))
@@ -35,6 +35,11 @@ func TestPredictionRoundTrip(t *testing.T) {
 			!slices.Equal(out.SourceIDs, in.SourceIDs) || out.Timings != in.Timings || (out.ParseErr == nil) != (in.ParseErr == nil) {
 			t.Errorf("%s\n-> %+v\nwant %+v", raw, out, in)
 		}
+	}
+	// An output that did not parse is no tap at the origin (issue 22).
+	unparsed := FromResult(&engine.Result{Raw: "{", ParseErr: errors.New("no action")})
+	if unparsed.ActionType != "" || unparsed.TouchPoint != [2]float64{-1, -1} || unparsed.LiftPoint != [2]float64{-1, -1} || unparsed.Error == "" {
+		t.Errorf("unparsed output: %+v", unparsed)
 	}
 	bad := Prediction{ActionType: "DUAL_POINT", TouchPoint: [2]float64{2, 0}}
 	if _, err := bad.Result(); err == nil {

@@ -241,6 +241,7 @@ func (p *Predictor) parse(res *Result, start time.Time) {
 	out, perr := action.ParseOutput(res.Raw)
 	if perr != nil {
 		res.ParseErr = perr
+		res.Action = action.Action{Touch: action.NoPoint, Lift: action.NoPoint}
 	} else {
 		res.Action, res.Plan = out.Action, out.Plan
 	}

@@ -132,3 +132,20 @@ func TestBundleErrors(t *testing.T) {
 		t.Fatalf("swapped graphs: got %v", err)
 	}
 }
+
+// An output cut before it parses carries no usable point: AITW's [-1, -1],
+// not a tap at the origin (issue 22).
+func TestUnparsedOutputHasNoPoint(t *testing.T) {
+	p := tiny(t)
+	c := loadGolden(t)[0]
+	res, err := p.Predict(context.Background(), Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, MaxNewTokens: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ParseErr == nil {
+		t.Fatalf("3 tokens parsed: %q", res.Raw)
+	}
+	if res.Action.Type.Valid() || res.Action.Touch != action.NoPoint || res.Action.Lift != action.NoPoint {
+		t.Errorf("unparsed output's action %+v", res.Action)
+	}
+}

@@ -47,7 +47,7 @@ type Result struct {
 	// Raw is the decoded model text; kept even when it does not parse.
 	Raw string
 	// ParseErr is non-nil when Raw is not a valid Auto-UI action; Action is
-	// then the zero value.
+	// then invalid (type 0) with both points [-1, -1], never a usable tap.
 	ParseErr error
 	// TokenIDs are the generated ids, without the decoder start token,
 	// including the final </s> when one was produced.

@@ -279,3 +279,22 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
+
+// A history tap given without its lift point is that tap in the prompt, not
+// a swipe (issue 22): the same JSON reading as serve's history.
+func TestPredictPrevTapWithoutLift(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "predict", "--model", tinyBundle, "--goal", "Open settings", "--screen", sampleScreen, "--json",
+		"--prev", `{"action_type":4,"touch_point":[0.1,0.2]}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		SourceText string `json:"source_text"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"touch_point": "[0.1, 0.2]", "lift_point": "[0.1, 0.2]"`; !strings.Contains(out.SourceText, want) {
+		t.Errorf("prompt %q lacks the tap %s", out.SourceText, want)
+	}
+}
