@@ -215,10 +215,12 @@ func (r *stepRun) finish(performed bool) error {
 	return r.e.traj.writeStep(st, performed)
 }
 
-// fail records the step with its error and returns the error.
+// fail records the step with its error and returns the error. An action
+// that was sent before the failure (say, while waiting for the screen) is
+// still what happened to the device, so it stays in the AndroidWorld export.
 func (r *stepRun) fail(err error) error {
 	r.st.Error = err.Error()
-	if werr := r.finish(false); werr != nil {
+	if werr := r.finish(r.st.Dispatched); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return err

@@ -419,3 +419,36 @@ func quick(o AgentOptions) AgentOptions {
 	}
 	return o
 }
+
+// TestAgentExportsAnActionSentBeforeAFailedSettle: the tap reached the
+// phone, then the link fell while waiting for the screen; android_world.jsonl
+// must still hold the click (a replay without it would not reach the same
+// state).
+func TestAgentExportsAnActionSentBeforeAFailedSettle(t *testing.T) {
+	var mu sync.Mutex
+	tapped := false
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t), DropWhen: func(line string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(line, "input") {
+			tapped = true
+		}
+		return tapped && strings.Contains(line, "screencap")
+	}})
+	out := t.TempDir()
+	_, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "settle") {
+		t.Fatalf("err = %v", err)
+	}
+	if !fake.Dropped() {
+		t.Fatal("the device did not drop")
+	}
+	steps := readLines(t, filepath.Join(out, "steps.jsonl"))
+	if len(steps) != 1 || steps[0]["dispatched"] != true || steps[0]["error"] == nil {
+		t.Fatalf("steps = %v", steps)
+	}
+	aw := readLines(t, filepath.Join(out, "android_world.jsonl"))
+	if len(aw) != 1 || aw[0]["action_type"] != "click" {
+		t.Fatalf("android_world.jsonl = %v, want the click that was sent", aw)
+	}
+}
