@@ -11,8 +11,8 @@ type Protocol string
 
 // The scoring protocols.
 const (
-	// AITW: AITW's matcher (action.Match, all float32) against the gold
-	// record's own values.
+	// AITW: AITW's matcher (action.Match, all float32, subnormals read as
+	// zero as XLA reads them) against the gold record's own values.
 	AITW Protocol = "aitw"
 	// AutoUI: the number Auto-GUI's main.py prints (the paper's tables). The
 	// gold is first rewritten as Auto-UI renders its training targets
@@ -59,15 +59,15 @@ func (o Options) rules() rules {
 		return rules{
 			protocol: AITW,
 			gold:     func(a action.Action) action.Action { return a },
-			match:    action.Match,
+			match:    xlaMatch(action.Match),
 		}
 	}
 	return rules{
 		protocol: AutoUI,
 		gold:     func(a action.Action) action.Action { return action.Normalize(a, o.ScrollMap) },
-		match: func(pred, gold action.Action, boxes []action.Box) bool {
+		match: xlaMatch(func(pred, gold action.Action, boxes []action.Box) bool {
 			return len(boxes) > 0 && action.MatchBoxes(pred, gold, boxes, action.BoxesFloat64)
-		},
+		}),
 		textOverAll: true,
 	}
 }

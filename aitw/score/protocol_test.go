@@ -1,6 +1,7 @@
 package score
 
 import (
+	"math"
 	"testing"
 
 	"github.com/autoui/autoui/action"
@@ -82,7 +83,28 @@ var protoCases = []protoCase{
 		aitw: true, fixed: true, legacy: true, textAITW: true, textAutoUI: true},
 	// A wrong type never matches; text accuracy needs the match.
 	{name: "wrong type", gold: typed("x"), pred: back, boxes: farBox},
+	// XLA reads a subnormal as zero: a tap at y = -1.4e-45 is in a box whose
+	// enlarged top is 0 (plain float32: just above it). The pred is 0.3
+	// away, so only the box can match. The autoui protocol renders the gold
+	// as round(-1.4e-45, 4) = -0.0 first.
+	{name: "subnormal gold y on a box's top edge", gold: tapAt(-subnormal, 0.5), pred: tapAt(0.3, 0.5), boxes: topBox,
+		aitw: true, fixed: true, legacy: true, textAutoUI: true},
+	{name: "subnormal pred y on a box's top edge", gold: tapAt(0.3, 0.5), pred: tapAt(-subnormal, 0.5), boxes: topBox,
+		aitw: true, fixed: true, legacy: true, textAutoUI: true},
+	// A zero-width box at x = +1.4e-45 is at x = 0 for XLA (from float64
+	// arrays too: numpy's x - 0 is rounded to the same float32 subnormal).
+	{name: "subnormal box edge", gold: tapAt(0.15, 0), pred: tapAt(0.35, 0), boxes: []action.Box{{Y: 0.2, X: subnormal, H: 0.1, W: 0}},
+		aitw: true, fixed: true, legacy: true, textAutoUI: true},
+	// Other types and swipes do not read coordinates in a way a subnormal
+	// can change.
+	{name: "subnormal swipe", gold: swipeOf(0.8, subnormal, 0.2, -subnormal), pred: swipeOf(0.2, 0.5, 0.8, 0.5), boxes: topBox,
+		aitw: true, fixed: true, legacy: true, textAutoUI: true},
 }
+
+// subnormal is the smallest positive float32, 1.4e-45.
+var subnormal = math.Float32frombits(1)
+
+var topBox = []action.Box{{Y: 0, X: 0.4, H: 0.2, W: 0.2}}
 
 func scoreOne(c protoCase, o Options) StepResult {
 	ep := aitw.Episode{ID: "e", Subset: "general", Steps: []aitw.Step{{EpisodeID: "e", StepID: 0, Action: c.gold, Boxes: c.boxes}}}

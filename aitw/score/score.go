@@ -117,7 +117,7 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction, opts Opti
 			switch {
 			case s.Action.Type == action.TypeText:
 				r.Kind = KindType
-			case action.IsTap(s.Action):
+			case action.IsTap(ftzAction(s.Action)):
 				r.Kind = KindTap
 			case s.Action.Type == action.DualPoint:
 				r.Kind = KindSwipe
