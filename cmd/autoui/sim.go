@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/sim"
@@ -30,6 +31,11 @@ type simConfig struct {
 	android     int
 	adbKeyboard bool
 }
+
+// simIMESwitchDelay is how long the sim's `ime set` takes to hand over to the
+// new IME, as on a phone where ADBKeyboard starts (and registers its
+// receiver) a moment after the switch: text broadcast earlier is lost.
+const simIMESwitchDelay = 300 * time.Millisecond
 
 // simServer is a running simulated phone.
 type simServer struct {
@@ -98,7 +104,7 @@ func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
 		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed})
 	}
 	dev, err := fakephone.Start(fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
-		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard})
+		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay})
 	if err != nil {
 		return nil, fmt.Errorf("start simulated device: %w", err)
 	}
