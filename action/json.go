@@ -132,3 +132,25 @@ func compactJSON(data []byte) string {
 	}
 	return b.String()
 }
+
+// Strict is an Action whose JSON may hold only an action's four fields: for
+// what a person or a client writes, where a misspelt key must not be
+// dropped silently. Action's own reading ignores other fields, which records
+// from other tools carry.
+type Strict struct{ Action }
+
+// UnmarshalJSON refuses unknown fields, then reads the action as Action does.
+func (a *Strict) UnmarshalJSON(data []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("unmarshal action: %w", err)
+	}
+	for k := range fields {
+		switch k {
+		case "action_type", "touch_point", "lift_point", "typed_text":
+		default:
+			return fmt.Errorf("unmarshal action: unknown field %q (want action_type, touch_point, lift_point, typed_text)", k)
+		}
+	}
+	return a.Action.UnmarshalJSON(data)
+}

@@ -82,3 +82,18 @@ func TestUnmarshalJSON(t *testing.T) {
 		}
 	}
 }
+
+// Strict refuses a field an action does not have (a misspelt key), and
+// reads the rest as Action does.
+func TestUnmarshalStrict(t *testing.T) {
+	var a Strict
+	if err := json.Unmarshal([]byte(`{"action_type": 4, "touch_point": [0.1, 0.2], "lift_pont": [0.3, 0.4]}`), &a); err == nil || !strings.Contains(err.Error(), `unknown field "lift_pont"`) {
+		t.Errorf("misspelt key: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"action_type": "TYPE", "typed_text": "hi"}`), &a); err != nil || a.Type != TypeText || a.Text != "hi" {
+		t.Errorf("good action: %+v, %v", a, err)
+	}
+	if err := json.Unmarshal([]byte(`[1]`), &a); err == nil {
+		t.Error("an array read as an action")
+	}
+}

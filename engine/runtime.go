@@ -281,14 +281,14 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 	case ProviderCUDA:
 		cuda, err := ort.NewCUDAProviderOptions()
 		if err != nil {
-			return fail("cuda provider", fmt.Errorf("this ONNX Runtime library has no CUDA support (%v); the CPU build from onnxruntime-node does not — see docs for the CUDA recipe", err))
+			return fail("cuda provider", cudaError(err))
 		}
 		defer cuda.Destroy()
 		if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(o.CUDADevice)}); err != nil {
-			return fail("cuda provider", err)
+			return fail("cuda provider", cudaError(err))
 		}
 		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {
-			return fail("cuda provider", fmt.Errorf("%v (is a GPU present and are the CUDA 12 / cuDNN 9 libraries on the loader path?)", err))
+			return fail("cuda provider", cudaError(err))
 		}
 	default:
 		return fail("provider", fmt.Errorf("unknown execution provider %q", o.Provider))
@@ -314,4 +314,17 @@ func PhysicalCores() int {
 		n = runtime.NumCPU()
 	}
 	return n
+}
+
+// cudaError says why the CUDA provider could not start in the user's terms:
+// ORT's own message starts with its source file and function.
+func cudaError(err error) error {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, " : "); i >= 0 {
+		msg = msg[i+3:]
+	}
+	if strings.Contains(msg, "providers_shared") || strings.Contains(msg, "providers_cuda") {
+		return errors.New("this ONNX Runtime library has no CUDA provider (it is the CPU build): install the CUDA build with `make setup-cuda`, see docs/cuda.md")
+	}
+	return fmt.Errorf("%s (is a GPU present, and are the CUDA 13 and cuDNN 9 libraries on the loader path? see docs/cuda.md)", msg)
 }

@@ -66,3 +66,23 @@ func TestWrongLibraryInChild(t *testing.T) {
 		}
 	}
 }
+
+// On the CPU build, the cuda provider's error says what to install, not
+// where in ORT's sources it failed (issue 22).
+func TestCUDAOnCPUBuildSaysWhatToInstall(t *testing.T) {
+	if err := InitRuntime(""); err != nil {
+		t.Skip(err)
+	}
+	if os.Getenv("AUTOUI_CUDA_ORT_LIB") != "" {
+		t.Skip("a CUDA build is configured")
+	}
+	so, err := SessionOptions{Provider: ProviderCUDA}.build()
+	if err == nil {
+		so.Destroy()
+		t.Skip("this ONNX Runtime library has a CUDA provider")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "make setup-cuda") || !strings.Contains(msg, "docs/cuda.md") || strings.Contains(msg, ".cc:") || strings.Contains(msg, "onnxruntime_src") {
+		t.Errorf("cuda on the CPU build: %q", msg)
+	}
+}

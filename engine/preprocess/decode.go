@@ -59,7 +59,7 @@ func (e *TooLargeError) Error() string {
 	if e.Format == "" {
 		what = "decoded image is"
 	}
-	return fmt.Sprintf("%s %dx%d = %d pixels, over the limit of %d (raise it with --max-pixels or DecodeOptions.MaxPixels)",
+	return fmt.Sprintf("%s %dx%d = %d pixels, over the --max-pixels limit of %d",
 		what, e.Width, e.Height, e.Width*e.Height, e.MaxPixels)
 }
 

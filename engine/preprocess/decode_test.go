@@ -167,6 +167,10 @@ func TestDecodeCapOptions(t *testing.T) {
 		if !errors.As(err, &tl) || tl.Width != 40 || tl.Height != 30 || tl.MaxPixels != 1199 {
 			t.Errorf("%s over the cap: %v", name, err)
 		}
+		// The user's words: the flag, not a Go field name (issue 22).
+		if msg := err.Error(); !strings.Contains(msg, "over the --max-pixels limit of 1199") || strings.Contains(msg, "DecodeOptions") {
+			t.Errorf("%s over the cap: %q", name, msg)
+		}
 	}
 	// Under the cap, the hostile PNG is decoded and fails on its missing
 	// data, not on its size.
