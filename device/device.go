@@ -78,6 +78,10 @@ type Device struct {
 	shape    sizeCache
 	lastShot image.Rectangle // bounds of the last screenshot
 	ime      imeState
+	// display is the physical display screencap captures ("-d ID"), "" for
+	// the default; displayKnown says it was looked up (once a session).
+	display      string
+	displayKnown bool
 }
 
 // ServerInstallHint says what to install when there is no adb at all.

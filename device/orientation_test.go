@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/screendiff"
 )
 
 var blue = color.RGBA{40, 90, 200, 255}
@@ -95,7 +96,7 @@ func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 			t.Fatalf("step %d: %d x %d, %v", i, w, h, err)
 		}
 	}
-	if n := countShell(fake, "dumpsys"); n != 1 {
+	if n := countShell(fake, "dumpsys input"); n != 1 {
 		t.Fatalf("%d dumpsys for 5 steps of one shape, want 1", n)
 	}
 	// The phone turns; the fake's dumpsys still says portrait (it was not
@@ -109,7 +110,7 @@ func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 	if w, h, err := d.ScreenSize(ctx); err != nil || w != 240 || h != 108 {
 		t.Fatalf("after turning: %d x %d, %v; want 240 x 108", w, h, err)
 	}
-	if n := countShell(fake, "dumpsys"); n != 2 {
+	if n := countShell(fake, "dumpsys input"); n != 2 {
 		t.Fatalf("%d dumpsys after one turn, want 2", n)
 	}
 	if n := countShell(fake, "wm size"); n != 1 {
@@ -130,5 +131,39 @@ func TestScreenSizeWithoutOrientation(t *testing.T) {
 	}
 	if w, h, err := d.ScreenSize(ctx); err != nil || w != 240 || h != 108 {
 		t.Fatalf("ScreenSize = %d x %d, %v; want 240 x 108", w, h, err)
+	}
+}
+
+// TestCaptureTheDisplayThatIsOn: with a second physical display listed
+// first and switched off (a folded phone's inner panel), screencap without
+// -d captures it black; autoui captures the display that is on, once asked.
+func TestCaptureTheDisplayThatIsOn(t *testing.T) {
+	ctx := context.Background()
+	phone := mustPhone(t, 108, 240)
+	fake, d := fakeDevice(t, fakephone.Options{Phone: phone, InactiveDisplay: true})
+	for i := 0; i < 3; i++ {
+		shot, err := d.Screenshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if screendiff.NewFrame(shot.Image).Black() {
+			t.Fatalf("capture %d (via %s) is the switched-off display", i, shot.Via)
+		}
+		if shot.Via != "exec-out" {
+			t.Fatalf("capture %d via %s", i, shot.Via)
+		}
+	}
+	if n := countShell(fake, "dumpsys SurfaceFlinger"); n != 1 {
+		t.Fatalf("%d display look-ups for 3 captures, want 1", n)
+	}
+	// A phone with one display is captured without -d, as before.
+	fake, d = fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
+	if _, err := d.Screenshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range fake.Shell() {
+		if strings.Contains(sc.Line, "screencap") && strings.Contains(sc.Line, "-d") {
+			t.Fatalf("single display captured with %q", sc.Line)
+		}
 	}
 }

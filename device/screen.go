@@ -218,12 +218,16 @@ func (d *Device) captureVia(ctx context.Context, mode string) (*Screenshot, stri
 		}
 		return shot, "", nil
 	}
-	service := "exec:screencap -p"
+	args, err := d.screencapArgs(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	service := "exec:screencap " + args
 	if mode == "stdout" {
-		service = "shell:screencap -p"
+		service = "shell:screencap " + args
 	}
 	var out []byte
-	err := retry(ctx, d.opts.ReadRetries, func() error {
+	err = retry(ctx, d.opts.ReadRetries, func() error {
 		var err error
 		if out, err = d.tr.service(ctx, service); err == nil && pngCut(out) {
 			// A PNG without its end is a link that fell mid-transfer, not
@@ -251,7 +255,11 @@ func (d *Device) captureVia(ctx context.Context, mode string) (*Screenshot, stri
 }
 
 func (d *Device) screenshotViaFile(ctx context.Context) (*Screenshot, error) {
-	out, err := d.readShellText(ctx, "screencap -p "+screencapPath)
+	args, err := d.screencapArgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.readShellText(ctx, "screencap "+args+" "+screencapPath)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +283,51 @@ func (d *Device) screenshotViaFile(ctx context.Context) (*Screenshot, error) {
 		return nil, fmt.Errorf("device %s: decode pulled screenshot (%d bytes): %w", d.serial, len(data), err)
 	}
 	return &Screenshot{PNG: data, Image: img, Via: "pull"}, nil
+}
+
+var (
+	// reDisplayID is a line of `dumpsys SurfaceFlinger --display-id`.
+	reDisplayID = regexp.MustCompile(`(?m)^Display (\d+) `)
+	// reDisplayDevice is a physical display in `dumpsys display`, with its
+	// power state.
+	reDisplayDevice = regexp.MustCompile(`DisplayDeviceInfo\{[^\n]*?uniqueId="local:(\d+)"[^\n]*?\bstate ([A-Z_]+)`)
+)
+
+// screencapArgs are screencap's options: "-p", with "-d ID" naming the
+// display that is on when the device has several (a foldable's inner and
+// outer panels, a second screen). Without -d screencap takes the first
+// display, which may be the one switched off: a black frame. Looked up once
+// a session.
+func (d *Device) screencapArgs(ctx context.Context) (string, error) {
+	if !d.displayKnown {
+		out, err := d.readShellText(ctx, "dumpsys SurfaceFlinger --display-id")
+		if err != nil {
+			return "", err
+		}
+		if ids := reDisplayID.FindAllStringSubmatch(out, -1); len(ids) > 1 {
+			info, err := d.readShellText(ctx, "dumpsys display")
+			if err != nil {
+				return "", err
+			}
+			d.display = activeDisplay(info, ids[0][1])
+		}
+		d.displayKnown = true
+	}
+	if d.display == "" {
+		return "-p", nil
+	}
+	return "-d " + d.display + " -p", nil
+}
+
+// activeDisplay is the first physical display `dumpsys display` shows on,
+// else fallback.
+func activeDisplay(dumpsysDisplay, fallback string) string {
+	for _, m := range reDisplayDevice.FindAllStringSubmatch(dumpsysDisplay, -1) {
+		if m[2] == "ON" {
+			return m[1]
+		}
+	}
+	return fallback
 }
 
 // decodeOptions is how screenshots are decoded: with the pixel cap of

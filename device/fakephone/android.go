@@ -3,6 +3,7 @@ package fakephone
 import (
 	"encoding/base64"
 	"fmt"
+	"image/color"
 	"io"
 	"time"
 )
@@ -90,8 +91,17 @@ func (d *Device) writeDumpsysDisplay(w io.Writer) {
 	lw, lh := d.phone.Size() // as rotated: the physical size turned by o
 	fmt.Fprintf(w, `DISPLAY MANAGER (dumpsys display)
   mOnlyCode=false
-  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:0', physicalPort=0, orientation=%d, logicalFrame=Rect(0, 0 - %d, %d), physicalFrame=Rect(0, 0 - %d, %d), deviceWidth=%d, deviceHeight=%d}]
-`, o, lw, lh, lw, lh, pw, ph)
+  mViewports=[DisplayViewport{type=INTERNAL, valid=true, isActive=true, displayId=0, uniqueId='local:%s', physicalPort=0, orientation=%d, logicalFrame=Rect(0, 0 - %d, %d), physicalFrame=Rect(0, 0 - %d, %d), deviceWidth=%d, deviceHeight=%d}]
+
+Display Devices: size=%d
+`, activeDisplayID, o, lw, lh, lw, lh, pw, ph, len(d.displays()))
+	for _, id := range d.displays() {
+		state := "ON"
+		if id == inactiveDisplayID {
+			state = "OFF"
+		}
+		fmt.Fprintf(w, "  DisplayDeviceInfo{\"Built-in Screen\": uniqueId=\"local:%s\", %d x %d, modeId 1, defaultModeId 1, density 420, type INTERNAL, address {port=0}, state %s, FLAG_DEFAULT_DISPLAY}\n", id, pw, ph, state)
+	}
 }
 
 // android is the modelled Android version.
@@ -289,4 +299,45 @@ func (d *Device) initIMEs() {
 	if d.opts.ADBKeyboard {
 		d.imes = append(d.imes, adbKeyboardIME)
 	}
+}
+
+// Physical display ids as SurfaceFlinger prints them: the phone's panel,
+// and (InactiveDisplay) a switched-off one listed before it.
+const (
+	inactiveDisplayID = "4619827259835644672"
+	activeDisplayID   = "4619827259835644673"
+)
+
+// displays lists the physical display ids in SurfaceFlinger's order.
+func (d *Device) displays() []string {
+	if d.opts.InactiveDisplay {
+		return []string{inactiveDisplayID, activeDisplayID}
+	}
+	return []string{activeDisplayID}
+}
+
+// writeDisplayIDs prints `dumpsys SurfaceFlinger --display-id`.
+func (d *Device) writeDisplayIDs(w io.Writer) {
+	for i, id := range d.displays() {
+		fmt.Fprintf(w, "Display %s (HWC display %d): port=%d pnpId=GGL displayName=\"EMU_display_%d\"\n", id, i, i, i)
+	}
+}
+
+// screencapDisplay is the PNG `screencap -d display` writes, and the
+// warning printed before it when several displays exist and none is named.
+func (d *Device) screencapDisplay(display string) (png []byte, warning string, err error) {
+	switch {
+	case display == "" && d.opts.InactiveDisplay:
+		w, h := d.phone.Size()
+		return SolidPNG(w, h, color.RGBA{0, 0, 0, 255}), "[Warning] Multiple displays were found, but no display id was specified! Defaulting to the first display found, however this default is not guaranteed to be consistent across captures. A display id should be specified.\n" +
+			"A display ID can be specified with the [-d display-id] option.\n" +
+			"See \"dumpsys SurfaceFlinger --display-id\" for valid display IDs.\n", nil
+	case display == inactiveDisplayID && d.opts.InactiveDisplay:
+		w, h := d.phone.Size()
+		return SolidPNG(w, h, color.RGBA{0, 0, 0, 255}), "", nil
+	case display != "" && display != activeDisplayID:
+		return nil, "", fmt.Errorf("display %s not found", display)
+	}
+	img, err := d.phone.Screencap()
+	return img, "", err
 }

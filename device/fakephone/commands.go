@@ -112,6 +112,8 @@ func (d *Device) runDumpsys(args []string, w io.Writer) int {
 		d.writeDumpsysWindowDisplays(w)
 	case len(args) >= 1 && args[0] == "display":
 		d.writeDumpsysDisplay(w)
+	case len(args) == 2 && args[0] == "SurfaceFlinger" && args[1] == "--display-id":
+		d.writeDisplayIDs(w)
 	default:
 		name := "<none>"
 		if len(args) > 0 {
@@ -124,13 +126,14 @@ func (d *Device) runDumpsys(args []string, w io.Writer) int {
 
 func (d *Device) runScreencap(args []string, w io.Writer) int {
 	asPNG := false
-	file := ""
+	file, display := "", ""
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "-p":
 			asPNG = true
 		case a == "-d" && i+1 < len(args):
 			i++
+			display = args[i]
 		case strings.HasPrefix(a, "-"):
 			fmt.Fprintf(w, "screencap: invalid option -- '%s'\nusage: screencap [-hp] [-d display-id] [FILENAME]\n", strings.TrimLeft(a, "-"))
 			return 1
@@ -145,11 +148,12 @@ func (d *Device) runScreencap(args []string, w io.Writer) int {
 		fmt.Fprintln(w, "screencap: the fake device only writes PNG (use -p)")
 		return 1
 	}
-	img, err := d.phone.Screencap()
+	img, warn, err := d.screencapDisplay(display)
 	if err != nil {
 		fmt.Fprintf(w, "Error: %v\n", err)
 		return 1
 	}
+	fmt.Fprint(w, warn)
 	if file != "" {
 		d.mu.Lock()
 		d.files[file] = deviceFile{data: append([]byte(nil), img...), mode: 0o100644, mtime: 1700000000}

@@ -76,6 +76,11 @@ type Options struct {
 	// HideRotation leaves every rotation line out of dumpsys, like ROMs
 	// whose dumpsys prints none that autoui knows.
 	HideRotation bool
+	// InactiveDisplay gives the device a second physical display, listed
+	// first and switched off, like a folded phone's inner panel: screencap
+	// without -d captures it (black, after a warning), `dumpsys display`
+	// shows it OFF.
+	InactiveDisplay bool
 	// NoExec refuses the exec: service (`adb exec-out`), like adbd before
 	// Android 5.
 	NoExec bool
