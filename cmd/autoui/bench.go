@@ -32,7 +32,7 @@ func runBench(ctx context.Context, args []string) error {
 	tokens := fs.Int("tokens", 80, "generated tokens per action: </s> is suppressed until then, so every runner decodes the same length")
 	screens := fs.String("screens", "models/testdata/screens", "directory of PNG/JPEG screenshots for the cases (a synthetic screen if none)")
 	name := fs.String("name", "", "model label in reports (default: the manifest's size)")
-	jsonOut := fs.String("json", "", "write the report as JSON to this file")
+	asJSON := fs.Bool("json", false, "print the report as JSON on stdout (the table goes to stderr)")
 	benchstatOut := fs.String("benchstat", "", "write benchstat-compatible lines to this file (- for stdout)")
 	peerInputs := fs.String("peer-inputs", "", "write the cases and prompts for scripts/peers to this JSON file")
 	doProbe := fs.Bool("probe", true, "measure memory bandwidth and matmul throughput and print measured/bound per stage")
@@ -40,13 +40,16 @@ func runBench(ctx context.Context, args []string) error {
 	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
 		"so speculative decoding takes the calls a trained model would ('typical' for a typical Auto-UI tap; sets --tokens to its length + </s>)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--json]")
 		fmt.Fprintln(fs.Output(), "       autoui bench tune --model DIR [flags]   (sweep ONNX Runtime session settings; -h for its flags)")
 		fmt.Fprintln(fs.Output(), "       autoui bench serve --server URL [flags] (load a running autoui serve; -h for its flags)")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *asJSON && *benchstatOut == "-" {
+		return usageErrorf("--json and --benchstat - both print on stdout: give --benchstat a file")
 	}
 	cases, err := bench.DefaultCases(*screens)
 	if err != nil {
@@ -110,7 +113,11 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		rep.AddLimits(shapes, probe.Machine{Bandwidth: bw.Best, GEMM: gemm.Best, GEMMInt8: info.GEMMInt8.Best}, info)
 	}
-	if err := rep.WriteTable(os.Stdout); err != nil {
+	table := io.Writer(os.Stdout)
+	if *asJSON {
+		table = os.Stderr // stdout holds the JSON alone
+	}
+	if err := rep.WriteTable(table); err != nil {
 		return err
 	}
 	if *benchstatOut != "" {
@@ -118,13 +125,9 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if *jsonOut != "" {
-		b, err := rep.JSON()
-		if err != nil {
+	if *asJSON {
+		if err := printJSON(rep.JSON); err != nil {
 			return err
-		}
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", *jsonOut, err)
 		}
 	}
 	if *peerInputs != "" {
@@ -133,6 +136,16 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// printJSON prints a report's JSON on stdout (--json, as in every command).
+func printJSON(report func() ([]byte, error)) error {
+	b, err := report()
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(b, '\n'))
+	return err
 }
 
 // writeBenchOutput writes with fn to path, or to stdout for "-".
@@ -171,10 +184,10 @@ func runBenchTune(ctx context.Context, args []string) error {
 	tryMemPattern := fs.String("try-mempattern", "on", "memory pattern values to try")
 	tryPrepack := fs.String("try-prepack", "on", "weight prepacking values to try (off: kernels use the initializers as stored)")
 	tryOpt := fs.String("try-opt", "basic,extended,all", "graph optimisation levels to try")
-	benchstatOut := fs.String("benchstat", "-", "write benchstat lines to this file (- for stdout)")
-	jsonOut := fs.String("json", "", "write the sweep as JSON to this file")
+	benchstatOut := fs.String("benchstat", "", "write benchstat lines to this file (- for stdout)")
+	asJSON := fs.Bool("json", false, "print the sweep as JSON on stdout (the summary goes to stderr)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui bench tune --model DIR [--runs N] [--quick] [--try-threads 1,2] [--try-spin on,off] [--try-arena on,off] [--try-opt basic,extended,all] [--benchstat FILE] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "usage: autoui bench tune --model DIR [--runs N] [--quick] [--try-threads 1,2] [--try-spin on,off] [--try-arena on,off] [--try-opt basic,extended,all] [--benchstat FILE|-] [--json]")
 		fmt.Fprintln(fs.Output(), "The reference is the default setting (threads = physical cores, spin off, arena and memory pattern on, opt=all); --threads, --graph-opt and --spin are not used here.")
 		fs.PrintDefaults()
 	}
@@ -185,31 +198,34 @@ func runBenchTune(ctx context.Context, args []string) error {
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "threads", "graph-opt", "spin":
-			conflict = fmt.Errorf("--%s: bench tune sweeps it; use --try-threads / --try-opt / --try-spin", f.Name)
+			conflict = usageErrorf("--%s: bench tune sweeps it; use --try-threads / --try-opt / --try-spin", f.Name)
 		}
 	})
 	if conflict != nil {
 		return conflict
 	}
+	if *asJSON && *benchstatOut == "-" {
+		return usageErrorf("--json and --benchstat - both print on stdout: give --benchstat a file")
+	}
 	var grid bench.Grid
 	var err error
 	if grid.Threads, err = bench.ParseThreads(*tryThreads); err != nil {
-		return fmt.Errorf("--try-threads: %w", err)
+		return usageErrorf("--try-threads: %w", err)
 	}
 	if grid.Spin, err = bench.ParseOnOff(*trySpin); err != nil {
-		return fmt.Errorf("--try-spin: %w", err)
+		return usageErrorf("--try-spin: %w", err)
 	}
 	if grid.Arena, err = bench.ParseOnOff(*tryArena); err != nil {
-		return fmt.Errorf("--try-arena: %w", err)
+		return usageErrorf("--try-arena: %w", err)
 	}
 	if grid.Prepack, err = bench.ParseOnOff(*tryPrepack); err != nil {
-		return fmt.Errorf("--try-prepack: %w", err)
+		return usageErrorf("--try-prepack: %w", err)
 	}
 	if grid.MemPattern, err = bench.ParseOnOff(*tryMemPattern); err != nil {
-		return fmt.Errorf("--try-mempattern: %w", err)
+		return usageErrorf("--try-mempattern: %w", err)
 	}
 	if grid.Opt, err = bench.ParseOpts(*tryOpt); err != nil {
-		return fmt.Errorf("--try-opt: %w", err)
+		return usageErrorf("--try-opt: %w", err)
 	}
 	opts := bench.TuneOptions{Options: bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens}, Reference: bench.DefaultSetting(), Progress: os.Stderr}
 	if *quick {
@@ -221,12 +237,12 @@ func runBenchTune(ctx context.Context, args []string) error {
 		return err
 	}
 	if *ncases < 1 || *ncases > len(cases) {
-		return fmt.Errorf("--cases %d: want 1..%d", *ncases, len(cases))
+		return usageErrorf("--cases %d: want 1..%d", *ncases, len(cases))
 	}
 	cases = cases[:*ncases]
 
 	if mf.model == "" {
-		return fmt.Errorf("--model is required (a bundle directory, e.g. bench-models/base-vtiny)")
+		return usageErrorf("--model is required (a bundle directory, e.g. bench-models/base-vtiny)")
 	}
 	mf.maxTokens = engine.MaxNewTokensLimit // the requests set --tokens
 	base, err := mf.options()
@@ -267,18 +283,14 @@ func runBenchTune(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if *jsonOut != "" {
-		js, err := rep.JSON()
-		if err != nil {
+	if *asJSON {
+		if err := printJSON(rep.JSON); err != nil {
 			return err
-		}
-		if err := os.WriteFile(*jsonOut, append(js, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", *jsonOut, err)
 		}
 	}
 	w := io.Writer(os.Stdout)
-	if *benchstatOut == "-" {
-		w = os.Stderr // keep stdout benchstat-only
+	if *benchstatOut == "-" || *asJSON {
+		w = os.Stderr // keep stdout to the benchstat lines or the JSON
 	}
 	if err := rep.WriteSummary(w); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -30,29 +31,36 @@ func register(c command) {
 	commands[c.name] = c
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: autoui <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: autoui <command> [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nrun 'autoui <command> -h' for its flags")
+	fmt.Fprintln(w, "\nrun 'autoui <command> -h' for its flags")
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(exitUsage)
+	}
+	switch os.Args[1] {
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		os.Exit(exitOK)
+	case "-version", "--version":
+		os.Args[1] = "version"
 	}
 	c, ok := commands[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "autoui: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		usage(os.Stderr)
+		os.Exit(exitUsage)
 	}
 	// Ctrl-C cancels the context: long commands stop between steps and keep
 	// what they already wrote. A second Ctrl-C kills the process.
@@ -106,7 +114,9 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, flag.ErrHelp), errors.As(err, &usage):
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK // asked for
+	case errors.As(err, &usage):
 		return exitUsage
 	case errors.As(err, &intr), errors.Is(err, context.Canceled):
 		// The only cancel is the signal context: a command that returns its
@@ -127,7 +137,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(out)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			out.Write(usage.Bytes())
+			os.Stdout.Write(usage.Bytes()) // asked for: stdout, as `| less` expects
 			return err
 		}
 		return usageError{err}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -47,8 +48,20 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	return m
 }
 
-// options turns the flags into predictor options.
+// options turns the flags into predictor options; a bad value is a usage
+// error.
 func (m *modelFlags) options() (engine.Options, error) {
+	o, err := m.parseOptions()
+	if err != nil {
+		var u usageError
+		if !errors.As(err, &u) {
+			err = usageError{err}
+		}
+	}
+	return o, err
+}
+
+func (m *modelFlags) parseOptions() (engine.Options, error) {
 	prov, err := engine.ParseProvider(m.provider)
 	if err != nil {
 		return engine.Options{}, err
@@ -63,6 +76,9 @@ func (m *modelFlags) options() (engine.Options, error) {
 	}
 	if m.maxTokens < 0 || m.maxTokens > engine.MaxNewTokensLimit {
 		return engine.Options{}, usageErrorf("--max-new-tokens %d: want 0 (the bundle's limit) to %d", m.maxTokens, engine.MaxNewTokensLimit)
+	}
+	if m.history < -1 {
+		return engine.Options{}, fmt.Errorf("--history-window %d: want -1 (none), 0 (the bundle's) or more", m.history)
 	}
 	if m.threads < 0 {
 		return engine.Options{}, fmt.Errorf("--threads %d: must be >= 0", m.threads)
@@ -107,7 +123,7 @@ func (m *modelFlags) decodeOptions() (preprocess.DecodeOptions, error) {
 // func releases it.
 func (m *modelFlags) open() (*engine.Predictor, func(), error) {
 	if m.model == "" {
-		return nil, nil, fmt.Errorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
+		return nil, nil, usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
 	}
 	opts, err := m.options()
 	if err != nil {

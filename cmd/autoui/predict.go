@@ -60,14 +60,15 @@ func runPredict(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if strings.TrimSpace(*goal) == "" {
-		return fmt.Errorf("--goal is required")
-	}
-	if *screen == "" && *features == "" {
-		return fmt.Errorf("--screen (or --features) is required")
-	}
-	if *annotateOut != "" && *screen == "" {
-		return fmt.Errorf("--annotate needs --screen")
+	switch {
+	case strings.TrimSpace(*goal) == "":
+		return usageErrorf("--goal is required")
+	case *screen == "" && *features == "":
+		return usageErrorf("--screen (or --features) is required")
+	case *screen != "" && *features != "":
+		return usageErrorf("give --screen or --features, not both")
+	case *annotateOut != "" && *screen == "":
+		return usageErrorf("--annotate needs --screen")
 	}
 	history := []action.Action(prev)
 	if *historyFile != "" {
@@ -175,11 +176,11 @@ func parseActionArg(s string) (action.Action, error) {
 
 func parseActionForm(s string) (action.Action, error) {
 	if strings.HasPrefix(s, "{") {
-		var a action.Action
+		var a action.Strict
 		if err := json.Unmarshal([]byte(s), &a); err != nil {
-			return a, fmt.Errorf("--prev %q: %w", s, err)
+			return a.Action, fmt.Errorf("--prev %q: %w", s, err)
 		}
-		return a, nil
+		return a.Action, nil
 	}
 	kind, arg, _ := strings.Cut(s, ":")
 	nums := func(n int) ([]float64, error) {
@@ -244,13 +245,15 @@ func parseHistory(raw []byte, name string) ([]action.Action, error) {
 	trimmed := strings.TrimSpace(string(raw))
 	var out []action.Action
 	if strings.HasPrefix(trimmed, "[") {
-		if err := json.Unmarshal([]byte(trimmed), &out); err != nil {
+		var all []action.Strict
+		if err := json.Unmarshal([]byte(trimmed), &all); err != nil {
 			return nil, fmt.Errorf("history %s: %w", name, err)
 		}
-		for i, a := range out {
+		for i, a := range all {
 			if err := a.Validate(); err != nil {
 				return nil, fmt.Errorf("history %s action %d: %w", name, i+1, err)
 			}
+			out = append(out, a.Action)
 		}
 		return out, nil
 	}
@@ -258,14 +261,14 @@ func parseHistory(raw []byte, name string) ([]action.Action, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		var a action.Action
+		var a action.Strict
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
 			return nil, fmt.Errorf("history %s line %d: %w", name, i+1, err)
 		}
 		if err := a.Validate(); err != nil {
 			return nil, fmt.Errorf("history %s line %d: %w", name, i+1, err)
 		}
-		out = append(out, a)
+		out = append(out, a.Action)
 	}
 	return out, nil
 }

@@ -116,10 +116,15 @@ func TestPredictBadInputsCLI(t *testing.T) {
 			[]byte(`[{"action_type": "DUAL_POINT", "touch_point": [5, 5], "lift_point": [5, 5]}]`))}, 1, "history"},
 		"history JSONL NaN": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h.jsonl",
 			[]byte("{\"action_type\": \"PRESS_BACK\"}\n{\"action_type\": 4, \"touch_point\": \"[0.5, 1.5]\", \"lift_point\": [0.5, 0.5]}\n"))}, 1, "line 2"},
-		"history type 9": {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h9.json", []byte(`[{"action_type": 9}]`))}, 1, "unknown action type"},
-		"spin bogus":     {[]string{"--screen", sampleScreen, "--spin", "maybe"}, 1, "--spin"},
-		"threads -1":     {[]string{"--screen", sampleScreen, "--threads", "-1"}, 1, "--threads"},
-		"unknown flag":   {[]string{"--screen", sampleScreen, "--nope"}, 2, "nope"},
+		"history type 9":      {[]string{"--screen", sampleScreen, "--history", writeFile(t, "h9.json", []byte(`[{"action_type": 9}]`))}, 1, "unknown action type"},
+		"spin bogus":          {[]string{"--screen", sampleScreen, "--spin", "maybe"}, 2, "--spin"},
+		"threads -1":          {[]string{"--screen", sampleScreen, "--threads", "-1"}, 2, "--threads"},
+		"provider bogus":      {[]string{"--screen", sampleScreen, "--provider", "tpu"}, 2, "tpu"},
+		"history -2":          {[]string{"--screen", sampleScreen, "--history-window", "-2"}, 2, "--history-window -2"},
+		"no goal":             {[]string{"--screen", sampleScreen, "--goal", " "}, 2, "--goal is required"},
+		"screen and features": {[]string{"--screen", sampleScreen, "--features", writeFile(t, "f.json", []byte("[0.5]"))}, 2, "not both"},
+		"prev unknown field":  {[]string{"--screen", sampleScreen, "--prev", `{"action_type": "PRESS_BACK", "lift_pont": [0.1, 0.2]}`}, 2, `unknown field "lift_pont"`},
+		"unknown flag":        {[]string{"--screen", sampleScreen, "--nope"}, 2, "nope"},
 		// Limits that bound memory (issue 22: 1e9 tokens ran out of memory).
 		"max-new-tokens huge": {[]string{"--screen", sampleScreen, "--max-new-tokens", "1000000000"}, 2, "--max-new-tokens 1000000000: want 0"},
 		"max-new-tokens -1":   {[]string{"--screen", sampleScreen, "--max-new-tokens", "-1"}, 2, "--max-new-tokens -1"},
@@ -186,9 +191,9 @@ func TestThreadsCappedAndSpinDefault(t *testing.T) {
 
 // -h shows the flags, --spin with its default among them.
 func TestPredictHelpShowsSpinDefault(t *testing.T) {
-	_, stderr, code := runCLI(t, "predict", "-h")
-	if code != 2 || !strings.Contains(stderr, "-spin string") || !strings.Contains(stderr, `(default "`+defaultSpin+`")`) {
-		t.Fatalf("exit %d, help:\n%s", code, stderr)
+	stdout, _, code := runCLI(t, "predict", "-h")
+	if code != 0 || !strings.Contains(stdout, "-spin string") || !strings.Contains(stdout, `(default "`+defaultSpin+`")`) {
+		t.Fatalf("exit %d, help:\n%s", code, stdout)
 	}
 }
 
@@ -296,5 +301,25 @@ func TestPredictPrevTapWithoutLift(t *testing.T) {
 	}
 	if want := `"touch_point": "[0.1, 0.2]", "lift_point": "[0.1, 0.2]"`; !strings.Contains(out.SourceText, want) {
 		t.Errorf("prompt %q lacks the tap %s", out.SourceText, want)
+	}
+}
+
+// Help asked for exits 0 on stdout; no command is a usage error (2);
+// version prints the build (issue 22).
+func TestHelpAndVersionCLI(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		stdout, _, code := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, "usage: autoui <command>") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
+	}
+	if _, stderr, code := runCLI(t); code != 2 || !strings.Contains(stderr, "usage:") {
+		t.Errorf("no command: exit %d, stderr %q", code, stderr)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		stdout, _, code := runCLI(t, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "autoui ") || !strings.Contains(stdout, "ONNX Runtime 1.29") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
 	}
 }

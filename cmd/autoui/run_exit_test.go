@@ -33,7 +33,7 @@ func TestExitCodes(t *testing.T) {
 		{errors.New("device gone"), 1},
 		{badFlag, 2},
 		{stray, 2},
-		{flag.ErrHelp, 2},
+		{flag.ErrHelp, 0}, // -h asked for help
 		{parseRunFlags(t).validate(), 2},
 		{parseRunFlags(t, "--goal", "g", "--on-no-effect", "maybe").validate(), 2},
 		{fmt.Errorf("eval run: %w", interruptedError{"kept"}), 130},

@@ -51,12 +51,17 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(cmd: List[str], what: str) -> Optional[str]:
-    """Runs cmd from the project root; returns an error string or None."""
-    log(f"== {what}: {' '.join(cmd)}")
+def run(cmd: List[str], what: str, stdout: Optional[str] = None) -> Optional[str]:
+    """Runs cmd from the project root, its stdout into the file stdout if
+    given; returns an error string or None."""
+    log(f"== {what}: {' '.join(cmd)}" + (f" > {stdout}" if stdout else ""))
     t = time.time()
     env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
-    p = subprocess.run(cmd, cwd=ROOT, env=env)
+    if stdout:
+        with open(stdout, "wb") as f:
+            p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f)
+    else:
+        p = subprocess.run(cmd, cwd=ROOT, env=env)
     log(f"== {what}: exit {p.returncode} after {time.time() - t:.0f}s")
     return None if p.returncode == 0 else f"exit status {p.returncode}"
 
@@ -278,8 +283,9 @@ def main(argv=None) -> int:
             update_docs(report, out)
         return 0
     length = ["--replay", args.replay] if args.replay else ["--tokens", str(args.tokens)]
-    err = run([args.autoui, "bench", *common, *length, "--json", os.path.join(out, "ours.json"),
-               "--peer-inputs", inputs, "--benchstat", os.path.join(out, "ours.benchstat"), "--no-verify"], OURS)
+    err = run([args.autoui, "bench", *common, *length, "--json",
+               "--peer-inputs", inputs, "--benchstat", os.path.join(out, "ours.benchstat"), "--no-verify"], OURS,
+              stdout=os.path.join(out, "ours.json"))
     if err:
         raise SystemExit(f"autoui bench failed ({err}); nothing to compare")
     variants = {}
@@ -288,8 +294,9 @@ def main(argv=None) -> int:
     if args.int8:
         variants["ours_int8"] = ["--model", os.path.abspath(args.int8), *common[2:]]
     for key, flags in variants.items():
-        err = run([args.autoui, "bench", *flags, *length, "--probe=false", "--json", os.path.join(out, key + ".json"),
-                   "--benchstat", os.path.join(out, key + ".benchstat"), "--no-verify"], VARIANTS[key])
+        err = run([args.autoui, "bench", *flags, *length, "--probe=false", "--json",
+                   "--benchstat", os.path.join(out, key + ".benchstat"), "--no-verify"], VARIANTS[key],
+                  stdout=os.path.join(out, key + ".json"))
         if err:
             errors[key] = err
             continue
