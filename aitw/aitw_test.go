@@ -531,3 +531,24 @@ func TestStepFromExampleErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SubsetOf: the path first, else the nearest dataset.json above the file
+// (`autoui dataset` output), whose subset must be a real one.
+func TestSubsetOf(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "test", "open_app.tfrecord.gz")
+	if got := SubsetOf(deep); got != "" {
+		t.Errorf("no marker: %q", got)
+	}
+	os.WriteFile(filepath.Join(root, DatasetFile), []byte(`{"subset": "install", "episodes": {}}`), 0o644)
+	if got := SubsetOf(deep); got != "install" {
+		t.Errorf("marker two levels up: %q", got)
+	}
+	if got := SubsetOf(filepath.Join(root, "general", "x.tfrecord.gz")); got != "general" {
+		t.Errorf("the path wins: %q", got)
+	}
+	os.WriteFile(filepath.Join(root, DatasetFile), []byte(`{"subset": "mine"}`), 0o644)
+	if got := SubsetOf(deep); got != "" {
+		t.Errorf("unknown subset in the marker: %q", got)
+	}
+}

@@ -24,8 +24,11 @@ type Episode struct {
 
 // ReadOptions control reading gold data.
 type ReadOptions struct {
-	// Subset overrides the subset guessed from each file's path.
+	// Subset overrides the subset guessed from each file's path (SubsetOf).
 	Subset string
+	// DefaultSubset is the subset of files whose path and dataset say none
+	// (eval score takes it from the predictions' run.json).
+	DefaultSubset string
 	// SkipCorrupt skips bad records and empty files, and drops episodes
 	// whose records disagree (duplicate steps, episode_length differing or
 	// exceeded, step_id out of range), counting and listing them in
@@ -185,7 +188,10 @@ func StreamEpisodes(files []string, opts ReadOptions, fn func(Episode) error) (R
 		st.Files++
 		subset := opts.Subset
 		if subset == "" {
-			subset = SubsetFromPath(f)
+			subset = SubsetOf(f)
+		}
+		if subset == "" {
+			subset = opts.DefaultSubset
 		}
 		var err error
 		if IsPickle(f) {

@@ -1,7 +1,9 @@
 package aitw
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -40,6 +42,40 @@ func SubsetFromPath(path string) string {
 		}
 	}
 	return ""
+}
+
+// DatasetFile, in a directory above record files, describes the dataset
+// they belong to; its "subset" field (as `autoui dataset` writes it) names
+// their AITW subset when their path does not.
+const DatasetFile = "dataset.json"
+
+// SubsetOf is the subset of a data file: from its path (SubsetFromPath),
+// else from the nearest DatasetFile in its directory or one above it. ""
+// if neither says.
+func SubsetOf(path string) string {
+	if s := SubsetFromPath(path); s != "" {
+		return s
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, DatasetFile)); err == nil {
+			var d struct {
+				Subset string `json:"subset"`
+			}
+			if json.Unmarshal(b, &d) == nil && ValidSubset(d.Subset) {
+				return d.Subset
+			}
+			return ""
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
 }
 
 // Step is one AITW example: the screen, the goal and the gold action.

@@ -66,8 +66,9 @@ func (b *Bar) Add(n int) {
 	}
 }
 
-// Warn prints one line on its own, above the bar on a terminal.
-func (b *Bar) Warn(msg string) {
+// Println prints one line on its own (a warning, a note), above the bar on
+// a terminal.
+func (b *Bar) Println(msg string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.w == nil {

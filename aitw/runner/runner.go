@@ -158,7 +158,7 @@ func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
 	defer prog.Finish()
 	r := &run{ctx: ctx, p: p, opts: opts, done: done, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
 	if opts.CacheDir != "" {
-		r.cache = &featureCache{dir: opts.CacheDir, key: opts.CacheKey, warn: prog.Warn, sum: &sum}
+		r.cache = &featureCache{dir: opts.CacheDir, key: opts.CacheKey, warn: prog.Println, sum: &sum}
 	}
 	var s scheduler = &goldQueue{r: r}
 	if opts.History == HistoryPredicted {

@@ -64,6 +64,9 @@ type dataFlags struct {
 	splits      string
 	split       string
 	skipCorrupt bool
+	// defaultSubset is for files whose path and dataset.json name none
+	// (eval score: the subset the predictions' run.json recorded).
+	defaultSubset string
 }
 
 func (d *dataFlags) add(fs *flag.FlagSet, name, what string) {
@@ -87,11 +90,11 @@ func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[strin
 	if err != nil {
 		return nil, ro, nil, err
 	}
-	ro.Subset, ro.SkipCorrupt = d.subset, d.skipCorrupt
-	if d.subset == "" {
+	ro.Subset, ro.SkipCorrupt, ro.DefaultSubset = d.subset, d.skipCorrupt, d.defaultSubset
+	if d.subset == "" && d.defaultSubset == "" {
 		for _, f := range files {
-			if aitw.SubsetFromPath(f) == "" {
-				return nil, ro, nil, fmt.Errorf("cannot tell the AITW subset of %s from its path: pass --subset", f)
+			if aitw.SubsetOf(f) == "" {
+				return nil, ro, nil, fmt.Errorf("cannot tell the AITW subset of %s from its path or a %s above it: pass --subset", f, aitw.DatasetFile)
 			}
 		}
 	}
@@ -238,6 +241,25 @@ func runEvalRun(ctx context.Context, args []string) error {
 	return nil
 }
 
+// recordedSubset is the subset run.json records: --subset, else the one a
+// dataset.json gives every file (`autoui dataset` output), so eval score
+// can find it without the flag. A subset read from each file's path is not
+// recorded: the path says it.
+func recordedSubset(files []string, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	subset := ""
+	for i, f := range files {
+		s := aitw.SubsetOf(f)
+		if aitw.SubsetFromPath(f) != "" || (i > 0 && s != subset) {
+			return ""
+		}
+		subset = s
+	}
+	return subset
+}
+
 // cacheNotes adds the feature cache's troubles to the summary line.
 func cacheNotes(sum runner.Summary) string {
 	var s string
@@ -275,7 +297,7 @@ func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch
 			MaxNewTokens: set.MaxNewTokens, Decoding: set.Decoding.String(), Constrained: set.Constrained,
 			Provider: string(set.Provider), GraphOpt: string(set.GraphOptimization), Batch: batch,
 		},
-		Data:    runinfo.Data{Files: data, Subset: df.subset, Split: df.split},
+		Data:    runinfo.Data{Files: data, Subset: recordedSubset(files, df.subset), Split: df.split},
 		Started: time.Now().UTC(),
 	}
 	if df.splits != "" {
@@ -339,6 +361,16 @@ func runEvalScore(ctx context.Context, args []string) error {
 	if so.ScrollMap, err = action.ParseScrollMap(*scrollMap); err != nil {
 		return fmt.Errorf("--scroll-map: %w", err)
 	}
+	ps, err := runinfo.ReadPredictions(splitList(preds))
+	if err != nil {
+		return err
+	}
+	for _, n := range ps.Notes {
+		fmt.Fprintln(os.Stderr, n)
+	}
+	if info := ps.Sources[0].Info; info != nil {
+		df.defaultSubset = info.Data.Subset
+	}
 	files, ro, ids, err := df.open("gold")
 	if err != nil {
 		return err
@@ -353,13 +385,6 @@ func runEvalScore(ctx context.Context, args []string) error {
 	df.report(os.Stderr, st)
 	if len(eps) == 0 {
 		return errors.New("no gold episodes selected")
-	}
-	ps, err := runinfo.ReadPredictions(splitList(preds))
-	if err != nil {
-		return err
-	}
-	for _, n := range ps.Notes {
-		fmt.Fprintln(os.Stderr, n)
 	}
 	rep, results := score.Score(eps, ps.ByStep, so)
 	rep.About = about(df, ps)

@@ -269,3 +269,45 @@ func TestEvalScoreProtocolFlag(t *testing.T) {
 		t.Errorf("text report:\n%s", out)
 	}
 }
+
+// `autoui dataset` output goes to eval run and eval score without
+// --subset: dataset.json says general, run.json records it, and eval score
+// reads it from run.json when the gold files are elsewhere. A dataset
+// interrupted by Ctrl-C exits 130, keeps its episodes and is finished by
+// the same command.
+func TestDatasetToEvalWithoutSubset(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "simdata")
+	args := []string{"--out", data, "--episodes", "4", "--seed", "6", "--size", "90x200", "--families", "open_app,navigate"}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := captureStdout(t, func() error { return runDataset(cancelled, args) })
+	if exitCode(err) != exitInterrupted || !strings.Contains(err.Error(), "run the same command again") {
+		t.Fatalf("interrupted dataset: exit %d, %v", exitCode(err), err)
+	}
+	if _, err := captureStdout(t, func() error { return runDataset(context.Background(), args) }); err != nil {
+		t.Fatalf("finishing the dataset: %v", err)
+	}
+	out := t.TempDir()
+	_, err = captureStdout(t, func() error {
+		return runEval(context.Background(), []string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--no-feature-cache", "--limit", "3"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := runinfo.Read(out); info == nil || info.Data.Subset != "general" {
+		t.Fatalf("run.json subset: %+v", info)
+	}
+	// The gold copied where no dataset.json says its subset.
+	gold := filepath.Join(t.TempDir(), "copy.tfrecord.gz")
+	b, _ := os.ReadFile(filepath.Join(data, "train", "open_app.tfrecord.gz"))
+	os.WriteFile(gold, b, 0o644)
+	report, err := captureStdout(t, func() error {
+		return runEval(context.Background(), []string{"score", "--gold", gold, "--pred", out, "--json"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(report, `"general"`) {
+		t.Errorf("report without the general subset:\n%s", report)
+	}
+}

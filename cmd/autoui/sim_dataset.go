@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
+	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/sim/dataset"
 	"github.com/autoui/autoui/sim/tasks"
@@ -43,7 +46,15 @@ func runDataset(ctx context.Context, args []string) error {
 		return err
 	}
 	t0 := time.Now()
-	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Log: os.Stderr, Overwrite: *overwrite})
+	prog := progress.Options{W: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd()))}
+	st, err := dataset.Write(ctx, dataset.Options{Dir: *out, Episodes: *episodes, Seed: *seed, Width: w, Height: h, Families: fams, Progress: prog, Overwrite: *overwrite})
+	if st != nil && st.Interrupted {
+		n := 0
+		for _, sp := range dataset.Splits {
+			n += st.Episodes[sp]
+		}
+		return interruptedError{fmt.Sprintf("the %d of %d episodes written to %s are whole and kept; run the same command again to finish", n, *episodes, *out)}
+	}
 	if err != nil {
 		return err
 	}

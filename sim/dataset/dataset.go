@@ -17,13 +17,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
@@ -54,6 +57,11 @@ func EpisodeID(family string, seed int64) string {
 	return fmt.Sprintf("sim_%s_%d", family, seed)
 }
 
+// Subset is the AITW subset the records are read as (written in
+// dataset.json, where `autoui eval` finds it): the tasks are everyday phone
+// use, AITW's general.
+const Subset = "general"
+
 // Options describe a dataset. Episode i (0-based) is the task of family
 // Families[i % len(Families)] with seed Seed+i, so every episode has its own
 // phone and the seed alone decides its split.
@@ -63,11 +71,12 @@ type Options struct {
 	Seed          int64    // seed of the first episode
 	Width, Height int      // screen size; 0 means 360x800
 	Families      []string // nil means tasks.Families
-	// Log receives a progress line per file; nil discards them.
-	Log io.Writer
+	// Progress shows episodes written and a line per family (W nil: none).
+	Progress progress.Options
 	// Overwrite clears an existing dataset in Dir first; without it a
-	// non-empty Dir is refused, so stale files of an earlier dataset can
-	// never be read as part of this one.
+	// non-empty Dir is refused (but an interrupted dataset of the same
+	// options is finished), so stale files of an earlier dataset can never
+	// be read as part of this one.
 	Overwrite bool
 }
 
@@ -91,9 +100,6 @@ func (o *Options) defaults() error {
 		if !tasks.KnownFamily(f) {
 			return fmt.Errorf("unknown task family %q (want one of %v)", f, tasks.Families)
 		}
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
 	}
 	return nil
 }
@@ -166,14 +172,21 @@ func rgbPixels(img *image.RGBA) []byte {
 	return out
 }
 
-// Stats describe a written dataset.
+// Stats describe a written dataset (dataset.json).
 type Stats struct {
+	Subset   string                    `json:"subset"` // see Subset
 	Options  Info                      `json:"options"`
 	Episodes map[string]int            `json:"episodes"` // per split
 	Steps    map[string]int            `json:"steps"`    // per split
 	Families map[string]map[string]int `json:"families"` // split -> family -> episodes
 	Bytes    int64                     `json:"bytes"`    // record files together
 	Files    []string                  `json:"files"`    // relative to the directory
+	// Interrupted is set when the run stopped before every episode was
+	// written: the files hold the first Done[family] episodes of each
+	// family's plan, all whole, and running the same command again
+	// finishes the dataset.
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Done        map[string]int `json:"done,omitempty"`
 }
 
 // Info is the part of Options that decides the data.
@@ -194,13 +207,20 @@ func FileName(split, family string) string {
 // Write generates the dataset into o.Dir: SPLIT/FAMILY.tfrecord.gz for every
 // split and family, splits.json (AITW's standard split format: train,
 // validation, test -> episode ids) and dataset.json (the options and
-// counts). The output is byte-identical for identical options. Families are
-// recorded in parallel.
+// counts). The output is byte-identical for identical options, whether or
+// not a run was interrupted on the way. Families are recorded in parallel.
+//
+// When ctx is cancelled the episodes written so far are kept: every file is
+// closed whole, splits.json lists their episodes, dataset.json says the
+// dataset is interrupted, and Write returns the stats with an error wrapping
+// ctx's. Called again with the same options, Write finishes the dataset.
 func Write(ctx context.Context, o Options) (*Stats, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	if err := prepareDir(o.Dir, o.Overwrite); err != nil {
+	info := Info{Episodes: o.Episodes, Seed: o.Seed, Width: o.Width, Height: o.Height, Families: o.Families}
+	done, err := prepareDir(o.Dir, o.Overwrite, info)
+	if err != nil {
 		return nil, err
 	}
 	// Episode plan: family -> its seeds in order.
@@ -209,50 +229,93 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 		f := o.Families[i%len(o.Families)]
 		plan[f] = append(plan[f], o.Seed+int64(i))
 	}
+	for _, sp := range Splits {
+		if err := os.MkdirAll(filepath.Join(o.Dir, sp), 0o755); err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+	}
+	resumed := 0
+	for _, n := range done {
+		resumed += n
+	}
+	var mu sync.Mutex // guards steps, which the bar's detail reads
+	steps, written := 0, 0
+	bar := progress.New(o.Progress, o.Episodes-resumed, "episodes", func(el time.Duration) string {
+		mu.Lock()
+		defer mu.Unlock()
+		d := fmt.Sprintf("%d steps, %.1f episodes/s", steps, progress.Rate(written, el))
+		if resumed > 0 {
+			d += fmt.Sprintf(" (%d episodes written before)", resumed)
+		}
+		return d
+	})
+	results := make([]famResult, len(o.Families))
+	errs := make([]error, len(o.Families))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2) // the phone renders on one core per family
+	for fi, fam := range o.Families {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r, err := writeFamily(ctx, o, fam, plan[fam], done[fam], func(n int) {
+				mu.Lock()
+				steps, written = steps+n, written+1
+				mu.Unlock()
+				bar.Add(1)
+			})
+			results[fi], errs[fi] = r, err
+			if err == nil && r.done == len(plan[fam]) {
+				bar.Println(fmt.Sprintf("%s: %d episodes, %d steps, %.1f MB", fam, r.done, r.steps["train"]+r.steps["validation"]+r.steps["test"], float64(r.bytes)/1e6))
+			}
+		}()
+	}
+	wg.Wait()
+	bar.Finish()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	st, splitIDs := collect(info, plan, results)
+	if err := writeJSON(filepath.Join(o.Dir, "splits.json"), splitIDs); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(o.Dir, aitw.DatasetFile), st); err != nil {
+		return nil, err
+	}
+	if st.Interrupted {
+		n := 0
+		for _, d := range st.Done {
+			n += d
+		}
+		return st, fmt.Errorf("dataset: interrupted with %d of %d episodes written, all whole (splits.json lists them); run the same command again to finish: %w", n, o.Episodes, ctx.Err())
+	}
+	return st, nil
+}
+
+// famResult is what one family's files hold.
+type famResult struct {
+	family string
+	ids    map[string][]string // split -> episode ids
+	steps  map[string]int      // split -> steps
+	bytes  int64
+	done   int // episodes, the first of the family's plan
+}
+
+// collect sums the families' results into the dataset's stats and split
+// lists.
+func collect(info Info, plan map[string][]int64, results []famResult) (*Stats, map[string][]string) {
 	st := &Stats{
-		Options:  Info{Episodes: o.Episodes, Seed: o.Seed, Width: o.Width, Height: o.Height, Families: o.Families},
+		Subset: Subset, Options: info,
 		Episodes: map[string]int{}, Steps: map[string]int{}, Families: map[string]map[string]int{},
+		Done: map[string]int{},
 	}
 	splitIDs := map[string][]string{}
 	for _, sp := range Splits {
 		splitIDs[sp] = []string{}
 		st.Families[sp] = map[string]int{}
-		if err := os.MkdirAll(filepath.Join(o.Dir, sp), 0o755); err != nil {
-			return nil, fmt.Errorf("dataset: %w", err)
-		}
 	}
-	type result struct {
-		family string
-		ids    map[string][]string
-		steps  map[string]int
-		bytes  int64
-		err    error
-	}
-	results := make([]result, len(o.Families))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2) // the phone renders on one core per family
-	var logMu sync.Mutex
-	for fi, fam := range o.Families {
-		wg.Add(1)
-		go func(fi int, fam string) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r := result{family: fam}
-			r.ids, r.steps, r.bytes, r.err = writeFamily(ctx, o, fam, plan[fam])
-			results[fi] = r
-			logMu.Lock()
-			if r.err == nil {
-				fmt.Fprintf(o.Log, "%s: %d episodes, %d steps, %.1f MB\n", fam, len(plan[fam]), r.steps["train"]+r.steps["validation"]+r.steps["test"], float64(r.bytes)/1e6)
-			}
-			logMu.Unlock()
-		}(fi, fam)
-	}
-	wg.Wait()
 	for _, r := range results {
-		if r.err != nil {
-			return nil, r.err
-		}
 		for _, sp := range Splits {
 			splitIDs[sp] = append(splitIDs[sp], r.ids[sp]...)
 			st.Episodes[sp] += len(r.ids[sp])
@@ -261,82 +324,117 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 			st.Files = append(st.Files, FileName(sp, r.family))
 		}
 		st.Bytes += r.bytes
+		st.Done[r.family] = r.done
+		st.Interrupted = st.Interrupted || r.done < len(plan[r.family])
+	}
+	if !st.Interrupted {
+		st.Done = nil
 	}
 	sort.Strings(st.Files)
 	for _, sp := range Splits {
 		sort.Strings(splitIDs[sp])
 	}
-	if err := writeJSON(filepath.Join(o.Dir, "splits.json"), splitIDs); err != nil {
-		return nil, err
-	}
-	if err := writeJSON(filepath.Join(o.Dir, "dataset.json"), st); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return st, splitIDs
 }
 
-// writeFamily records one family's episodes into its three split files.
-func writeFamily(ctx context.Context, o Options, fam string, seeds []int64) (map[string][]string, map[string]int, int64, error) {
-	ids := map[string][]string{}
-	steps := map[string]int{}
+// writeFamily records one family's episodes into its three split files,
+// after the first done ones, which an interrupted run wrote and whose
+// records are copied over. It stops between episodes when ctx is
+// cancelled, keeping what it wrote; onEpisode is told each episode's steps.
+func writeFamily(ctx context.Context, o Options, fam string, seeds []int64, done int, onEpisode func(steps int)) (famResult, error) {
+	r := famResult{family: fam, ids: map[string][]string{}, steps: map[string]int{}}
 	// Each file is written under a temporary name and renamed when whole,
-	// so an interrupted run leaves no torn file for eval to read.
+	// so no run leaves a torn file for eval to read.
 	files := map[string]*atomicfile.File{}
 	writers := map[string]*aitw.RecordWriter{}
-	closeAll := func() {
+	abort := func(err error) (famResult, error) {
 		for _, f := range files {
 			f.Abort()
 		}
+		return famResult{}, err
 	}
 	for _, sp := range Splits {
 		path := filepath.Join(o.Dir, FileName(sp, fam))
 		f, err := atomicfile.Create(path)
 		if err != nil {
-			closeAll()
-			return nil, nil, 0, fmt.Errorf("dataset: %w", err)
+			return abort(fmt.Errorf("dataset: %w", err))
 		}
 		files[sp] = f
 		writers[sp] = aitw.NewRecordWriter(f, path) // gzip buffers its output
+		if done > 0 {
+			if r.steps[sp], err = copyRecords(path, writers[sp]); err != nil {
+				return abort(err)
+			}
+		}
 	}
-	for _, seed := range seeds {
-		if err := ctx.Err(); err != nil {
-			closeAll()
-			return nil, nil, 0, err
+	for i, seed := range seeds {
+		if i < done {
+			sp := SplitName(tasks.SplitOf(seed))
+			r.ids[sp] = append(r.ids[sp], EpisodeID(fam, seed))
+			r.done++
+			continue
+		}
+		if ctx.Err() != nil {
+			break
 		}
 		t := tasks.Generate(fam, seed)
 		rec, err := Record(t, o.Width, o.Height)
 		if err != nil {
-			closeAll()
-			return nil, nil, 0, fmt.Errorf("dataset: %w", err)
+			return abort(fmt.Errorf("dataset: %w", err))
 		}
 		sp := SplitName(t.Split)
 		for _, s := range rec {
 			if err := writers[sp].WriteExample(aitw.StepExample(s)); err != nil {
-				closeAll()
-				return nil, nil, 0, err
+				return abort(err)
 			}
 		}
-		ids[sp] = append(ids[sp], EpisodeID(fam, seed))
-		steps[sp] += len(rec)
+		r.ids[sp] = append(r.ids[sp], EpisodeID(fam, seed))
+		r.steps[sp] += len(rec)
+		r.done++
+		onEpisode(len(rec))
 	}
-	var total int64
 	for _, sp := range Splits {
 		if err := writers[sp].Close(); err != nil {
-			closeAll()
-			return nil, nil, 0, err
+			return abort(err)
 		}
-		fi, err := files[sp].Stat()
-		if err == nil {
-			total += fi.Size()
+		if fi, err := files[sp].Stat(); err == nil {
+			r.bytes += fi.Size()
 		}
 	}
 	for _, sp := range Splits {
 		if err := files[sp].Commit(); err != nil {
-			closeAll()
-			return nil, nil, 0, fmt.Errorf("dataset: %w", err)
+			return abort(fmt.Errorf("dataset: %w", err))
 		}
 	}
-	return ids, steps, total, nil
+	return r, nil
+}
+
+// copyRecords copies an interrupted run's records of one file into w and
+// counts them. The gzip stream is rewritten from the same records, so the
+// finished file is the one an uninterrupted run writes.
+func copyRecords(path string, w *aitw.RecordWriter) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: resume: %w (pass --overwrite to start again)", err)
+	}
+	defer f.Close()
+	rr, err := aitw.NewRecordReader(f, path, 0)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: resume: %w (pass --overwrite to start again)", err)
+	}
+	defer rr.Close()
+	for n := 0; ; n++ {
+		rec, _, err := rr.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("dataset: resume: %w (pass --overwrite to start again)", err)
+		}
+		if err := w.Write(rec); err != nil {
+			return n, err
+		}
+	}
 }
 
 func writeJSON(path string, v any) error {
@@ -352,22 +450,34 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
-// prepareDir makes dir ready for a new dataset: created if missing; if it
-// holds anything, refused unless overwrite, which removes an earlier
-// dataset's files first. A directory with other files is never cleared.
-func prepareDir(dir string, overwrite bool) error {
+// prepareDir makes dir ready for a dataset of info and returns how many
+// episodes of each family an interrupted run of the same options wrote
+// there (nil for a new dataset). The directory is created if missing; if it
+// holds anything else, it is refused unless overwrite, which removes an
+// earlier dataset's files first. A directory with other files is never
+// cleared.
+func prepareDir(dir string, overwrite bool, info Info) (map[string]int, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return os.MkdirAll(dir, 0o755)
+		return nil, os.MkdirAll(dir, 0o755)
 	}
 	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	if len(ents) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !overwrite {
-		return fmt.Errorf("dataset: %s is not empty (%d entries): pass --overwrite to replace the dataset in it, or use another --out", dir, len(ents))
+		var old Stats
+		b, err := os.ReadFile(filepath.Join(dir, aitw.DatasetFile))
+		switch {
+		case err != nil || json.Unmarshal(b, &old) != nil:
+		case old.Interrupted && reflect.DeepEqual(old.Options, info):
+			return old.Done, nil
+		case old.Interrupted:
+			return nil, fmt.Errorf("dataset: %s holds an interrupted dataset of other options (%s): run its own command again to finish it, or pass --overwrite to replace it", dir, old.Options)
+		}
+		return nil, fmt.Errorf("dataset: %s is not empty (%d entries): pass --overwrite to replace the dataset in it, or use another --out", dir, len(ents))
 	}
 	var foreign []string
 	for _, e := range ents {
@@ -376,14 +486,19 @@ func prepareDir(dir string, overwrite bool) error {
 		}
 	}
 	if len(foreign) > 0 {
-		return fmt.Errorf("dataset: %s holds files that are not a dataset's (%s): refusing to clear it", dir, strings.Join(foreign, ", "))
+		return nil, fmt.Errorf("dataset: %s holds files that are not a dataset's (%s): refusing to clear it", dir, strings.Join(foreign, ", "))
 	}
 	for _, e := range ents {
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("dataset: clear %s: %w", dir, err)
+			return nil, fmt.Errorf("dataset: clear %s: %w", dir, err)
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// String is the options as `autoui dataset` flags.
+func (i Info) String() string {
+	return fmt.Sprintf("--episodes %d --seed %d --size %dx%d --families %s", i.Episodes, i.Seed, i.Width, i.Height, strings.Join(i.Families, ","))
 }
 
 // isDatasetEntry reports whether a directory entry is something Write
@@ -394,5 +509,5 @@ func isDatasetEntry(e fs.DirEntry) bool {
 	if e.IsDir() {
 		return slices.Contains(Splits, name)
 	}
-	return name == "splits.json" || name == "dataset.json" || strings.HasPrefix(name, ".")
+	return name == "splits.json" || name == aitw.DatasetFile || strings.HasPrefix(name, ".")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/sim/tasks"
 )
 
@@ -104,7 +107,7 @@ func TestWriteReadsBackThroughAITW(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eps, rs, err := aitw.LoadEpisodes(files, aitw.ReadOptions{Subset: "general", KeepPixels: true})
+		eps, rs, err := aitw.LoadEpisodes(files, aitw.ReadOptions{KeepPixels: true}) // the subset from dataset.json
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +116,9 @@ func TestWriteReadsBackThroughAITW(t *testing.T) {
 				split, len(eps), rs.Records, len(ids), st.Episodes[split], st.Steps[split])
 		}
 		for _, ep := range eps {
+			if ep.Subset != Subset {
+				t.Errorf("%s: subset %q", ep.ID, ep.Subset)
+			}
 			if !ids[ep.ID] {
 				t.Errorf("%s: episode %s not in splits.json", split, ep.ID)
 			}
@@ -222,26 +228,102 @@ func TestWriteIntoUsedDirectory(t *testing.T) {
 	}
 }
 
-// An interrupted write leaves no torn or temporary file (files of families
-// finished before the interrupt are whole), and no dataset.json: the
-// dataset is visibly incomplete.
-func TestWriteInterruptedLeavesNoFile(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := Write(ctx, Options{Dir: dir, Episodes: 3, Width: 90, Height: 200}); err == nil {
-		t.Fatal("cancelled write succeeded")
+// cancelAfter cancels its context once n progress lines were written: an
+// interrupt after some episodes.
+type cancelAfter struct {
+	n      int
+	cancel context.CancelFunc
+	log    bytes.Buffer
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	if c.n--; c.n == 0 {
+		c.cancel()
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	return c.log.Write(p)
+}
+
+// An interrupted write keeps every episode written: each file whole,
+// splits.json listing exactly the episodes in the files, dataset.json
+// marked interrupted. The same options finish it into the dataset an
+// uninterrupted run writes, byte for byte; other options are told what to
+// do.
+func TestWriteInterruptedKeepsEpisodesAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Dir: dir, Episodes: 12, Seed: 6, Width: 90, Height: 200}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &cancelAfter{n: 4, cancel: cancel}
+	o.Progress = progress.Options{W: c, Every: time.Nanosecond}
+	st, err := Write(ctx, o)
+	if !errors.Is(err, context.Canceled) || st == nil || !st.Interrupted {
+		t.Fatalf("interrupted write: %v, %+v", err, st)
+	}
+	sp, err := aitw.ReadSplits(filepath.Join(dir, "splits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	for _, split := range Splits {
+		ids, _ := sp.IDs(split)
+		files, _ := aitw.ExpandPaths([]string{filepath.Join(dir, split)})
+		eps, _, err := aitw.LoadEpisodes(files, aitw.ReadOptions{})
+		if err != nil {
+			t.Fatalf("episodes kept: %v", err)
 		}
-		if strings.HasPrefix(d.Name(), ".") || d.Name() == "dataset.json" {
-			t.Errorf("left %s", p)
+		if len(eps) != len(ids) {
+			t.Errorf("%s: %d episodes in the files, %d in splits.json", split, len(eps), len(ids))
 		}
-		if _, _, err := aitw.LoadEpisodes([]string{p}, aitw.ReadOptions{Subset: "general"}); err != nil {
-			t.Errorf("torn file: %v", err)
+		written += len(eps)
+	}
+	if written == 0 || written == 12 {
+		t.Fatalf("%d episodes written before the interrupt: want some, not all", written)
+	}
+	other := o
+	other.Seed = 7
+	if _, err := Write(context.Background(), other); err == nil || !strings.Contains(err.Error(), "interrupted dataset") || !strings.Contains(err.Error(), "--seed 6") {
+		t.Errorf("other options on an interrupted dataset: %v", err)
+	}
+	o.Progress = progress.Options{}
+	st, err = Write(context.Background(), o)
+	if err != nil || st.Interrupted || st.Done != nil {
+		t.Fatalf("resume: %v %+v", err, st)
+	}
+	want := t.TempDir()
+	writeSmall(t, want)
+	for _, f := range append(st.Files, "splits.json", "dataset.json") {
+		x, _ := os.ReadFile(filepath.Join(dir, f))
+		y, _ := os.ReadFile(filepath.Join(want, f))
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs from an uninterrupted run's", f)
 		}
-		return nil
-	})
+	}
+	if !strings.Contains(c.log.String(), "episodes") {
+		t.Errorf("no progress lines: %q", c.log.String())
+	}
+}
+
+// Progress: a line per finished family and the episodes written.
+func TestWriteProgress(t *testing.T) {
+	var log bytes.Buffer
+	o := Options{Dir: t.TempDir(), Episodes: 4, Seed: 6, Width: 90, Height: 200, Families: []string{"open_app", "navigate"},
+		Progress: progress.Options{W: &log}}
+	if _, err := Write(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"open_app: 2 episodes", "navigate: 2 episodes", "4/4 episodes"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, log.String())
+		}
+	}
+}
+
+// eval reads the dataset as AITW's general subset without --subset: the
+// subset is in dataset.json.
+func TestSubsetRecorded(t *testing.T) {
+	dir := t.TempDir()
+	writeSmall(t, dir)
+	if got := aitw.SubsetOf(filepath.Join(dir, FileName("test", "open_app"))); got != Subset {
+		t.Errorf("subset %q, want %q", got, Subset)
+	}
 }
