@@ -9,6 +9,7 @@ package device
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -82,6 +83,9 @@ type Device struct {
 	// the default; displayKnown says it was looked up (once a session).
 	display      string
 	displayKnown bool
+	// shellV2 says the device speaks shell protocol v2 (exit status and
+	// stderr in their own packets) instead of the legacy raw shell.
+	shellV2 bool
 }
 
 // ServerInstallHint says what to install when there is no adb at all.
@@ -300,7 +304,13 @@ func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool)
 		if chosen.state == "device" {
 			tr := *srv
 			tr.serial = chosen.serial
-			return &Device{tr: &tr, serial: chosen.serial, model: chosen.model, opts: opts}, nil
+			d := &Device{tr: &tr, serial: chosen.serial, model: chosen.model, opts: opts}
+			// The features tell the shell protocol; a server that cannot say
+			// leaves the legacy one, which every device speaks.
+			if f, err := srv.hostQuery(ctx, "host-serial:"+chosen.serial+":features"); err == nil {
+				d.shellV2 = slices.Contains(strings.Split(strings.TrimSpace(f), ","), "shell_v2")
+			}
+			return d, nil
 		}
 		if !passingStates[chosen.state] || time.Now().After(deadline) {
 			verb, waited := "is", ""
@@ -383,28 +393,72 @@ func (d *Device) shell(ctx context.Context, line string) ([]byte, error) {
 }
 
 // readShellText runs a read-only command and returns its text output
-// ("\r" removed: old devices answer on a pty). The line is sent with the
-// exit-status echo so that output cut short by a falling link (which ends
-// like a normal stream) is told from a whole one; it is retried with
-// backoff, like a brief offline or a reset connection.
+// ("\r" removed: old devices answer on a pty). Output cut short by a falling
+// link (which ends like a normal stream) is told from a whole one by its
+// exit status, and retried with backoff like a brief offline or a reset
+// connection.
 func (d *Device) readShellText(ctx context.Context, line string) (string, error) {
 	var out string
 	err := retry(ctx, d.opts.ReadRetries, func() error {
-		raw, err := d.tr.service(ctx, "shell:"+line+statusEcho)
-		if err != nil {
-			return err
-		}
-		body, _, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
-		if !ok {
-			return errTruncated
-		}
-		out = body
-		return nil
+		var err error
+		out, _, err = d.execShell(ctx, line)
+		return err
 	})
 	if err != nil {
 		return "", d.wrap(fmt.Sprintf("shell %q", line), err)
 	}
 	return out, nil
+}
+
+// execShell runs one command line and returns its output ("\r" removed)
+// and exit status: through shell protocol v2 where the device has it, else
+// the legacy shell with the status echoed after the output. Without a
+// status the output was cut short (errTruncated).
+func (d *Device) execShell(ctx context.Context, line string) (string, int, error) {
+	if d.shellV2 {
+		raw, err := d.tr.service(ctx, "shell,v2,raw:"+line)
+		if err != nil {
+			return "", 0, err
+		}
+		out, rc, ok := parseShellV2(raw)
+		if !ok {
+			return "", 0, errTruncated
+		}
+		return strings.ReplaceAll(out, "\r", ""), rc, nil
+	}
+	raw, err := d.tr.service(ctx, "shell:"+line+statusEcho)
+	if err != nil {
+		return "", 0, err
+	}
+	out, rc, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
+	if !ok {
+		return "", 0, errTruncated
+	}
+	return out, rc, nil
+}
+
+// parseShellV2 reads shell protocol v2 packets (id byte, little-endian
+// length, data): stdout and stderr are merged in order, as the legacy
+// shell does; ok is false without an exit packet.
+func parseShellV2(b []byte) (out string, rc int, ok bool) {
+	var buf strings.Builder
+	for len(b) >= 5 {
+		id, n := b[0], binary.LittleEndian.Uint32(b[1:5])
+		if uint64(len(b)-5) < uint64(n) {
+			break
+		}
+		data := b[5 : 5+n]
+		switch id {
+		case 1, 2: // stdout, stderr
+			buf.Write(data)
+		case 3: // exit
+			if n == 1 {
+				return buf.String(), int(data[0]), true
+			}
+		}
+		b = b[5+n:]
+	}
+	return buf.String(), 0, false
 }
 
 func (d *Device) shellText(ctx context.Context, line string) (string, error) {

@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -146,14 +147,12 @@ func (d *Device) Run(ctx context.Context, cmds []string) error {
 // runOne sends one command line and returns what it printed, or why it
 // failed.
 func (d *Device) runOne(ctx context.Context, c string) (string, error) {
-	raw, err := d.tr.service(ctx, "shell:"+c+statusEcho)
-	if err != nil {
-		return "", d.wrap(fmt.Sprintf("%q", c), err)
-	}
-	out, rc, ok := splitExitStatus(strings.ReplaceAll(string(raw), "\r", ""))
+	out, rc, err := d.execShell(ctx, c)
 	switch o := strings.TrimSpace(out); {
-	case !ok:
-		return o, fmt.Errorf("device %s: %q: no exit status came back (the link dropped?): %s", d.serial, c, commandFailure(o))
+	case errors.Is(err, errTruncated):
+		return o, fmt.Errorf("device %s: %q: no exit status came back (the link dropped?)", d.serial, c)
+	case err != nil:
+		return "", d.wrap(fmt.Sprintf("%q", c), err)
 	case rc != 0:
 		return o, fmt.Errorf("device %s: %q failed (exit status %d): %s", d.serial, c, rc, commandFailure(o))
 	case reJavaException.MatchString(o) || strings.HasPrefix(o, "Error") || strings.Contains(o, "not found"):

@@ -418,3 +418,34 @@ func TestSerialFormsTheServerResolves(t *testing.T) {
 		t.Fatalf("unknown model: err = %v", err)
 	}
 }
+
+// TestShellV2WhereTheDeviceHasIt: a device advertising shell_v2 gets
+// commands through it (exit status in its own packet, no echo marker), and
+// Debian's adb client reads the fake's packets the same way.
+func TestShellV2WhereTheDeviceHasIt(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	fake := r.add(t, fakephone.Options{ShellV2: true, Model: "Pixel_V2", CutWhen: cutOnce("getprop")})
+	d := r.connect(t, Options{Serial: fake.Serial()})
+	if v, err := d.Property(ctx, "ro.product.model"); err != nil || v != "Pixel_V2" {
+		t.Fatalf("getprop over shell v2 after a cut: %q, %v", v, err)
+	}
+	err := d.Run(ctx, []string{"input tap 1"})
+	if err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "Invalid arguments") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := d.Run(ctx, []string{"input tap 1 2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range fake.Shell() {
+		if sc.StatusMarker {
+			t.Fatalf("%q sent with the legacy status echo to a shell_v2 device", sc.Line)
+		}
+	}
+	if _, err := r.srv.Adb("-s", fake.Serial(), "shell", "frobnicate"); err == nil || !strings.Contains(err.Error(), "exit status 127") {
+		t.Fatalf("adb shell frobnicate over shell v2: %v, want exit status 127", err)
+	}
+	if out, err := r.srv.Adb("-s", fake.Serial(), "shell", "getprop", "ro.product.model"); err != nil || strings.TrimSpace(out) != "Pixel_V2" {
+		t.Fatalf("adb shell getprop: %q, %v", out, err)
+	}
+}

@@ -104,7 +104,7 @@ func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
 		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed})
 	}
 	dev, err := fakephone.Start(fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
-		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay})
+		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay, ShellV2: true})
 	if err != nil {
 		return nil, fmt.Errorf("start simulated device: %w", err)
 	}

@@ -3,9 +3,10 @@
 // `adb connect 127.0.0.1:PORT` and every byte between client, server and
 // device goes through the real protocol.
 //
-// The device answers CNXN without AUTH, advertises no shell_v2 (so the server
-// uses the legacy `shell:` service: raw output, no exit status), and serves
-// `shell:` command lines through a POSIX-sh-like parser that records what a
+// The device answers CNXN without AUTH, serves the legacy `shell:` service
+// (raw output, no exit status) and, when Options.ShellV2 advertises it, shell
+// protocol v2 (`shell,v2,raw:`: packets with the exit status), running
+// command lines through a POSIX-sh-like parser that records what a
 // real shell would have run, plus the `sync:` file service. Screen content and
 // input go through a Phone, so a simulator can stand in for the screen.
 //
@@ -81,6 +82,9 @@ type Options struct {
 	// without -d captures it (black, after a warning), `dumpsys display`
 	// shows it OFF.
 	InactiveDisplay bool
+	// ShellV2 advertises the shell_v2 feature and serves `shell,v2,...:`,
+	// whose packets carry stdout, stderr and the exit status apart.
+	ShellV2 bool
 	// NoExec refuses the exec: service (`adb exec-out`), like adbd before
 	// Android 5.
 	NoExec bool
@@ -351,31 +355,27 @@ func (d *Device) acceptLoop() {
 }
 
 func (d *Device) banner() string {
-	// No shell_v2: the server then opens the legacy raw `shell:` service.
-	return fmt.Sprintf("device::ro.product.name=%s;ro.product.model=%s;ro.product.device=%s;features=cmd",
-		d.opts.Product, d.opts.Model, d.opts.DeviceName)
+	// Without shell_v2 the server and clients use the legacy raw `shell:`
+	// service (no exit status).
+	features := "cmd"
+	if d.opts.ShellV2 {
+		features = "shell_v2,cmd"
+	}
+	return fmt.Sprintf("device::ro.product.name=%s;ro.product.model=%s;ro.product.device=%s;features=%s",
+		d.opts.Product, d.opts.Model, d.opts.DeviceName, features)
 }
 
-// serveShell runs one `shell:` line and returns its merged stdout/stderr,
-// or ok=false when the device dropped instead of answering.
-func (d *Device) serveShell(line string) (out []byte, ok bool) {
-	return d.serve(line, d.opts.PTY)
-}
+// cut reports whether CutWhen asks to cut line's output short.
+func (d *Device) cut(line string) bool { return d.opts.CutWhen != nil && d.opts.CutWhen(line) }
 
-// serveExec runs one `exec:` line: like shell, but never on a pty (adbd
-// runs exec: raw on every version).
-func (d *Device) serveExec(line string) (out []byte, ok bool) {
-	return d.serve(line, false)
-}
-
-func (d *Device) serve(line string, pty bool) (out []byte, ok bool) {
+func (d *Device) serve(line string, pty bool) (out []byte, exit int, ok bool) {
 	if d.opts.DropWhen != nil && d.opts.DropWhen(line) {
 		d.Drop()
-		return nil, false
+		return nil, 0, false
 	}
 	if d.opts.HangWhen != nil && d.opts.HangWhen(line) {
 		<-d.closed
-		return nil, false
+		return nil, 0, false
 	}
 	d.execMu.Lock()
 	defer d.execMu.Unlock()
@@ -405,8 +405,5 @@ func (d *Device) serve(line string, pty bool) (out []byte, ok bool) {
 	if pty {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
-	if d.opts.CutWhen != nil && d.opts.CutWhen(line) {
-		out = out[:len(out)/2]
-	}
-	return out, true
+	return out, rec.Exit, true
 }

@@ -3,6 +3,7 @@ package fakephone
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -88,7 +89,8 @@ func (s *session) handle(m message) error {
 	case cmdOPEN:
 		service := strings.TrimRight(string(m.payload), "\x00")
 		exec := strings.HasPrefix(service, "exec:") && !s.dev.opts.NoExec
-		if !strings.HasPrefix(service, "shell:") && !exec && service != "sync:" {
+		v2 := strings.HasPrefix(service, "shell,") && s.dev.opts.ShellV2
+		if !strings.HasPrefix(service, "shell:") && !exec && !v2 && service != "sync:" {
 			// Like adbd: an unknown service is refused with CLSE instead of OKAY.
 			return s.send(message{command: cmdCLSE, arg0: 0, arg1: m.arg0})
 		}
@@ -252,6 +254,7 @@ func (st *stream) finish() {
 
 func (st *stream) serve(service string) {
 	defer st.finish()
+	dev := st.sess.dev
 	switch {
 	case strings.HasPrefix(service, "shell:"):
 		line := strings.TrimPrefix(service, "shell:")
@@ -259,19 +262,57 @@ func (st *stream) serve(service string) {
 			_, _ = st.Write([]byte("interactive shells are not supported by the fake device\n"))
 			return
 		}
-		out, ok := st.sess.dev.serveShell(line)
-		if !ok {
-			return
+		if out, _, ok := dev.serve(line, dev.opts.PTY); ok {
+			st.writeOutput(line, out)
 		}
-		if len(out) > 0 {
-			_, _ = st.Write(out)
+	case strings.HasPrefix(service, "shell,"):
+		// shell,v2,raw:CMD (or pty): options, then the command line.
+		opts, line, _ := strings.Cut(strings.TrimPrefix(service, "shell,"), ":")
+		if out, exit, ok := dev.serve(line, strings.Contains(","+opts+",", ",pty,")); ok {
+			st.writeOutput(line, shellV2Packets(out, exit))
 		}
 	case strings.HasPrefix(service, "exec:"):
-		out, ok := st.sess.dev.serveExec(strings.TrimPrefix(service, "exec:"))
-		if ok && len(out) > 0 {
-			_, _ = st.Write(out)
+		// adbd runs exec: raw (never on a pty) on every version.
+		line := strings.TrimPrefix(service, "exec:")
+		if out, _, ok := dev.serve(line, false); ok {
+			st.writeOutput(line, out)
 		}
 	case service == "sync:":
-		st.sess.dev.serveSync(st)
+		dev.serveSync(st)
 	}
+}
+
+// writeOutput sends what the stream carries for line, only its first half
+// when CutWhen cuts it (the stream then ends like a whole one).
+func (st *stream) writeOutput(line string, b []byte) {
+	if st.sess.dev.cut(line) {
+		b = b[:len(b)/2]
+	}
+	if len(b) > 0 {
+		_, _ = st.Write(b)
+	}
+}
+
+// Shell protocol v2 packet ids (adb's shell_protocol.h).
+const (
+	shellStdout = 1
+	shellExit   = 3
+)
+
+// shellV2Packets frames out as stdout packets (the fake merges stderr into
+// it) followed by the exit packet: id byte, little-endian length, data.
+func shellV2Packets(out []byte, exit int) []byte {
+	var b bytes.Buffer
+	packet := func(id byte, data []byte) {
+		var h [5]byte
+		h[0] = id
+		binary.LittleEndian.PutUint32(h[1:], uint32(len(data)))
+		b.Write(h[:])
+		b.Write(data)
+	}
+	if len(out) > 0 {
+		packet(shellStdout, out)
+	}
+	packet(shellExit, []byte{byte(exit)})
+	return b.Bytes()
 }
