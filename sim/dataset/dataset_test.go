@@ -93,24 +93,9 @@ func writeSmall(t *testing.T, dir string) *Stats {
 func TestWriteReadsBackThroughAITW(t *testing.T) {
 	dir := t.TempDir()
 	st := writeSmall(t, dir)
-	sp, err := aitw.ReadSplits(filepath.Join(dir, "splits.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	total := 0
-	for _, split := range Splits {
-		ids, err := sp.IDs(split)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := aitw.ExpandPaths([]string{filepath.Join(dir, split)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps, rs, err := aitw.LoadEpisodes(files, aitw.ReadOptions{KeepPixels: true}) // the subset from dataset.json
-		if err != nil {
-			t.Fatal(err)
-		}
+	for split, r := range readSplits(t, dir) {
+		ids, eps, rs := r.ids, r.eps, r.stats
 		if len(eps) != len(ids) || len(eps) != st.Episodes[split] || rs.Records != st.Steps[split] {
 			t.Fatalf("%s: read %d episodes / %d records; splits.json has %d, stats %d / %d",
 				split, len(eps), rs.Records, len(ids), st.Episodes[split], st.Steps[split])
@@ -138,6 +123,40 @@ func TestWriteReadsBackThroughAITW(t *testing.T) {
 	if total != 12 {
 		t.Fatalf("%d episodes in all, want 12", total)
 	}
+}
+
+// splitRead is one split as read back: its ids in splits.json and the
+// episodes in its files.
+type splitRead struct {
+	ids   map[string]bool
+	eps   []aitw.Episode
+	stats aitw.ReadStats
+}
+
+// readSplits reads every split of a written dataset through package aitw
+// (the subset from dataset.json, as eval reads it).
+func readSplits(t *testing.T, dir string) map[string]splitRead {
+	t.Helper()
+	sp, err := aitw.ReadSplits(filepath.Join(dir, "splits.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]splitRead{}
+	for _, split := range Splits {
+		var r splitRead
+		if r.ids, err = sp.IDs(split); err != nil {
+			t.Fatal(err)
+		}
+		files, err := aitw.ExpandPaths([]string{filepath.Join(dir, split)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.eps, r.stats, err = aitw.LoadEpisodes(files, aitw.ReadOptions{KeepPixels: true}); err != nil {
+			t.Fatalf("%s: %v", split, err)
+		}
+		out[split] = r
+	}
+	return out
 }
 
 // seedOf reads the seed back from an episode id of any family.
@@ -259,22 +278,12 @@ func TestWriteInterruptedKeepsEpisodesAndResumes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || st == nil || !st.Interrupted {
 		t.Fatalf("interrupted write: %v, %+v", err, st)
 	}
-	sp, err := aitw.ReadSplits(filepath.Join(dir, "splits.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	written := 0
-	for _, split := range Splits {
-		ids, _ := sp.IDs(split)
-		files, _ := aitw.ExpandPaths([]string{filepath.Join(dir, split)})
-		eps, _, err := aitw.LoadEpisodes(files, aitw.ReadOptions{})
-		if err != nil {
-			t.Fatalf("episodes kept: %v", err)
+	for split, r := range readSplits(t, dir) {
+		if len(r.eps) != len(r.ids) {
+			t.Errorf("%s: %d episodes in the files, %d in splits.json", split, len(r.eps), len(r.ids))
 		}
-		if len(eps) != len(ids) {
-			t.Errorf("%s: %d episodes in the files, %d in splits.json", split, len(eps), len(ids))
-		}
-		written += len(eps)
+		written += len(r.eps)
 	}
 	if written == 0 || written == 12 {
 		t.Fatalf("%d episodes written before the interrupt: want some, not all", written)
