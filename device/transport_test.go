@@ -199,10 +199,10 @@ func TestAndroidSerialIsHonoured(t *testing.T) {
 	}
 }
 
-// TestSilentServerTimesOut: something listens on the adb port but never
-// answers (a wedged server, a wrong port); Connect gives up within the
-// command deadline instead of hanging.
-func TestSilentServerTimesOut(t *testing.T) {
+// silentListener listens on a loopback port, accepts and never answers
+// (a wedged adb server, another program on the port); it returns the port.
+func silentListener(t *testing.T) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -217,9 +217,16 @@ func TestSilentServerTimesOut(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 		}
 	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestSilentServerTimesOut: something listens on the adb port but never
+// answers (a wedged server, a wrong port); Connect gives up within the
+// command deadline instead of hanging.
+func TestSilentServerTimesOut(t *testing.T) {
+	port := silentListener(t)
 	start := time.Now()
-	_, err = Connect(context.Background(), Options{Host: "127.0.0.1", Port: port, NoStartServer: true, CommandTimeout: 300 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
+	_, err := Connect(context.Background(), Options{Host: "127.0.0.1", Port: port, NoStartServer: true, CommandTimeout: 300 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "no adb server answers") || !strings.Contains(err.Error(), "no answer within") {
 		t.Fatalf("err = %v", err)
 	}
@@ -314,23 +321,9 @@ func connectBounded(t *testing.T, opts Options) error {
 // answers is not "no server" (starting one would not help), and a started
 // adb that hangs is given up on at the command timeout.
 func TestStartServerOnlyWhenRefusedAndBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
 	bin, started := fakeAdb(t)
 	look := func(string) (string, error) { return bin, nil }
-	err = connectBounded(t, Options{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, LookPath: look,
+	err := connectBounded(t, Options{Host: "127.0.0.1", Port: silentListener(t), LookPath: look,
 		CommandTimeout: 300 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "without answering") {
 		t.Fatalf("silent listener: err = %v", err)
