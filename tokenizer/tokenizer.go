@@ -176,6 +176,13 @@ func (t *Tokenizer) Token(id int64) (string, bool) {
 	return "", false
 }
 
+// IsSpecial reports whether id is a special token (</s>, <pad>, T5's
+// <extra_id_N> sentinels): one that decoding with SkipSpecial drops.
+func (t *Tokenizer) IsSpecial(id int64) bool {
+	tok, ok := t.added.byID[id]
+	return ok && t.added.isSpecial(tok)
+}
+
 // VocabSize is one past the largest id the tokenizer knows (T5: 32100 for the public
 // checkpoints, whose models pad the embedding to 32128).
 func (t *Tokenizer) VocabSize() int { return t.vocabSize }

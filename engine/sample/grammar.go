@@ -83,8 +83,11 @@ func (g *Grammar) Choose(row []float32, out []int64) int64 {
 			break
 		}
 		row[tok] = float32(math.Inf(-1))
-		if tok == g.eos || tok == g.pad || tok == g.unk {
-			continue // </s>: the output is not whole (checked above)
+		if tok == g.eos || tok == g.pad || tok == g.unk || g.tok.IsSpecial(tok) {
+			// </s>: the output is not whole (checked above). The others add
+			// no text (T5's <extra_id_N> sentinels decode to nothing), so
+			// they would only spend the token budget.
+			continue
 		}
 		if piece, known := g.tok.Token(tok); !known || piece == "" {
 			continue

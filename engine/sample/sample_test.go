@@ -165,3 +165,49 @@ func TestChoosers(t *testing.T) {
 		t.Error("replay")
 	}
 }
+
+// A model that favours T5's sentinels (<extra_id_N>, which decode to
+// nothing) gets none of them under the grammar: they would only spend its
+// token budget (issue 25; a random FLAN-style model spent 58 of 127).
+func TestGrammarMasksSilentTokens(t *testing.T) {
+	tok := tinyTokenizer(t)
+	gs, err := NewGrammars(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent []int64
+	for id := int64(0); id < int64(tok.VocabSize()); id++ {
+		if tok.IsSpecial(id) && id != tok.EOS() {
+			silent = append(silent, id)
+		}
+	}
+	if len(silent) < 100 {
+		t.Fatalf("only %d special tokens in the tiny tokenizer (its 100 sentinels?)", len(silent))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	row := make([]float32, tok.VocabSize())
+	g, err := gs.New(120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for len(out) < 120 {
+		for i := range row {
+			row[i] = float32(rng.NormFloat64())
+		}
+		for _, id := range silent {
+			row[id] = 50 // every sentinel above every text token
+		}
+		id := g.Choose(row, out)
+		if id == tok.EOS() {
+			break
+		}
+		if tok.IsSpecial(id) {
+			t.Fatalf("token %d: special id %d chosen", len(out), id)
+		}
+		out = append(out, id)
+	}
+	if _, err := action.ParseOutput(tok.Decode(out, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})); err != nil {
+		t.Fatalf("%d tokens do not parse: %v", len(out), err)
+	}
+}
