@@ -1,0 +1,3 @@
+module github.com/yalue/onnxruntime_go
+
+go 1.19
