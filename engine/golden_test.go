@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"gorgonia.org/tensor"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/npy"
 )
 
 const testdata = "../models/testdata"
@@ -112,11 +112,11 @@ func loadNpy(t testing.TB, rel string) []float32 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d := tensor.New(tensor.Of(tensor.Float32))
-	if err := d.ReadNpy(f); err != nil {
+	v, _, err := npy.Read(f)
+	if err != nil {
 		t.Fatalf("%s: %v", rel, err)
 	}
-	return d.Data().([]float32)
+	return v
 }
 
 func maxAbsDiff(t testing.TB, what string, got, want []float32) float64 {

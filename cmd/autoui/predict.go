@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/npy"
 )
 
 func init() {
@@ -117,7 +119,7 @@ func runPredict(ctx context.Context, args []string) error {
 		}
 	}
 	if *dumpFeatures != "" {
-		if err := atomicfile.Write(*dumpFeatures, func(w io.Writer) error { return writeNpyFloat32(w, res.Features) }); err != nil {
+		if err := atomicfile.Write(*dumpFeatures, func(w io.Writer) error { return npy.Write(w, res.Features) }); err != nil {
 			return fmt.Errorf("--dump-features: %w", err)
 		}
 	}
@@ -281,15 +283,12 @@ func readFeatures(path string) ([]float32, error) {
 		return nil, fmt.Errorf("features: %w", err)
 	}
 	defer f.Close()
+	var v []float32
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
-		v, err := readNpyFloat32(bufio.NewReader(f))
-		if err != nil {
+		if v, _, err = npy.Read(bufio.NewReader(f)); err != nil {
 			return nil, fmt.Errorf("features %s: %w", path, err)
 		}
-		return v, nil
-	}
-	var v []float32
-	if err := json.NewDecoder(f).Decode(&v); err != nil {
+	} else if err := json.NewDecoder(f).Decode(&v); err != nil {
 		return nil, fmt.Errorf("features %s: want a .npy file or a JSON array of numbers: %w", path, err)
 	}
 	if err := checkFinite(v); err != nil {
@@ -301,4 +300,17 @@ func readFeatures(path string) ([]float32, error) {
 // writePNG writes img atomically: a crash never leaves a half-written file.
 func writePNG(path string, img image.Image) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return png.Encode(w, img) })
+}
+
+// checkFinite rejects an empty vector and names the first NaN or Inf.
+func checkFinite(v []float32) error {
+	if len(v) == 0 {
+		return fmt.Errorf("no feature values")
+	}
+	for i, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("non-finite feature value %v at index %d", x, i)
+		}
+	}
+	return nil
 }

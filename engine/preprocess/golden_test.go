@@ -1,18 +1,15 @@
 package preprocess
 
 import (
-	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"image"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
+
+	"github.com/autoui/autoui/npy"
 )
 
 // Tolerances against the Python goldens (scripts/preprocess_golden.py).
@@ -69,8 +66,6 @@ func decodeTestdata(t testing.TB, name string) image.Image {
 	return img
 }
 
-var npyShape = regexp.MustCompile(`'shape': \((\d+), (\d+), (\d+)\)`)
-
 // readNPYGz reads a gzipped little-endian float32 3-D .npy file.
 func readNPYGz(t testing.TB, name string) ([]float32, [3]int) {
 	t.Helper()
@@ -83,42 +78,14 @@ func readNPYGz(t testing.TB, name string) ([]float32, [3]int) {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	data, err := io.ReadAll(zr)
+	v, shape, err := npy.Read(zr)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if !bytes.HasPrefix(data, []byte("\x93NUMPY")) || len(data) < 10 {
-		t.Fatalf("%s: not a .npy file", name)
+	if len(shape) != 3 {
+		t.Fatalf("%s: shape %v, want 3-D", name, shape)
 	}
-	var hlen, off int
-	switch data[6] {
-	case 1:
-		hlen, off = int(binary.LittleEndian.Uint16(data[8:10])), 10
-	default:
-		hlen, off = int(binary.LittleEndian.Uint32(data[8:12])), 12
-	}
-	header := string(data[off : off+hlen])
-	if !bytes.Contains([]byte(header), []byte("'descr': '<f4'")) || !bytes.Contains([]byte(header), []byte("'fortran_order': False")) {
-		t.Fatalf("%s: unsupported npy header %q", name, header)
-	}
-	m := npyShape.FindStringSubmatch(header)
-	if m == nil {
-		t.Fatalf("%s: no 3-D shape in %q", name, header)
-	}
-	var shape [3]int
-	for i := range shape {
-		fmt.Sscan(m[i+1], &shape[i])
-	}
-	body := data[off+hlen:]
-	n := shape[0] * shape[1] * shape[2]
-	if len(body) != 4*n {
-		t.Fatalf("%s: %d data bytes for shape %v", name, len(body), shape)
-	}
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(body[4*i:]))
-	}
-	return out, shape
+	return v, [3]int{shape[0], shape[1], shape[2]}
 }
 
 func goldenConfig(idx goldenIndex) Config {
