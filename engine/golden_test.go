@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
