@@ -103,7 +103,7 @@ func MatchTypeOnly(pred, gold Action) bool { return pred.Type == gold.Type }
 // An empty text is contained in everything. Auto-UI counts text_correct only
 // for steps that also Match.
 func TextMatch(pred, gold string) bool {
-	p := strings.TrimFunc(PyLower(pred), isPySpace)
+	p := strings.TrimFunc(PyLower(pred), IsPySpace)
 	g := PyLower(gold)
 	return strings.Contains(g, p) || strings.Contains(p, g)
 }

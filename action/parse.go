@@ -53,12 +53,12 @@ func ParseOutput(raw string) (Output, error) {
 		out.Plan = parsePlan(raw[:i])
 		decision = raw[i+len(decisionPrefix):]
 	}
-	decision = strings.TrimLeftFunc(decision, isPySpace)
+	decision = strings.TrimLeftFunc(decision, IsPySpace)
 	// Auto-UI's regex `.*` stops at the end of the line.
 	if i := strings.IndexByte(decision, '\n'); i >= 0 {
 		decision = decision[:i]
 	}
-	decision = strings.TrimFunc(decision, isPySpace)
+	decision = strings.TrimFunc(decision, IsPySpace)
 	if decision == "" {
 		return fail("no action text")
 	}
@@ -99,23 +99,23 @@ func typeByName(name string) (Type, bool) {
 // parsePlan reads "Action Plan: [A,B,C] ;" (spaces allowed around the items
 // and the separator). It returns nil if s is not exactly that.
 func parsePlan(s string) []Type {
-	s = strings.TrimFunc(s, isPySpace)
+	s = strings.TrimFunc(s, IsPySpace)
 	s, ok := strings.CutPrefix(s, planPrefix)
 	if !ok {
 		return nil
 	}
-	s = strings.TrimFunc(s, isPySpace)
-	s = strings.TrimRightFunc(strings.TrimSuffix(s, ";"), isPySpace)
+	s = strings.TrimFunc(s, IsPySpace)
+	s = strings.TrimRightFunc(strings.TrimSuffix(s, ";"), IsPySpace)
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return nil
 	}
-	body := strings.TrimFunc(s[1:len(s)-1], isPySpace)
+	body := strings.TrimFunc(s[1:len(s)-1], IsPySpace)
 	plan := []Type{}
 	if body == "" {
 		return plan
 	}
 	for _, item := range strings.Split(body, ",") {
-		t, ok := typeByName(strings.TrimFunc(item, isPySpace))
+		t, ok := typeByName(strings.TrimFunc(item, IsPySpace))
 		if !ok {
 			return nil
 		}
@@ -199,12 +199,12 @@ func parseStr(s string) (string, int, error) {
 // parsePoint reads "[y, x]" (or "(y, x)", trailing comma allowed) with two
 // finite Python number literals.
 func parsePoint(s string) (Point, error) {
-	s = strings.TrimFunc(s, isPySpace)
+	s = strings.TrimFunc(s, IsPySpace)
 	if len(s) < 2 || !(s[0] == '[' && s[len(s)-1] == ']' || s[0] == '(' && s[len(s)-1] == ')') {
 		return Point{}, fmt.Errorf("%q is not a [y, x] list", s)
 	}
 	parts := strings.Split(s[1:len(s)-1], ",")
-	if len(parts) == 3 && strings.TrimFunc(parts[2], isPySpace) == "" {
+	if len(parts) == 3 && strings.TrimFunc(parts[2], IsPySpace) == "" {
 		parts = parts[:2]
 	}
 	if len(parts) != 2 {
@@ -212,7 +212,7 @@ func parsePoint(s string) (Point, error) {
 	}
 	var v [2]float64
 	for k, p := range parts {
-		f, err := parseNumber(strings.TrimFunc(p, isPySpace))
+		f, err := parseNumber(strings.TrimFunc(p, IsPySpace))
 		if err != nil {
 			return Point{}, fmt.Errorf("%q: %w", s, err)
 		}

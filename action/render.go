@@ -169,7 +169,7 @@ func collapseSpace(s string) string {
 	inSpace := false
 	changed := false
 	for _, r := range s {
-		if isPySpace(r) {
+		if IsPySpace(r) {
 			if inSpace || r != ' ' {
 				changed = true
 			}
@@ -191,8 +191,9 @@ func collapseSpace(s string) string {
 	return b.String()
 }
 
-// isPySpace is Python's str.isspace for one character: Unicode White_Space
-// plus the ASCII separators U+001C..U+001F.
-func isPySpace(r rune) bool {
+// IsPySpace is Python's str.isspace for one character: Unicode White_Space
+// plus the information separators U+001C..U+001F, which Python splits on and
+// Go does not.
+func IsPySpace(r rune) bool {
 	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }

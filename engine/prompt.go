@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/autoui/autoui/action"
 )
@@ -66,13 +65,7 @@ func SourceText(goal string, history []action.Action, window int, m action.Scrol
 
 // CollapseSpace is Python's " ".join(s.split()).
 func CollapseSpace(s string) string {
-	return strings.Join(strings.FieldsFunc(s, pyIsSpace), " ")
-}
-
-// pyIsSpace matches Python's str.isspace: Go's unicode.IsSpace plus the
-// information separators U+001C..U+001F, which Python splits on and Go does not.
-func pyIsSpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+	return strings.Join(strings.FieldsFunc(s, action.IsPySpace), " ")
 }
 
 // encoder is the part of the tokenizer prompt building needs.
