@@ -2888,6 +2888,199 @@ func (b *IoBinding) ClearBoundOutputs() {
 	C.ClearBoundOutputs(b.o)
 }
 
+// Binds the named output to memory described by info, typically device
+// memory such as NewMemoryInfo("Cuda", AllocatorTypeDevice, 0,
+// MemTypeDefault): onnxruntime allocates the output there on each
+// RunWithBinding, with the shape it computes. Read it without a copy with
+// GetBoundOutputOwnedValues, e.g. to bind it as the input of a later run.
+// Binding a name again replaces its previous binding.
+func (b *IoBinding) BindOutputToDevice(name string, info *MemoryInfo) error {
+	cName := C.CString(name)
+	defer C.free(unsafe.Pointer(cName))
+	status := C.BindOutputToDevice(b.o, cName, info.o)
+	if status != nil {
+		return statusToError(status)
+	}
+	return nil
+}
+
+// Returns the bound outputs of the last RunWithBinding in the order of
+// GetBoundOutputNames, as OwnedValues: unlike GetBoundOutputValues, nothing
+// is copied into Go memory, so outputs in device memory stay there. Each
+// returned value must be destroyed by the caller.
+func (b *IoBinding) GetBoundOutputOwnedValues() ([]*OwnedValue, error) {
+	var valuesBuffer **C.OrtValue
+	var numValues C.size_t
+	status := C.GetBoundOutputValues(b.o, &valuesBuffer, &numValues)
+	if status != nil {
+		return nil, statusToError(status)
+	}
+	if numValues == 0 {
+		// No buffer is allocated when there are no outputs.
+		return []*OwnedValue{}, nil
+	}
+	valuesSlice := unsafe.Slice(valuesBuffer, int(numValues))
+	toReturn := make([]*OwnedValue, len(valuesSlice))
+	var e error
+	for i, v := range valuesSlice {
+		if e != nil {
+			C.ReleaseOrtValue(v)
+			continue
+		}
+		toReturn[i], e = newOwnedValue(v)
+		if e != nil {
+			e = fmt.Errorf("Error wrapping output index %d: %w", i, e)
+		}
+	}
+	status = C.FreeWithDefaultORTAllocator(unsafe.Pointer(valuesBuffer))
+	if e == nil && status != nil {
+		e = fmt.Errorf("Error freeing the buffer of output values: %w",
+			statusToError(status))
+	}
+	if e != nil {
+		for _, v := range toReturn {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+		return nil, e
+	}
+	return toReturn, nil
+}
+
+// A tensor whose memory onnxruntime owns: an output it allocated, in host
+// or device memory. It satisfies Value, so it can be bound as an input to
+// another run without its data crossing into Go memory. Its contents are
+// reachable only through HostData, for tensors in CPU memory. Destroy
+// releases this reference; onnxruntime frees the memory once nothing else
+// (such as an IoBinding) refers to it.
+type OwnedValue struct {
+	ortValue *C.OrtValue
+	shape    Shape
+	dataType C.ONNXTensorElementDataType
+	location string
+}
+
+// Takes ownership of v, which must be a tensor. Releases v on error.
+func newOwnedValue(v *C.OrtValue) (*OwnedValue, error) {
+	valueType, e := getValueType(v)
+	if e == nil && valueType != ONNXTypeTensor {
+		e = fmt.Errorf("OwnedValue holds tensors only, got ONNXType %s",
+			valueType)
+	}
+	if e != nil {
+		C.ReleaseOrtValue(v)
+		return nil, e
+	}
+	var info *C.OrtTensorTypeAndShapeInfo
+	status := C.GetTensorTypeAndShape(v, &info)
+	if status != nil {
+		C.ReleaseOrtValue(v)
+		return nil, fmt.Errorf("Error getting type and shape: %w",
+			statusToError(status))
+	}
+	defer C.ReleaseTensorTypeAndShapeInfo(info)
+	shape, e := getShapeFromInfo(info)
+	if e != nil {
+		C.ReleaseOrtValue(v)
+		return nil, e
+	}
+	var dataType C.ONNXTensorElementDataType
+	status = C.GetTensorElementType(info, (*uint32)(&dataType))
+	if status != nil {
+		C.ReleaseOrtValue(v)
+		return nil, fmt.Errorf("Error getting tensor element type: %w",
+			statusToError(status))
+	}
+	var memInfo *C.OrtMemoryInfo
+	status = C.GetTensorMemoryInfo(v, &memInfo)
+	if status != nil {
+		C.ReleaseOrtValue(v)
+		return nil, fmt.Errorf("Error getting tensor memory info: %w",
+			statusToError(status))
+	}
+	// The memory info belongs to the value: read its name, do not release.
+	location, e := (&MemoryInfo{o: memInfo}).Name()
+	if e != nil {
+		C.ReleaseOrtValue(v)
+		return nil, fmt.Errorf("Error getting tensor memory location: %w", e)
+	}
+	return &OwnedValue{ortValue: v, shape: shape, dataType: dataType,
+		location: location}, nil
+}
+
+func (v *OwnedValue) DataType() C.ONNXTensorElementDataType {
+	return v.dataType
+}
+
+// Returns a copy of the tensor's shape.
+func (v *OwnedValue) GetShape() Shape {
+	return v.shape.Clone()
+}
+
+// Releases this reference to the value. Safe to call more than once.
+func (v *OwnedValue) Destroy() error {
+	if v.ortValue != nil {
+		C.ReleaseOrtValue(v.ortValue)
+		v.ortValue = nil
+	}
+	return nil
+}
+
+func (v *OwnedValue) GetInternals() *ValueInternalData {
+	return &ValueInternalData{
+		ortValue: v.ortValue,
+	}
+}
+
+func (v *OwnedValue) GetONNXType() ONNXType {
+	return ONNXTypeTensor
+}
+
+// The name of the memory the tensor lives in, as onnxruntime's
+// OrtMemoryInfo names it: "Cpu", "Cuda", ...
+func (v *OwnedValue) Location() string {
+	return v.location
+}
+
+// Sets every byte of a tensor in CPU memory to 0. Tensors in other memory
+// are left as they are: onnxruntime_go has no device memset.
+func (v *OwnedValue) ZeroContents() {
+	data, e := v.HostData()
+	if e != nil || len(data) == 0 {
+		return
+	}
+	C.memset(unsafe.Pointer(&data[0]), 0, C.size_t(len(data)))
+}
+
+// Returns the tensor's bytes without copying them, for a tensor in CPU
+// memory (an error otherwise). The slice is valid until Destroy, and only
+// while onnxruntime does not write the tensor again.
+func (v *OwnedValue) HostData() ([]byte, error) {
+	if v.ortValue == nil {
+		return nil, fmt.Errorf("OwnedValue already destroyed")
+	}
+	if v.location != "Cpu" {
+		return nil, fmt.Errorf("tensor is in %s memory, not Cpu", v.location)
+	}
+	var size C.size_t
+	status := C.GetTensorSizeInBytes(v.ortValue, &size)
+	if status != nil {
+		return nil, fmt.Errorf("Error getting tensor size: %w",
+			statusToError(status))
+	}
+	if size == 0 {
+		return []byte{}, nil
+	}
+	var data unsafe.Pointer
+	status = C.GetTensorMutableData(v.ortValue, &data)
+	if status != nil {
+		return nil, fmt.Errorf("Error getting tensor data: %w",
+			statusToError(status))
+	}
+	return unsafe.Slice((*byte)(data), int(size)), nil
+}
+
 // Wraps the C OrtAllocatorType enum, used when creating a MemoryInfo.
 type AllocatorType int
 

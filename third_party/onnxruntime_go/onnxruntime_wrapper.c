@@ -459,6 +459,20 @@ OrtStatus *GetBoundOutputValues(OrtIoBinding *b, OrtValue ***buffer,
   return ort_api->GetBoundOutputValues(b, allocator, buffer, count);
 }
 
+OrtStatus *BindOutputToDevice(OrtIoBinding *b, char *name,
+  OrtMemoryInfo *mem_info) {
+  return ort_api->BindOutputToDevice(b, name, mem_info);
+}
+
+OrtStatus *GetTensorMemoryInfo(OrtValue *value,
+  const OrtMemoryInfo **mem_info) {
+  return ort_api->GetTensorMemoryInfo(value, mem_info);
+}
+
+OrtStatus *GetTensorSizeInBytes(OrtValue *value, size_t *size) {
+  return ort_api->GetTensorSizeInBytes(value, size);
+}
+
 void ClearBoundInputs(OrtIoBinding *b) {
   ort_api->ClearBoundInputs(b);
 }

@@ -309,6 +309,17 @@ OrtStatus *GetBoundOutputNames(OrtIoBinding *b, char **buffer,
 OrtStatus *GetBoundOutputValues(OrtIoBinding *b, OrtValue ***buffer,
   size_t *count);
 
+// Wraps ort_api->BindOutputToDevice.
+OrtStatus *BindOutputToDevice(OrtIoBinding *b, char *name,
+  OrtMemoryInfo *mem_info);
+
+// Wraps ort_api->GetTensorMemoryInfo. The returned info belongs to the value.
+OrtStatus *GetTensorMemoryInfo(OrtValue *value,
+  const OrtMemoryInfo **mem_info);
+
+// Wraps ort_api->GetTensorSizeInBytes.
+OrtStatus *GetTensorSizeInBytes(OrtValue *value, size_t *size);
+
 // Wraps ort_api->ClearBoundInputs.
 void ClearBoundInputs(OrtIoBinding *b);
 
