@@ -44,8 +44,67 @@ const (
 // ignored); action_type must be an exact AITW name; the points must be Python
 // lists (or tuples) of two finite numbers. Anything else gives a *ParseError.
 func ParseOutput(raw string) (Output, error) {
-	fail := func(format string, args ...any) (Output, error) {
-		return Output{}, &ParseError{Raw: raw, Reason: fmt.Sprintf(format, args...)}
+	out, fields, err := parseDecision(raw)
+	if err != nil {
+		return Output{}, err
+	}
+	touch, err := parsePoint(fields["touch_point"])
+	if err != nil {
+		return Output{}, &ParseError{Raw: raw, Reason: fmt.Sprintf("touch_point: %v", err)}
+	}
+	lift, err := parsePoint(fields["lift_point"])
+	if err != nil {
+		return Output{}, &ParseError{Raw: raw, Reason: fmt.Sprintf("lift_point: %v", err)}
+	}
+	out.Action.Touch, out.Action.Lift = touch, lift
+	return out, nil
+}
+
+// LooseOutput is a model output as Auto-GUI's main.py reads it: it eval()s
+// each point, so a point of any length parses there.
+type LooseOutput struct {
+	Output
+	// Touch and Lift are each point's numbers as written: two when it is
+	// well-formed (then Action holds the point), else any other count
+	// ("[0.876]", "[0.1, 0.2, 0.3]", "[]"; a bare number counts as one) and
+	// Action holds NoPoint.
+	Touch, Lift []float64
+}
+
+// ParseOutputLoose reads raw as ParseOutput does, except that a point may
+// hold any number of numbers (or be one bare number), as Python's eval()
+// accepts it. Only the autoui scoring protocol uses it, to count what
+// main.py counts (the type of an output whose points are malformed); every
+// other reader keeps ParseOutput's [y, x] rule.
+func ParseOutputLoose(raw string) (LooseOutput, error) {
+	out, fields, err := parseDecision(raw)
+	if err != nil {
+		return LooseOutput{}, err
+	}
+	lo := LooseOutput{Output: out}
+	if lo.Touch, err = parseNumbers(fields["touch_point"]); err != nil {
+		return LooseOutput{}, &ParseError{Raw: raw, Reason: fmt.Sprintf("touch_point: %v", err)}
+	}
+	if lo.Lift, err = parseNumbers(fields["lift_point"]); err != nil {
+		return LooseOutput{}, &ParseError{Raw: raw, Reason: fmt.Sprintf("lift_point: %v", err)}
+	}
+	lo.Action.Touch, lo.Action.Lift = pointOf(lo.Touch), pointOf(lo.Lift)
+	return lo, nil
+}
+
+// pointOf is the point two numbers make, NoPoint for any other count.
+func pointOf(nums []float64) Point {
+	if len(nums) != 2 {
+		return NoPoint
+	}
+	return Point{Y: nums[0], X: nums[1]}
+}
+
+// parseDecision reads the plan, the action type and text, and the raw
+// fields of an output (ParseOutput's rules, points left to the caller).
+func parseDecision(raw string) (Output, map[string]string, error) {
+	fail := func(format string, args ...any) (Output, map[string]string, error) {
+		return Output{}, nil, &ParseError{Raw: raw, Reason: fmt.Sprintf(format, args...)}
 	}
 	var out Output
 	decision := raw
@@ -75,16 +134,8 @@ func ParseOutput(raw string) (Output, error) {
 	if !ok {
 		return fail("unknown action_type %q", fields["action_type"])
 	}
-	touch, err := parsePoint(fields["touch_point"])
-	if err != nil {
-		return fail("touch_point: %v", err)
-	}
-	lift, err := parsePoint(fields["lift_point"])
-	if err != nil {
-		return fail("lift_point: %v", err)
-	}
-	out.Action = Action{Type: t, Touch: touch, Lift: lift, Text: fields["typed_text"]}
-	return out, nil
+	out.Action = Action{Type: t, Text: fields["typed_text"]}
+	return out, fields, nil
 }
 
 func typeByName(name string) (Type, bool) {
@@ -200,25 +251,62 @@ func parseStr(s string) (string, int, error) {
 // finite Python number literals.
 func parsePoint(s string) (Point, error) {
 	s = strings.TrimFunc(s, IsPySpace)
-	if len(s) < 2 || !(s[0] == '[' && s[len(s)-1] == ']' || s[0] == '(' && s[len(s)-1] == ')') {
-		return Point{}, fmt.Errorf("%q is not a [y, x] list", s)
-	}
-	parts := strings.Split(s[1:len(s)-1], ",")
-	if len(parts) == 3 && strings.TrimFunc(parts[2], IsPySpace) == "" {
-		parts = parts[:2]
+	parts, err := listItems(s)
+	if err != nil {
+		return Point{}, err
 	}
 	if len(parts) != 2 {
 		return Point{}, fmt.Errorf("%q does not hold two numbers", s)
 	}
 	var v [2]float64
 	for k, p := range parts {
-		f, err := parseNumber(strings.TrimFunc(p, IsPySpace))
+		f, err := parseNumber(p)
 		if err != nil {
 			return Point{}, fmt.Errorf("%q: %w", s, err)
 		}
 		v[k] = f
 	}
 	return Point{Y: v[0], X: v[1]}, nil
+}
+
+// listItems splits a Python list or tuple literal of plain items (no
+// nesting) into its trimmed items; a trailing comma is allowed.
+func listItems(s string) ([]string, error) {
+	if len(s) < 2 || !(s[0] == '[' && s[len(s)-1] == ']' || s[0] == '(' && s[len(s)-1] == ')') {
+		return nil, fmt.Errorf("%q is not a [y, x] list", s)
+	}
+	body := strings.TrimFunc(s[1:len(s)-1], IsPySpace)
+	if body == "" {
+		return nil, nil
+	}
+	parts := strings.Split(body, ",")
+	if len(parts) > 1 && strings.TrimFunc(parts[len(parts)-1], IsPySpace) == "" {
+		parts = parts[:len(parts)-1]
+	}
+	for i := range parts {
+		parts[i] = strings.TrimFunc(parts[i], IsPySpace)
+	}
+	return parts, nil
+}
+
+// parseNumbers reads a list or tuple of any number of finite numbers, or
+// one bare number, as Python's eval() accepts them.
+func parseNumbers(s string) ([]float64, error) {
+	s = strings.TrimFunc(s, IsPySpace)
+	if f, err := parseNumber(s); err == nil {
+		return []float64{f}, nil
+	}
+	parts, err := listItems(s)
+	if err != nil {
+		return nil, err
+	}
+	nums := make([]float64, len(parts))
+	for i, p := range parts {
+		if nums[i], err = parseNumber(p); err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
+		}
+	}
+	return nums, nil
 }
 
 // parseNumber accepts a decimal int or float literal with an optional sign
