@@ -124,10 +124,11 @@ func Score(eps []aitw.Episode, preds map[aitw.StepKey]aitw.Prediction, opts Opti
 			}
 			if ok {
 				used++
-				r.Pred = p.Action
-				r.Match = rules.match(p.Action, r.Gold, s.Boxes)
-				r.TypeMatch = p.Action.Type == r.Gold.Type
-				r.TextMatch = (r.Kind == KindType || rules.textOverAll) && r.Match && action.TextMatch(p.Action.Text, r.Gold.Text)
+				var judged bool
+				r.Pred, judged = rules.pred(p)
+				r.Match = judged && rules.match(r.Pred, r.Gold, s.Boxes)
+				r.TypeMatch = r.Pred.Type == r.Gold.Type
+				r.TextMatch = (r.Kind == KindType || rules.textOverAll) && r.Match && action.TextMatch(r.Pred.Text, r.Gold.Text)
 			} else {
 				r.Missing = true
 				c.missing++
