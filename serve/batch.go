@@ -17,7 +17,7 @@ func (s *Server) batcher(e Engine) {
 	defer close(s.done)
 	var seq uint64
 	for first := range s.queue {
-		s.run(e, s.gather([]*job{first}), &seq)
+		s.run(e, s.gather([]*job{s.took(first)}), &seq)
 	}
 }
 
@@ -35,7 +35,7 @@ func (s *Server) gather(batch []*job) []*job {
 			if !ok {
 				return batch
 			}
-			batch = append(batch, j)
+			batch = append(batch, s.took(j))
 			continue
 		default:
 		}
@@ -47,7 +47,7 @@ func (s *Server) gather(batch []*job) []*job {
 			if !ok {
 				return batch
 			}
-			batch = append(batch, j)
+			batch = append(batch, s.took(j))
 		case <-timeout:
 			return batch
 		}
@@ -103,7 +103,7 @@ func (s *Server) call(e Engine, jobs []*job, seq *uint64) error {
 		reqs[i] = j.req
 	}
 	s.metrics.batches.Inc()
-	s.metrics.batchSize.Observe(float64(n))
+	s.metrics.batchRequests.Observe(float64(n))
 	start := time.Now()
 	res, err := e.PredictBatch(s.runCtx, reqs)
 	if err != nil {

@@ -15,15 +15,18 @@ import (
 type metrics struct {
 	reg             *prometheus.Registry
 	requestDuration *prometheus.HistogramVec
-	batchSize       prometheus.Histogram
+	batchRequests   prometheus.Histogram
 	stage           *prometheus.HistogramVec
+	engine          prometheus.Histogram
 	errors          *prometheus.CounterVec
+	canceled        prometheus.Counter
 	batches         prometheus.Counter
 	dropped         prometheus.Counter
 }
 
 // Stages are the values of autoui_stage_seconds' stage label.
-var Stages = []string{"preprocess", "vision", "tokenize", "encoder", "fusion", "decode", "total"}
+// (their sum is about autoui_engine_seconds).
+var Stages = []string{"preprocess", "vision", "tokenize", "encoder", "fusion", "decode"}
 
 func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 	m := &metrics{
@@ -33,20 +36,29 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 			Help:    "Time from the arrival of a POST /v1/predict to its answer, by HTTP status code.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 15),
 		}, []string{"code"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "autoui_batch_size",
+		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "autoui_batch_requests",
 			Help:    "Requests per engine call (PredictBatch).",
 			Buckets: prometheus.LinearBuckets(1, 1, maxBatch),
 		}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "autoui_stage_seconds",
 			Help:    "Per-request engine time by stage (engine.Timings; batched stages count the shared call's full time).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+			Buckets: engineBuckets,
 		}, []string{"stage"}),
+		engine: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "autoui_engine_seconds",
+			Help:    "Per-request engine time, all stages (engine.Timings.Total).",
+			Buckets: engineBuckets,
+		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "autoui_errors_total",
-			Help: "Error answers (and requests whose client went away) by kind.",
+			Help: "Error answers by kind.",
 		}, []string{"kind"}),
+		canceled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "autoui_canceled_total",
+			Help: "Requests whose client went away before their answer (nothing is answered; code 499 in autoui_request_duration_seconds).",
+		}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "autoui_batches_total",
 			Help: "Engine calls (PredictBatch) made.",
@@ -56,23 +68,21 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 			Help: "Queued requests dropped before their engine call because the client went away or the deadline passed.",
 		}),
 	}
-	m.reg.MustRegister(m.requestDuration, m.batchSize, m.stage, m.errors, m.batches, m.dropped,
+	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "autoui_queue_depth",
-			Help: "Decoded requests waiting for the batcher.",
+			Help: "Requests admitted and not yet in an engine call (decoding their screen or waiting for the batcher).",
 		}, queueDepth),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	for _, k := range []string{KindBadRequest, KindUnauthorized, KindTooLarge, KindQueueFull, KindDeadline,
-		KindShuttingDown, KindNotReady, KindInternal, KindMethodNotAllowed, kindCanceled} {
+	for _, k := range Kinds {
 		m.errors.WithLabelValues(k)
 	}
 	return m
 }
 
-// kindCanceled counts requests whose client went away (nothing is answered).
-const kindCanceled = "canceled"
+var engineBuckets = prometheus.ExponentialBuckets(0.0005, 2, 18)
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
@@ -81,7 +91,8 @@ func (m *metrics) handler() http.Handler {
 // observeStages records one result's stage times.
 func (m *metrics) observeStages(t engine.Timings) {
 	for i, d := range []time.Duration{t.Preprocess, t.Vision, t.Tokenize, t.Encoder, t.Fusion,
-		t.FirstStep + t.LaterSteps, t.Total} {
+		t.FirstStep + t.LaterSteps} {
 		m.stage.WithLabelValues(Stages[i]).Observe(d.Seconds())
 	}
+	m.engine.Observe(t.Total.Seconds())
 }

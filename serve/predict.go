@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +47,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
@@ -65,11 +70,11 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time) {
 	if r.Method != http.MethodPost {
-		s.writeError(w, methodNotAllowed("POST"))
+		s.refuse(w, methodNotAllowed("POST"))
 		return
 	}
 	if !s.authorized(r) {
-		s.writeError(w, &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized,
+		s.refuse(w, &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized,
 			msg: "missing or wrong bearer token (Authorization: Bearer TOKEN)"})
 		return
 	}
@@ -78,33 +83,34 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time
 	s.mu.Unlock()
 	switch {
 	case closing:
-		s.writeError(w, errShuttingDown)
+		s.refuse(w, errShuttingDown)
 		return
 	case model == nil:
-		s.writeError(w, errNotReady)
+		s.refuse(w, errNotReady)
 		return
 	}
-	req, herr := s.readRequest(w, r, model)
-	if herr != nil {
-		s.writeError(w, herr)
+	if herr := s.early(r); herr != nil {
+		s.refuse(w, herr)
 		return
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
+	req, herr := s.readRequest(ctx, w, r, model)
+	if herr != nil {
+		s.answerError(w, r, herr)
+		return
+	}
 	j := &job{ctx: ctx, req: req, arrived: start, done: make(chan answer, 1)}
 	if herr := s.enqueue(j); herr != nil {
+		<-s.slots
 		s.writeError(w, herr)
 		return
 	}
 	select {
 	case a := <-j.done:
 		if a.err != nil {
-			if r.Context().Err() != nil {
-				s.metrics.errors.WithLabelValues(kindCanceled).Inc()
-				return
-			}
-			s.writeError(w, errorOf(a.err))
+			s.answerError(w, r, errorOf(a.err))
 			return
 		}
 		out := api.FromResult(a.res)
@@ -112,24 +118,117 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time
 		out.Serve = &info
 		writeJSON(w, http.StatusOK, out)
 	case <-ctx.Done():
-		if r.Context().Err() != nil {
-			s.metrics.errors.WithLabelValues(kindCanceled).Inc()
-			return // the client went away; the batcher drops the job
-		}
-		s.writeError(w, errorOf(context.DeadlineExceeded))
+		// The batcher drops the job if it has not run yet.
+		s.answerError(w, r, errorOf(context.DeadlineExceeded))
 	}
 }
 
-// readRequest reads, checks and decodes a request body into an engine
-// request, so that the batcher only runs the engine.
-func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, m *Model) (engine.Request, *httpError) {
-	tooLarge := &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge,
-		msg: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBody)}
-	if r.ContentLength > s.cfg.MaxBody {
-		return engine.Request{}, tooLarge
+// answerError writes an error answer, or only counts the request when its
+// client went away (nobody reads the answer).
+func (s *Server) answerError(w http.ResponseWriter, r *http.Request, e *httpError) {
+	if r.Context().Err() != nil {
+		s.metrics.canceled.Inc()
+		return
 	}
+	s.writeError(w, e)
+}
+
+// early refuses what the headers already decide, before any of the body is
+// read: a body that is not JSON or is over MaxBody, or any body while the
+// queue is full (so a busy server spends nothing on requests it refuses).
+func (s *Server) early(r *http.Request) *httpError {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		return &httpError{status: http.StatusUnsupportedMediaType, kind: KindUnsupportedType,
+			msg: fmt.Sprintf("Content-Type %q: the body must be application/json", ct)}
+	}
+	if r.ContentLength > s.cfg.MaxBody {
+		return s.tooLarge()
+	}
+	if len(s.slots) == cap(s.slots) {
+		return s.queueFull()
+	}
+	return nil
+}
+
+// isJSON says whether a Content-Type is application/json or a +json type.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+func (s *Server) tooLarge() *httpError {
+	return &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge,
+		msg: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBody)}
+}
+
+// readRequest reads the body, takes a queue slot, and checks and decodes
+// the request into an engine request, so that the batcher only runs the
+// engine. On success the request holds a slot until the batcher takes it.
+func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, m *Model) (engine.Request, *httpError) {
+	raw, release, herr := s.readBody(w, r)
+	defer release()
+	if herr != nil {
+		hangUp(w) // the rest of the body is not read
+		return engine.Request{}, herr
+	}
+	if herr := s.admit(); herr != nil {
+		return engine.Request{}, herr
+	}
+	pr, herr := parseRequest(raw)
+	raw = nil
+	var req engine.Request
+	if herr == nil {
+		req, herr = s.check(ctx, pr, m)
+	}
+	if herr != nil {
+		<-s.slots
+	}
+	return req, herr
+}
+
+// readBody reads the whole body, holding the bytes it reads against the
+// server's body budget until release, so that many clients sending big
+// bodies at once get 429s rather than the server's memory. Slow clients
+// hold only what they have sent.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (raw []byte, release func(), herr *httpError) {
+	var held int64
+	release = func() { s.bodies.give(held); held = 0 }
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	dec := json.NewDecoder(body)
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			n := int64(max(2*cap(buf), 64<<10))
+			if r.ContentLength >= 0 {
+				n = min(n, r.ContentLength+1) // +1: room to read the EOF
+			}
+			n = min(n, s.cfg.MaxBody+1)
+			// The growth is held (the old buffer is garbage once copied).
+			grow := n - int64(cap(buf))
+			if !s.bodies.take(grow) {
+				return nil, release, &httpError{status: http.StatusTooManyRequests, kind: KindQueueFull,
+					msg: fmt.Sprintf("request bodies being read fill the server's %d bytes for them; retry later", s.cfg.BodyMemory)}
+			}
+			held += grow
+			buf = append(make([]byte, 0, n), buf...)
+		}
+		k, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		switch {
+		case err == io.EOF:
+			return buf, release, nil
+		case err != nil:
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, release, s.tooLarge()
+			}
+			return nil, release, badRequest("read request body: %v", err)
+		}
+	}
+}
+
+// parseRequest decodes a body strictly: known fields only, one value.
+func parseRequest(raw []byte) (api.PredictRequest, *httpError) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var wr wireRequest
 	err := dec.Decode(&wr)
@@ -145,16 +244,12 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, m *Model) (
 		}
 	}
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return engine.Request{}, tooLarge
-		}
 		if errors.Is(err, io.EOF) {
-			return engine.Request{}, badRequest("request body: empty; want a JSON object (api.PredictRequest)")
+			return api.PredictRequest{}, badRequest("request body: empty; want a JSON object (api.PredictRequest)")
 		}
-		return engine.Request{}, badRequest("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
+		return api.PredictRequest{}, badRequest("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return s.check(wr.request(), m)
+	return wr.request(), nil
 }
 
 // wireRequest is api.PredictRequest with its history actions read strictly
@@ -194,9 +289,10 @@ func (a *strictAction) UnmarshalJSON(data []byte) error {
 	return a.Action.UnmarshalJSON(data)
 }
 
-// check validates a request's wire form, decodes its screen, and passes
-// the engine request through the model's own check.
-func (s *Server) check(pr api.PredictRequest, m *Model) (engine.Request, *httpError) {
+// check validates a request's wire form, passes it through the model's
+// own check, and decodes its screen: a request the model refuses costs no
+// decode.
+func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (engine.Request, *httpError) {
 	if strings.TrimSpace(pr.Goal) == "" {
 		return engine.Request{}, badRequest("goal is required")
 	}
@@ -214,21 +310,62 @@ func (s *Server) check(pr api.PredictRequest, m *Model) (engine.Request, *httpEr
 	if hasFeatures {
 		req.Features = pr.Features
 	} else {
-		img, err := preprocess.DecodeWith(bytes.NewReader(pr.Screen), s.cfg.Decode)
-		if err != nil {
-			if errors.Is(err, preprocess.ErrTooLarge) {
-				return engine.Request{}, &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge, msg: "screen: " + err.Error()}
-			}
-			return engine.Request{}, badRequest("screen: %v", err)
-		}
-		req.Screen = img
+		req.Screen = standIn // the check reads no pixels
 	}
 	if m.Check != nil {
 		if err := m.Check(req); err != nil {
 			return engine.Request{}, badRequest("%v", err)
 		}
 	}
+	if hasScreen {
+		img, herr := s.decode(ctx, pr.Screen)
+		if herr != nil {
+			return engine.Request{}, herr
+		}
+		req.Screen = img
+	}
 	return req, nil
+}
+
+// standIn is the screen a request is checked with before its own is decoded.
+var standIn = image.NewGray(image.Rect(0, 0, 1, 1))
+
+// decode decodes a screen once one of the Decoders is free.
+func (s *Server) decode(ctx context.Context, b []byte) (image.Image, *httpError) {
+	select {
+	case s.decoders <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errorOf(context.DeadlineExceeded)
+	}
+	defer func() { <-s.decoders }()
+	if s.beforeDecode != nil {
+		s.beforeDecode()
+	}
+	img, err := preprocess.DecodeWith(bytes.NewReader(b), s.cfg.Decode)
+	if err != nil {
+		if errors.Is(err, preprocess.ErrTooLarge) {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge, msg: "screen: " + err.Error()}
+		}
+		return nil, badRequest("screen: %v", err)
+	}
+	return img, nil
+}
+
+// refuse writes an error answer and closes the connection, for answers
+// given before the body is read: the client may still be sending it, and
+// nothing waits for it.
+func (s *Server) refuse(w http.ResponseWriter, e *httpError) {
+	hangUp(w)
+	s.writeError(w, e)
+}
+
+// hangUp makes the connection close after the answer without reading what
+// is left of the body: Connection: close keeps net/http from reading it
+// before the answer, and an expired read deadline from reading up to 256
+// KiB of it after.
+func hangUp(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *httpError) {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,10 @@ const (
 	DefaultQueue          = 64
 	DefaultMaxBody        = 32 << 20
 	DefaultRequestTimeout = 60 * time.Second
+	// DefaultMaxPixels fits every phone and tablet screen (phones up to
+	// 1644x3840 = 6.3 Mpx, tablets up to 2960x1848 = 5.5 Mpx) with room,
+	// and keeps a decoded screen at 32 MB (64 MB for a 16-bit PNG).
+	DefaultMaxPixels = 8_000_000
 )
 
 // Config tunes a Server. Zero fields take the defaults above.
@@ -45,8 +50,9 @@ type Config struct {
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
 	BatchWait time.Duration
-	// Queue is how many decoded requests may wait for the batcher; more
-	// are refused with 429.
+	// Queue is how many requests may be admitted and not yet in an engine
+	// call (decoding their screen or waiting for the batcher); more are
+	// refused with 429 before their body is read.
 	Queue int
 	// MaxBody is the largest request body in bytes (413 above).
 	MaxBody int64
@@ -54,8 +60,15 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Token, when not empty, is the bearer token /v1/* requires.
 	Token string
-	// Decode is how screens are decoded (the --max-pixels cap).
+	// Decode is how screens are decoded (the --max-pixels cap); a zero
+	// MaxPixels is DefaultMaxPixels.
 	Decode preprocess.DecodeOptions
+	// Decoders is how many screens are decoded at once; 0: GOMAXPROCS.
+	Decoders int
+	// BodyMemory is how many bytes of request bodies all requests being
+	// read and parsed may hold together (429 above); 0: 4 x MaxBody. It
+	// is at least MaxBody.
+	BodyMemory int64
 	// RetryAfter is the Retry-After (whole seconds, at least 1) of 429 and
 	// 503 answers; 0: 1 s.
 	RetryAfter time.Duration
@@ -80,6 +93,16 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.Decode.MaxPixels <= 0 {
+		c.Decode.MaxPixels = DefaultMaxPixels
+	}
+	if c.Decoders <= 0 {
+		c.Decoders = runtime.GOMAXPROCS(0)
+	}
+	if c.BodyMemory <= 0 {
+		c.BodyMemory = 4 * c.MaxBody
+	}
+	c.BodyMemory = max(c.BodyMemory, c.MaxBody)
 	if c.RetryAfter < time.Second {
 		c.RetryAfter = time.Second
 	}
@@ -118,6 +141,12 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 
+	// slots holds one token per admitted request not yet taken by the
+	// batcher (Config.Queue of them); decoders one per screen decoding.
+	slots    chan struct{}
+	decoders chan struct{}
+	bodies   budget // bytes of request bodies being read and parsed
+
 	mu       sync.Mutex
 	model    *Model
 	queue    chan *job
@@ -131,21 +160,25 @@ type Server struct {
 
 	// Test hooks: beforeBatch runs before each engine call with the batch
 	// size; onDrop for every request dropped because its client went away
-	// or its deadline passed.
-	beforeBatch func(n int)
-	onDrop      func()
+	// or its deadline passed; beforeDecode before each screen decode.
+	beforeBatch  func(n int)
+	onDrop       func()
+	beforeDecode func()
 }
 
 // New returns a server that is up (healthz) but not ready until SetModel.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, queue: make(chan *job, cfg.Queue), done: make(chan struct{})}
+	s := &Server{cfg: cfg, queue: make(chan *job, cfg.Queue), done: make(chan struct{}),
+		slots: make(chan struct{}, cfg.Queue), decoders: make(chan struct{}, cfg.Decoders),
+		bodies: budget{limit: cfg.BodyMemory}}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
-	s.metrics = newMetrics(cfg.MaxBatch, func() float64 { return float64(len(s.queue)) })
+	s.metrics = newMetrics(cfg.MaxBatch, func() float64 { return float64(len(s.slots)) })
 	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/", s.handleNotFound)
 	s.mux.HandleFunc("/v1/predict", s.handlePredict)
 	s.mux.HandleFunc("/healthz", s.handleHealthz)
 	s.mux.HandleFunc("/readyz", s.handleReadyz)
@@ -211,7 +244,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// enqueue hands a job to the batcher, or says why it cannot.
+// admit takes a queue slot for a request, or says the queue is full. The
+// batcher gives the slot back when it takes the request's job.
+func (s *Server) admit() *httpError {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
+		return s.queueFull()
+	}
+}
+
+func (s *Server) queueFull() *httpError {
+	return &httpError{status: http.StatusTooManyRequests, kind: KindQueueFull,
+		msg: fmt.Sprintf("the queue of %d requests is full; retry later", s.cfg.Queue)}
+}
+
+// enqueue hands an admitted request's job to the batcher, or says why it
+// cannot. The job's slot guarantees room in the queue.
 func (s *Server) enqueue(j *job) *httpError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,9 +272,37 @@ func (s *Server) enqueue(j *job) *httpError {
 	case s.queue <- j:
 		return nil
 	default:
-		return &httpError{status: http.StatusTooManyRequests, kind: KindQueueFull,
-			msg: fmt.Sprintf("the queue of %d requests is full; retry later", s.cfg.Queue)}
+		return &httpError{status: http.StatusInternalServerError, kind: KindInternal, msg: "queue full with a slot held (a bug)"}
 	}
+}
+
+// took gives back the slot of a job the batcher took from the queue.
+func (s *Server) took(j *job) *job {
+	<-s.slots
+	return j
+}
+
+// budget is a byte count shared by requests, with a limit.
+type budget struct {
+	mu          sync.Mutex
+	used, limit int64
+}
+
+// take reserves n bytes, or says there are not that many left.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 // Error kinds (api.ErrorBody.Kind).
@@ -238,7 +316,13 @@ const (
 	KindNotReady         = "not_ready"
 	KindInternal         = "internal"
 	KindMethodNotAllowed = "method_not_allowed"
+	KindNotFound         = "not_found"
+	KindUnsupportedType  = "unsupported_media_type"
 )
+
+// Kinds are all the error kinds, as the docs' ErrorBody enum lists them.
+var Kinds = []string{KindBadRequest, KindUnauthorized, KindMethodNotAllowed, KindNotFound, KindTooLarge,
+	KindUnsupportedType, KindQueueFull, KindDeadline, KindShuttingDown, KindNotReady, KindInternal}
 
 var (
 	errShuttingDown = &httpError{status: http.StatusServiceUnavailable, kind: KindShuttingDown, msg: "the server is shutting down; retry on another replica"}
@@ -257,6 +341,11 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return subtle.ConstantTimeCompare(got[:], s.token[:]) == 1
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	s.refuse(w, &httpError{status: http.StatusNotFound, kind: KindNotFound,
+		msg: fmt.Sprintf("no such path %q; the API is POST /v1/predict (docs/serve.md)", r.URL.Path)})
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {

@@ -392,16 +392,17 @@ func TestLimits(t *testing.T) {
 
 // holdingServer is a server whose batcher waits in beforeBatch until
 // released; entered receives each batch's size as it waits.
-func holdingServer(t *testing.T, cfg Config) (s *Server, ts *httptest.Server, entered chan int, release func()) {
+func holdingServer(t *testing.T, cfg Config, hooks ...func(*Server)) (s *Server, ts *httptest.Server, entered chan int, release func()) {
 	t.Helper()
 	m := tinyModel(t)
 	entered = make(chan int, 100)
 	gate := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(gate) }) }
-	s, ts = start(t, cfg, &m, func(s *Server) {
+	hooks = append(hooks, func(s *Server) {
 		s.beforeBatch = func(n int) { entered <- n; <-gate }
 	})
+	s, ts = start(t, cfg, &m, hooks...)
 	t.Cleanup(release)
 	return s, ts, entered, release
 }
@@ -508,8 +509,9 @@ func TestMetrics(t *testing.T) {
 	}
 	for _, want := range []string{
 		`autoui_request_duration_seconds_bucket{code="200",`, `autoui_request_duration_seconds_count{code="400"} 1`,
-		`autoui_batch_size_bucket{le="4"} 1`, "autoui_queue_depth 0", `autoui_errors_total{kind="bad_request"} 1`,
-		"autoui_batches_total 1", "autoui_dropped_total 0", "go_goroutines", "process_",
+		`autoui_batch_requests_bucket{le="4"} 1`, "autoui_queue_depth 0", `autoui_errors_total{kind="bad_request"} 1`,
+		"autoui_batches_total 1", "autoui_dropped_total 0", "autoui_canceled_total 0", "autoui_engine_seconds_count 1",
+		"go_goroutines", "process_",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics has no %q", want)
@@ -518,6 +520,19 @@ func TestMetrics(t *testing.T) {
 	for _, st := range Stages {
 		if !strings.Contains(text, `autoui_stage_seconds_count{stage="`+st+`"} 1`) {
 			t.Errorf("/metrics has no stage %s", st)
+		}
+	}
+	// Conventional names: no unit-less "size", no whole beside its parts,
+	// no client cancellation counted as an error.
+	for _, bad := range []string{"autoui_batch_size", `stage="total"`, `kind="canceled"`} {
+		if strings.Contains(text, bad) {
+			t.Errorf("/metrics has %q", bad)
+		}
+	}
+	// Every error kind is exported from the start (at 0).
+	for _, k := range Kinds {
+		if !strings.Contains(text, `autoui_errors_total{kind="`+k+`"}`) {
+			t.Errorf("/metrics has no error kind %s", k)
 		}
 	}
 }
@@ -656,7 +671,7 @@ func TestClientGoneDropped(t *testing.T) {
 	cancel()
 	<-gone
 	waitFor(t, "the server to see the client go", func() bool {
-		return countMetric(t, s, "autoui_errors_total", "kind", kindCanceled) == 1
+		return countMetric(t, s, "autoui_canceled_total") == 1
 	})
 	close(gate)
 	if c := <-first; c != 200 {
