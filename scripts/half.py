@@ -1,0 +1,365 @@
+"""Make the fp16 (half precision) variant of an autoui bundle, for the CUDA provider.
+
+  python -m scripts.half --in BUNDLE --out BUNDLE_FP16 [--roles vision | all | vision,encoder,...]
+                         [--headroom 8] [--steps 32] [--compare]
+
+Bundle format 2, fp32 only. The converter is ONNX Runtime's own
+`onnxruntime.transformers.float16.convert_float_to_float16` (the onnxconverter-common
+converter as ORT maintains it, shipped in the pinned onnxruntime wheel), with
+keep_io_types: every graph input and output stays float32 (a Cast at each end), so the Go
+engine runs the bundle unchanged; the manifest says "precision": "fp16".
+
+Which graphs (--roles, default vision): BLIP-2 runs its ViT in fp16, and ORT's CUDA vision
+tower in fp16 measured 1.1-1.6x faster than fp32 on an H200 at batch 1-32 (DESIGN.md 6b).
+The T5 graphs convert too (`--roles all`), with the parts that leave fp16's range kept in
+fp32: T5's feed-forward output and residual stream are known to pass 65504 in trained
+checkpoints. That set is found by measurement, not guessed: every graph runs in fp32 (ONNX
+Runtime, CPU) on calibration inputs — the screens of models/testdata/screens, three prompts
+of 0, 4 and 8 previous actions, --steps greedy decoder calls each — with every intermediate
+value exposed, and a node stays fp32 when a value it reads or writes reaches 65504 / headroom.
+A node that reads a large value must stay fp32 too: the Cast into fp16 before it would give
+inf. The fp16 bundle then runs the same inputs and must give finite features and logits.
+The naive fp16 with-past decoder measured 10-14x slower per call than fp32 on the H200
+(DESIGN.md 6b), hence vision only by default until the GPU session times `--roles all`.
+
+Agreement with fp32 (--compare, or agreement()): the int8 script's golden-token measure
+(scripts.quantize.agreement) plus the cosine of the image features on the real screens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, shape_inference
+
+from . import export
+from .bundle_format import format_error
+from .quantize import GOLDEN, ROLE_GRAPHS
+from .quantize import agreement as golden_agreement
+
+FP16_MAX = 65504.0
+DEFAULT_ROLES = ("vision",)
+ALL_ROLES = ("vision", "encoder", "fusion", "decoder")
+SCREENS = os.path.join(export.ROOT, "models", "testdata", "screens")
+CONVERTER = "onnxruntime.transformers.float16.convert_float_to_float16"
+
+# Calibration prompts: the bench's three histories (0, 4, 8 previous actions), Auto-UI's format.
+_TAP = ('"action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]", '
+        '"lift_point": "[0.1852, 0.4979]", "typed_text": ""')
+_TYPE = ('"action_type": "TYPE", "touch_point": "[-1.0, -1.0]", '
+         '"lift_point": "[-1.0, -1.0]", "typed_text": "weather in paris tomorrow"')
+PROMPTS = [
+    "Previous Actions: Goal: Open the settings app and turn on dark mode",
+    "Previous Actions: " + " ".join([_TAP, _TYPE] * 2) + " Goal: Search for the weather in Paris",
+    "Previous Actions: " + " ".join([_TAP, _TYPE, _TAP, _TAP] * 2) + " Goal: Add a pair of running shoes to the cart",
+]
+
+
+class HalfError(RuntimeError):
+    pass
+
+
+def load_with_shapes(path: str) -> onnx.ModelProto:
+    """The graph with ONNX shape inference's value types, then its weights. Inference runs
+    before the weights are read in, so a graph over protobuf's 2 GiB (ViT-g fp32) works."""
+    model = shape_inference.infer_shapes(onnx.load(path, load_external_data=False))
+    onnx.load_external_data_for_model(model, os.path.dirname(path))
+    return model
+
+
+def name_nodes(graph: onnx.GraphProto) -> None:
+    """Give every node a unique name: the converter's block list is by node name."""
+    taken = set()
+    for i, n in enumerate(graph.node):
+        if not n.name or n.name in taken:
+            n.name = f"{n.op_type}_autoui_{i}"
+        taken.add(n.name)
+
+
+def blocked_nodes(graph: onnx.GraphProto, ranges: dict, limit: float) -> list[str]:
+    """Names of the nodes that read or write a value whose measured max |x| is over limit."""
+    return [n.name for n in graph.node
+            if any(ranges.get(v, 0.0) > limit for v in list(n.input) + list(n.output) if v)]
+
+
+def half_model(model: onnx.ModelProto, block=()) -> onnx.ModelProto:
+    """The converter on a model that carries its value types (load_with_shapes): fp16 weights
+    and activations, float32 graph IO, the nodes named in block left fp32."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    from onnxruntime.transformers.onnx_model import OnnxModel
+    half = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=True,
+                                    node_block_list=list(block))
+    drop_cast_round_trips(half.graph)
+    OnnxModel(half).topological_sort()  # the converter appends its IO casts last; the checker wants order
+    return half
+
+
+def drop_cast_round_trips(graph: onnx.GraphProto) -> int:
+    """Rewire x -> Cast(fp16) -> Cast(fp32) to x, and drop the casts left unread. The converter
+    puts such a pair on every edge between two fp32 (blocked) nodes, which would round the
+    very values kept fp32 for their range (T5's -3.4e38 mask constant becomes -inf, and
+    0 x -inf = NaN). Returns how many pairs it removed."""
+    producer = {o: n for n in graph.node for o in n.output}
+    outputs = {o.name for o in graph.output}
+
+    def cast_to(n):
+        return next((a.i for a in n.attribute if a.name == "to"), None) if n.op_type == "Cast" else None
+
+    rename = {}
+    for n in graph.node:
+        src = producer.get(n.input[0]) if n.input else None
+        if cast_to(n) == TensorProto.FLOAT and src is not None and cast_to(src) == TensorProto.FLOAT16 \
+                and n.output[0] not in outputs:
+            rename[n.output[0]] = src.input[0]
+    for n in graph.node:
+        for i, v in enumerate(n.input):
+            if v in rename:
+                n.input[i] = rename[v]
+    keep = list(graph.node)
+    while True:  # unread casts, then the casts that only they read
+        used = {v for n in keep for v in n.input} | outputs
+        left = [n for n in keep if n.op_type != "Cast" or n.output[0] in used]
+        if len(left) == len(keep):
+            break
+        keep = left
+    del graph.node[:]
+    graph.node.extend(keep)
+    return len(rename)
+
+
+# ---------------------------------------------------------------- calibration
+
+class _Recorder:
+    """A session over a graph with every intermediate value as an output: run() keeps the max
+    |x| of each float value and returns the outputs asked for, like InferenceSession.run."""
+
+    def __init__(self, session, ranges: dict):
+        self.session, self.ranges = session, ranges
+        self.names = [o.name for o in session.get_outputs()]
+
+    def run(self, names, feed):
+        outs = dict(zip(self.names, self.session.run(None, feed)))
+        for k, v in list(outs.items()) + list(feed.items()):
+            if isinstance(v, np.ndarray) and v.dtype in (np.float32, np.float16) and v.size:
+                m = float(np.max(np.abs(v)))
+                self.ranges[k] = max(self.ranges.get(k, 0.0), m)
+        return [outs[n] for n in names]
+
+
+def _instrumented(path: str, threads: int):
+    """A session that outputs every node's output of the graph at path (run as stored: no
+    graph optimizations, so the values are the graph's own). ORT reads external data only
+    from the graph's own directory, so the instrumented graph (no weights) is written there
+    for as long as the session takes to open."""
+    import onnxruntime as ort
+    model = onnx.load(path, load_external_data=False)
+    have = {o.name for o in model.graph.output}
+    for n in model.graph.node:
+        for o in n.output:
+            if o and o not in have:
+                model.graph.output.append(onnx.ValueInfoProto(name=o))
+                have.add(o)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = threads, 1, 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    fd, tmp = tempfile.mkstemp(suffix=".calibrate.onnx", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model.SerializeToString())
+        return ort.InferenceSession(tmp, so, providers=["CPUExecutionProvider"])
+    finally:
+        os.remove(tmp)
+
+
+def calibration_prompts(bundle_dir: str, manifest: dict) -> list[list[int]]:
+    """PROMPTS as the engine feeds them: the bundle's tokenizer, </s> last, at most the
+    manifest's max_source_tokens."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(bundle_dir, manifest["files"]["tokenizer"]["path"]))
+    eos, limit = manifest["tokens"]["eos_id"], manifest["prompt"]["max_source_tokens"]
+    out = []
+    for text in PROMPTS:
+        ids = tok.encode(" ".join(text.split())).ids
+        if not ids or ids[-1] != eos:
+            ids.append(eos)
+        out.append(ids[:limit - 1] + [eos] if len(ids) > limit else ids)
+    return out
+
+
+def screens(bundle, screens_dir: str = SCREENS) -> list[np.ndarray]:
+    """The pixel values of every screenshot in screens_dir (sorted), at the bundle's size."""
+    from PIL import Image
+
+    from . import vision as vis
+    size = bundle.manifest["preprocess"]["height"]
+    names = sorted(f for f in os.listdir(screens_dir) if f.lower().endswith((".png", ".jpg", ".jpeg")))
+    return [vis.preprocess(Image.open(os.path.join(screens_dir, f)).convert("RGB"), size) for f in names]
+
+
+def run_calibration(bundle, prompts, pixels, steps: int) -> dict:
+    """Every graph of the bundle on the calibration inputs: screen i with prompt i mod 3, then
+    steps greedy decoder calls. Returns what the run produced (checked for finiteness)."""
+    feats = [bundle.image_features(px) for px in pixels]
+    logits = [bundle.greedy(prompts[i % len(prompts)], f, max_new_tokens=steps)[1] for i, f in enumerate(feats)]
+    return {"image_features": np.stack(feats), "logits": logits}
+
+
+def calibrate(bundle_dir: str, roles, steps: int = 32, threads: int = 2, screens_dir: str = SCREENS) -> dict:
+    """{graph role: {value name: max |x|}} of the graphs named in roles, run in fp32."""
+    from .ort_pipeline import Bundle
+    b = Bundle(bundle_dir, threads=threads)
+    ranges = {r: {} for r in roles}
+    for r in roles:
+        b.sessions[r] = _Recorder(_instrumented(os.path.join(bundle_dir, b.manifest["files"][r]["path"]), threads),
+                                  ranges[r])
+    run_calibration(b, calibration_prompts(bundle_dir, b.manifest), screens(b, screens_dir), steps)
+    return ranges
+
+
+def check_finite(bundle_dir: str, steps: int = 32, threads: int = 2, screens_dir: str = SCREENS) -> dict:
+    """Runs the bundle on the calibration inputs; raises HalfError on a non-finite feature or
+    logit, else returns the largest |feature| and |logit|."""
+    from .ort_pipeline import Bundle
+    b = Bundle(bundle_dir, threads=threads)
+    out = run_calibration(b, calibration_prompts(bundle_dir, b.manifest), screens(b, screens_dir), steps)
+    for k, v in (("image features", [out["image_features"]]), ("logits", out["logits"])):
+        if not all(np.all(np.isfinite(x)) for x in v):
+            raise HalfError(f"{bundle_dir}: non-finite {k} on the calibration inputs")
+    return {"image_features_max_abs": float(np.max(np.abs(out["image_features"]))),
+            "logits_max_abs": max(float(np.max(np.abs(x))) for x in out["logits"])}
+
+
+# ---------------------------------------------------------------- the bundle
+
+def _graph_bytes(spec: dict) -> int:
+    return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
+
+
+def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float = 8.0, steps: int = 32,
+                threads: int = 2, screens_dir: str = SCREENS) -> dict:
+    """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest."""
+    with open(os.path.join(in_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    if err := format_error(in_dir, manifest):
+        raise HalfError(err)
+    if manifest.get("precision") != "fp32":
+        raise HalfError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
+    if os.path.abspath(in_dir) == os.path.abspath(out_dir):
+        raise HalfError("--out must differ from --in")
+    if headroom < 1:
+        raise HalfError(f"headroom {headroom}: want >= 1")
+    for role in roles:
+        if role not in ROLE_GRAPHS:
+            raise HalfError(f"role {role!r}: want some of {', '.join(ALL_ROLES)}")
+    files = manifest["files"]
+    graphs = [r for r in files if any(r in ROLE_GRAPHS[role] for role in roles)]
+    limit = FP16_MAX / headroom
+    t0 = time.time()
+    ranges = calibrate(in_dir, graphs, steps, threads, screens_dir)
+    export.log(f"  calibrated {', '.join(graphs)} in {time.time() - t0:.1f}s")
+    os.makedirs(out_dir, exist_ok=True)
+    new_files, fp32_nodes = {}, {}
+    for role, spec in files.items():
+        if role == "tokenizer":
+            continue
+        src, dst = os.path.join(in_dir, spec["path"]), os.path.join(out_dir, spec["path"])
+        entry = dict(spec)
+        if role in graphs:
+            t0 = time.time()
+            model = load_with_shapes(src)
+            name_nodes(model.graph)
+            block = blocked_nodes(model.graph, ranges[role], limit)
+            half = half_model(model, block)
+            del model
+            ext = export._save(half, dst)
+            ins, outs = export._io(onnx.load(dst, load_external_data=False))
+            if ins != spec["inputs"] or outs != spec["outputs"]:
+                raise HalfError(f"{role}: fp16 graph IO differs from the manifest's")
+            entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
+            fp32_nodes[role] = block
+            peak = max((v for v in ranges[role].values() if v < float("inf")), default=0.0)
+            export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest finite |value| {peak:.4g}, "
+                       f"limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
+        else:
+            for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
+                shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
+        entry.update(export._file_entry(out_dir, spec["path"]))
+        new_files[role] = entry
+    shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
+    new_files["tokenizer"] = export._file_entry(out_dir, files["tokenizer"]["path"])
+    manifest["files"] = {role: new_files[role] for role in files}
+    manifest["precision"] = "fp16"
+    manifest["half"] = {
+        "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)",
+        "graphs": graphs, "limit": limit,
+        "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
+        "fp32_nodes": fp32_nodes}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    check_finite(out_dir, steps, threads, screens_dir)
+    before = sum(_graph_bytes(s) for s in files.values())
+    after = sum(_graph_bytes(s) for s in manifest["files"].values())
+    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB), finite on the calibration inputs")
+    return manifest
+
+
+# ---------------------------------------------------------------- agreement with fp32
+
+def feature_cosines(fp32_dir: str, other_dir: str, screens_dir: str = SCREENS, threads: int = 2) -> list[float]:
+    """Cosine of the two bundles' image features on each screen of screens_dir."""
+    from .ort_pipeline import Bundle
+    a, b = Bundle(fp32_dir, threads=threads), Bundle(other_dir, threads=threads)
+    out = []
+    for px in screens(a, screens_dir):
+        x, y = a.image_features(px).astype(np.float64), b.image_features(px).astype(np.float64)
+        out.append(float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y))))
+    return out
+
+
+def agreement(fp32_dir: str, other_dir: str, cases_path: str = GOLDEN, threads: int = 2) -> dict:
+    """Golden-case agreement (scripts.quantize.agreement; cases of the tiny vocabulary) and the
+    feature cosine on the real screens."""
+    out = golden_agreement(fp32_dir, other_dir, cases_path, threads=threads) if cases_path else {}
+    cos = feature_cosines(fp32_dir, other_dir, threads=threads)
+    out["screens"] = {"n": len(cos), "feature_cosine_min": min(cos), "feature_cosine_mean": float(np.mean(cos))}
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Write the fp16 variant of an autoui bundle (float32 graph IO).")
+    p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory")
+    p.add_argument("--out", required=True, help="fp16 bundle directory to write")
+    p.add_argument("--roles", default=",".join(DEFAULT_ROLES),
+                   help="graphs to convert: vision (default), all, or a list of vision,encoder,fusion,decoder "
+                        "(decoder = both decoder graphs)")
+    p.add_argument("--headroom", type=float, default=8.0,
+                   help="a node stays fp32 where a value it reads or writes reaches 65504 / headroom in the "
+                        "fp32 calibration run")
+    p.add_argument("--steps", type=int, default=32, help="greedy decoder calls per calibration prompt")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--compare", action="store_true",
+                   help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")
+    args = p.parse_args(argv)
+    roles = ALL_ROLES if args.roles == "all" else tuple(r for r in args.roles.split(",") if r)
+    try:
+        half_bundle(args.in_dir, args.out, roles=roles, headroom=args.headroom, steps=args.steps,
+                    threads=args.threads)
+    except HalfError as e:
+        print(f"half: {e}", file=sys.stderr)
+        return 1
+    if args.compare:
+        print(json.dumps(agreement(args.in_dir, args.out, threads=args.threads), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
