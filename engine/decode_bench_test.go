@@ -59,46 +59,58 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 //
 // k=1 is a greedy step; k=4 a speculative verify of 4 tokens after which 2
 // are rejected (truncate), so the cache's length changes as in speculative
-// decoding; greedy-32 and speculative-32 are whole decodes of 32 tokens
-// including the cache's setup (op = one decode).
+// decoding. Each runs with the cache in Go memory (host: past in, present
+// and logits out through Go buffers) and device-resident (device: ORT-owned
+// values fed back, only the argmax ids fetched; on the cpu provider ORT's
+// CPU memory stands in for the GPU's). greedy-32 and speculative-32 are
+// whole decodes of 32 tokens including the cache's setup (op = one decode).
 func BenchmarkDecoderStep(b *testing.B) {
 	p, fused, mask := decodeInputs(b)
 	const maxLen = 128
-	for _, bc := range []struct {
-		name   string
-		tokens []int64
-		keep   int // tokens kept of each call's input (truncate the rest)
-	}{
-		{"k=1", []int64{5}, 1},
-		{"k=4", []int64{5, 6, 7, 8}, 2},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			k := len(bc.tokens)
-			var c *decoderCall
-			defer func() {
-				if c != nil {
-					c.close()
-				}
-			}()
-			for b.Loop() {
-				if c == nil || c.cache.Len()+k > c.cache.Cap() {
+	for _, place := range []struct {
+		name  string
+		place placement
+	}{{"host", placeHost}, {"device", placeDevice}} {
+		for _, bc := range []struct {
+			name   string
+			tokens []int64
+			keep   int // tokens kept of each call's input (truncate the rest)
+		}{
+			{"k=1", []int64{5}, 1},
+			{"k=4", []int64{5, 6, 7, 8}, 2},
+		} {
+			b.Run(place.name+"/"+bc.name, func(b *testing.B) {
+				p.cachePlace = place.place
+				defer func() { p.cachePlace = placeHost }()
+				b.ReportAllocs()
+				k := len(bc.tokens)
+				var c stepper
+				defer func() {
 					if c != nil {
 						c.close()
 					}
-					var err error
-					if c, err = p.newCall(1, fused, mask, maxLen, k); err != nil {
+				}()
+				for b.Loop() {
+					if c == nil || c.cached()+k > maxLen {
+						if c != nil {
+							c.close()
+						}
+						var err error
+						if c, err = p.newCall(1, fused, mask, maxLen, k); err != nil {
+							b.Fatal(err)
+						}
+					}
+					past := c.cached()
+					copy(c.input(k), bc.tokens)
+					if _, err := c.step(k, false); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.truncate(past + bc.keep); err != nil {
 						b.Fatal(err)
 					}
 				}
-				past := c.cache.Len()
-				copy(c.input(k), bc.tokens)
-				if _, err := c.step(k); err != nil {
-					b.Fatal(err)
-				}
-				c.cache.Truncate(past + bc.keep)
-			}
-		})
+			})
+		}
 	}
 	// whole decodes of a fixed 32 tokens (op = one decode, setup included)
 	for _, dec := range []struct {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/engine/kv"
+	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/tokenizer"
 )
 
@@ -31,7 +31,7 @@ func tableCases(t testing.TB) []goldenCase {
 // placed returns a predictor on the tiny bundle whose decodes keep their
 // cross part at place (Adapter on the cpu provider runs the cuda code path
 // with the adapters in host memory).
-func placed(t testing.TB, place kv.Placement, opts Options) *Predictor {
+func placed(t testing.TB, place placement, opts Options) *Predictor {
 	t.Helper()
 	opts.Truncation = TruncateRight
 	p := tinyWith(t, opts)
@@ -73,13 +73,13 @@ func TestDecodeTable(t *testing.T) {
 		return r
 	}
 	type key struct {
-		place          kv.Placement
+		place          placement
 		chooser, draft string
 	}
 	preds := map[key]*Predictor{}
 	results := map[string][]*Result{} // by configuration name
 	var ref []*Result                 // grammar reference: host, B=1, no drafter
-	for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+	for _, place := range []placement{placeHost, placeDevice} {
 		for _, chooser := range []string{"argmax", "grammar", "replay"} {
 			for _, draft := range []string{"none", "ngram"} {
 				opts := Options{Constrained: chooser == "grammar"}
@@ -91,10 +91,10 @@ func TestDecodeTable(t *testing.T) {
 		}
 	}
 	for _, chooser := range []string{"grammar", "argmax", "replay"} {
-		for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+		for _, place := range []placement{placeHost, placeDevice} {
 			for _, draft := range []string{"none", "ngram"} {
 				for _, B := range []int{1, 3} {
-					name := fmt.Sprintf("%s/%s/B=%d/%s", map[kv.Placement]string{kv.Host: "host", kv.Adapter: "device"}[place], chooser, B, draft)
+					name := fmt.Sprintf("%s/%s/B=%d/%s", map[placement]string{placeHost: "host", placeDevice: "device"}[place], chooser, B, draft)
 					p := preds[key{place, chooser, draft}]
 					var got []*Result
 					for lo := 0; lo < len(cases); lo += B {
@@ -176,7 +176,7 @@ func TestDecodeTable(t *testing.T) {
 // With the grammar, every limit that can hold a valid action gives one that
 // parses; a smaller limit is refused up front with the number needed.
 func TestGrammarWithinLimit(t *testing.T) {
-	p := placed(t, kv.Host, Options{Constrained: true})
+	p := placed(t, placeHost, Options{Constrained: true})
 	need := p.grammars.MinTokens()
 	cases := loadGolden(t)
 	ctx := context.Background()
@@ -311,7 +311,7 @@ func compareCaches(t testing.TB, host, dev *Predictor, c goldenCase, tol float64
 		{g[5:7], -1},
 	}
 	fused, mask := caseInputs(t, host, c)
-	var calls [2]*decoderCall
+	var calls [2]stepper
 	for i, p := range []*Predictor{host, dev} {
 		var err error
 		if calls[i], err = p.newCall(1, fused, mask, 32, 8); err != nil {
@@ -323,13 +323,16 @@ func compareCaches(t testing.TB, host, dev *Predictor, c goldenCase, tol float64
 		var logits [2][]float32
 		for j, call := range calls {
 			copy(call.input(len(s.feed)), s.feed)
-			l, err := call.step(len(s.feed))
+			out, err := call.step(len(s.feed), true)
 			if err != nil {
 				t.Fatalf("%s call %d (%d): %v", c.ID, i, j, err)
 			}
-			logits[j] = append([]float32(nil), l...)
+			logits[j] = append([]float32(nil), out.logits...)
+			checkArgmax(t, out, host.cfg.VocabSize)
 			if s.keep >= 0 {
-				call.cache.Truncate(s.keep)
+				if err := call.truncate(s.keep); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		if d := maxAbsDiff(t, "logits", logits[1], logits[0]); d > tol {
@@ -338,45 +341,47 @@ func compareCaches(t testing.TB, host, dev *Predictor, c goldenCase, tol float64
 	}
 }
 
-// The device cache (adapters, in ORT's host memory on the cpu provider)
-// gives the host cache's logits through drafts and truncations, down to an
-// empty past.
+// The device cache (ORT-owned values, in ORT's CPU memory on the cpu
+// provider) gives the host cache's logits through drafts and truncations,
+// down to an empty past.
 func TestDeviceCacheMatchesHost(t *testing.T) {
-	host, dev := placed(t, kv.Host, Options{}), placed(t, kv.Adapter, Options{})
+	host, dev := placed(t, placeHost, Options{}), placed(t, placeDevice, Options{})
 	cases := loadGolden(t)
 	for _, c := range []goldenCase{cases[0], cases[10], cases[11]} { // short, and long prompts (504, 512)
 		compareCaches(t, host, dev, c, 1e-5)
 	}
 }
 
-// Under cpu no allocator is needed; asking for CUDA memory from a session
-// without the CUDA provider fails instead of silently using host memory.
-func TestDeviceKVAllocator(t *testing.T) {
-	p := tiny(t)
-	a, err := kvAllocator(p.decoder.sess, SessionOptions{})
-	if a != nil || err != nil {
-		t.Fatalf("cpu: allocator %v, error %v; want neither", a, err)
+// checkArgmax requires a call's argmax ids, where it brought them, to be the
+// first index of each logits row's maximum.
+func checkArgmax(t testing.TB, out stepOut, V int) {
+	t.Helper()
+	if out.ids == nil || out.logits == nil {
+		return
 	}
-	a, err = kvAllocator(p.decoder.sess, SessionOptions{Provider: ProviderCUDA})
-	if err == nil {
-		a.Destroy()
-		t.Fatal("cuda memory from a cpu-only session: no error")
+	for i, id := range out.ids {
+		if want := (sample.Argmax{}).Choose(out.logits[i*V:(i+1)*V], nil); id != want {
+			t.Fatalf("position %d: argmax output %d, argmax of the logits %d", i, id, want)
+		}
 	}
 }
 
 // A call longer than the cache, or on nothing, is refused, not written past it.
 func TestDecoderCallBounds(t *testing.T) {
-	for _, place := range []kv.Placement{kv.Host, kv.Adapter} {
+	for _, place := range []placement{placeHost, placeDevice} {
 		p := placed(t, place, Options{})
 		fused, mask := caseInputs(t, p, loadGolden(t)[0])
 		c, err := p.newCall(1, fused, mask, 2, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.step(3); err == nil {
+		if _, err := c.step(3, false); place == placeHost && err == nil {
 			t.Error("3 positions into a 2-position cache: no error")
 		}
-		if _, err := c.step(0); err == nil {
+		if _, err := c.step(4, false); err == nil {
+			t.Error("4 positions into 3-position buffers: no error")
+		}
+		if _, err := c.step(0, false); err == nil {
 			t.Error("empty call: no error")
 		}
 		c.close()
@@ -390,7 +395,7 @@ func TestDecoderCallBounds(t *testing.T) {
 // get what they get alone under a predictor with that option.
 func TestConstrainedPerRequest(t *testing.T) {
 	free := tiny(t)
-	cons := placed(t, kv.Host, Options{Constrained: true})
+	cons := placed(t, placeHost, Options{Constrained: true})
 	ctx := context.Background()
 	var reqs []Request
 	for i, c := range loadGolden(t)[:4] {

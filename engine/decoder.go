@@ -35,8 +35,13 @@ func (s *sequence) out() []int64 { return s.tokens[1:] }
 // disagreeing position yields the choice), and the cache keeps the positions
 // confirmed for every active sequence, the rest being fed again next call.
 // Every sequence so gets exactly the tokens of one-token-per-call decoding.
-// A finished sequence is fed padding and no longer changes; the loop ends
-// when all are finished.
+// A finished sequence's row leaves the batch (the cache keeps the other
+// rows), so later calls compute only the sequences still generating; the
+// loop ends when all are finished.
+//
+// A call fetches token ids (the decoder's logits_argmax output) unless a
+// chooser needs the logits (the grammar, a minimum length) or the decoder
+// has no argmax output (bundles before graphs_revision 3).
 func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float32, mask []int64) error {
 	B := len(seqs)
 	eos, pad := p.bundle.Manifest.Tokens.EOSID, p.bundle.Manifest.Tokens.PadID
@@ -46,15 +51,13 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 	// positions. So a batch shares one speculative call's worth
 	// (MaxDraft+1) among its sequences: batches of 7 or more do not draft.
 	width := 1
-	longest, left := 0, 0
+	longest := 0
 	for _, s := range seqs {
 		if s.draft != nil {
 			width = max(1, (sample.MaxDraft+1)/B)
 		}
 		longest = max(longest, s.limit)
-		if s.done = s.limit <= 0; !s.done {
-			left++
-		}
+		s.done = s.limit <= 0
 	}
 	// A call never feeds past a sequence's limit (drafts stop there), so the
 	// longest limit plus one call's positions bounds the cache.
@@ -66,38 +69,38 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 	defer c.close()
 	project := time.Since(t0) // the cross graph's run counts into the first call
 
+	rows := seqs // the sequences in cache row order: the active ones
 	drafts := make([][]int64, B)
-	for calls := 0; left > 0; calls++ {
+	for calls := 0; ; calls++ {
+		if rows, err = compact(c, rows); err != nil || len(rows) == 0 {
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		past := c.cache.Len()
+		past := c.cached()
 		k := 0
-		for i, s := range seqs {
-			drafts[i] = nil
-			if s.done {
-				continue
-			}
+		logits := false
+		for i, s := range rows {
 			pending := len(s.tokens) - past
+			drafts[i] = nil
 			if budget := min(width-pending, s.limit-len(s.out())-1); budget > 0 && s.draft != nil {
 				drafts[i] = s.draft.Draft(s.tokens, budget)
 			}
 			k = max(k, pending+len(drafts[i]))
+			logits = logits || sample.NeedsLogits(s.choose, s.out())
 		}
 		ids := c.input(k)
-		for i, s := range seqs {
+		for i, s := range rows {
 			row := ids[i*k : (i+1)*k]
-			n := 0
-			if !s.done {
-				n = copy(row, s.tokens[past:])
-				n += copy(row[n:], drafts[i])
-			}
+			n := copy(row, s.tokens[past:])
+			n += copy(row[n:], drafts[i])
 			for j := n; j < k; j++ {
 				row[j] = pad
 			}
 		}
 		t := time.Now()
-		logits, err := c.step(k)
+		out, err := c.step(k, logits)
 		if err != nil {
 			return fmt.Errorf("decoder call %d: %w", calls, err)
 		}
@@ -107,10 +110,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 		}
 
 		keep := -1 // positions confirmed for every sequence still active
-		for i, s := range seqs {
-			if s.done {
-				continue
-			}
+		for i, s := range rows {
 			s.tm.addDecoderCall(dt)
 			// row pending-1 predicts the token after the last known one;
 			// each accepted draft moves one row on
@@ -118,12 +118,16 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 			d := drafts[i]
 			accepted := 0
 			for j := 0; j <= len(d); j++ {
-				at := (i*k + pending - 1 + j) * V
-				tok := s.choose.Choose(logits[at:at+V], s.out())
+				at := i*k + pending - 1 + j
+				var tok int64
+				if out.logits != nil {
+					tok = s.choose.Choose(out.logits[at*V:(at+1)*V], s.out())
+				} else {
+					tok = s.choose.(sample.ArgmaxChooser).ChooseArgmax(out.ids[at], s.out())
+				}
 				s.tokens = append(s.tokens, tok)
 				if tok == eos || len(s.out()) >= s.limit {
 					s.done = true
-					left--
 					break
 				}
 				if j == len(d) || tok != d[j] {
@@ -135,125 +139,298 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 				keep = pending + accepted
 			}
 		}
-		if left > 0 {
-			c.cache.Truncate(past + keep)
+		if keep >= 0 {
+			if err := c.truncate(past + keep); err != nil {
+				return fmt.Errorf("decoder call %d: %w", calls, err)
+			}
 		}
+	}
+}
+
+// compact drops the finished sequences' rows from the cache and returns the
+// sequences left, in row order.
+func compact(c stepper, rows []*sequence) ([]*sequence, error) {
+	var keep []int
+	for i, s := range rows {
+		if !s.done {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == len(rows) || len(keep) == 0 {
+		return rows[:len(keep)], nil
+	}
+	if err := c.keepRows(keep); err != nil {
+		return nil, err
+	}
+	left := make([]*sequence, len(keep))
+	for j, i := range keep {
+		left[j] = rows[i]
+	}
+	return left, nil
+}
+
+// stepper runs the decoder calls of one decode over its cache, which lives
+// in Go memory (hostCall) or where ORT computes it (deviceCall).
+type stepper interface {
+	// input returns the next call's ids, [rows, k] row-major.
+	input(k int) []int64
+	// step runs the decoder on the k positions per row in input(k) after
+	// the cached past. Logits are fetched when asked for or when the
+	// decoder has no argmax output; the result is scratch, valid until the
+	// next call.
+	step(k int, logits bool) (stepOut, error)
+	cached() int               // positions cached per row
+	truncate(n int) error      // keep the first n cached positions
+	keepRows(rows []int) error // keep these batch rows (ascending), in order
+	close()
+}
+
+// stepOut is what a call brings back to the host.
+type stepOut struct {
+	ids    []int64   // [rows, k] argmax per position; nil without the output
+	logits []float32 // [rows, k, vocab]; nil when not fetched
+}
+
+// callBufs are a decode's host-side call tensors: ids in, argmax ids and
+// logits out, made once per call length and kept while the rows stay, so a
+// call allocates only what ORT's Go binding does.
+type callBufs struct {
+	rows, vocab int64
+	ids         []int64   // [rows, k]
+	best        []int64   // [rows, k]
+	logits      []float32 // [rows, k, vocab]
+	idsT        []kv.Pinned
+	bestT       []kv.Pinned
+	logitsT     []kv.Pinned
+	shape       ort.Shape
+}
+
+func newCallBufs(B, width, vocab int) callBufs {
+	return callBufs{rows: int64(B), vocab: int64(vocab),
+		ids: make([]int64, B*width), best: make([]int64, B*width), logits: make([]float32, B*width*vocab),
+		idsT: make([]kv.Pinned, width+1), bestT: make([]kv.Pinned, width+1), logitsT: make([]kv.Pinned, width+1),
+		shape: make(ort.Shape, 0, 3)}
+}
+
+func (c *callBufs) input(k int) []int64 { return c.ids[:int(c.rows)*k] }
+
+// check refuses a call on no positions or more than the buffers hold.
+func (c *callBufs) check(k int) error {
+	if k <= 0 || k >= len(c.idsT) {
+		return fmt.Errorf("decoder call on %d positions per row, at most %d (programmer error)", k, len(c.idsT)-1)
 	}
 	return nil
 }
 
-// decoderCall runs decoder calls over one cache: it owns the ids and logits
-// tensors, made once per call length and kept, and the two slices every call
-// binds by slot, so a call allocates only what ORT's Go binding does.
-type decoderCall struct {
-	g       *graph
-	sl      *kv.Slots
-	cache   *kv.Cache
-	B       int64
-	vocab   int64
-	ids     []int64   // [B, k]
-	logits  []float32 // [B, k, vocab]
-	idsT    []kv.Pinned
-	logitsT []kv.Pinned
-	ins     []ort.Value
-	outs    []ort.Value
-	shape   ort.Shape
-}
-
-// newCall makes a decode's cache (host, or device-resident under cuda) for
-// maxLen positions and its call tensors for up to width positions per row.
-func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width int) (*decoderCall, error) {
-	cfg := kv.Config{
-		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-		Batch: B, MaxLen: maxLen, Names: p.decoderNames, Slots: p.decoderSlots, Place: p.cachePlace,
-	}
-	if cfg.Place == kv.Adapter {
+// tensor returns the tensor of ts for k positions over data, made on first use.
+func tensor[T ort.TensorData](c *callBufs, ts []kv.Pinned, data []T, k int, dims ...int64) (*kv.Pinned, error) {
+	if ts[k].Value == nil {
 		var err error
-		if cfg.Alloc, err = kvAllocator(p.decoder.sess, p.opts.Session); err != nil {
-			return nil, fmt.Errorf("decoder cache: %w", err)
+		if ts[k], err = kv.NewTensor(&c.shape, data, dims...); err != nil {
+			return nil, err
 		}
 	}
-	cross := p.decoderCross
-	cache, err := kv.New(cfg, fused, mask, func(ins, outs []ort.Value) error {
-		if err := cross.sess.Run(ins, outs); err != nil {
-			return fmt.Errorf("run %s graph %s: %w", cross.role, cross.path, err)
-		}
-		return nil
-	})
-	if err != nil {
-		if cfg.Alloc != nil {
-			cfg.Alloc.Destroy()
-		}
-		return nil, err
-	}
-	g := p.decoder
-	return &decoderCall{g: g, sl: p.decoderSlots, cache: cache, B: int64(B), vocab: int64(p.cfg.VocabSize),
-		ids:    make([]int64, B*width),
-		logits: make([]float32, B*width*p.cfg.VocabSize),
-		idsT:   make([]kv.Pinned, width+1), logitsT: make([]kv.Pinned, width+1),
-		ins: make([]ort.Value, len(g.inputs)), outs: make([]ort.Value, len(g.outputs)),
-		shape: make(ort.Shape, 0, 3),
-	}, nil
+	return &ts[k], nil
 }
 
-// input returns the next call's ids, [B, k] row-major.
-func (c *decoderCall) input(k int) []int64 { return c.ids[:int(c.B)*k] }
-
-// step runs the decoder on the k positions per row in input(k) after the
-// cached past and returns their logits, [B, k, vocab] (scratch, valid until
-// the next call).
-func (c *decoderCall) step(k int) ([]float32, error) {
-	if k <= 0 || k >= len(c.idsT) {
-		return nil, fmt.Errorf("decoder call on %d positions per row, at most %d (programmer error)", k, len(c.idsT)-1)
-	}
-	K := int64(k)
-	var err error
-	if c.idsT[k].Value == nil {
-		if c.idsT[k], err = kv.NewTensor(&c.shape, c.ids, c.B, K); err != nil {
-			return nil, fmt.Errorf("decoder input ids: %w", err)
-		}
-	}
-	if c.logitsT[k].Value == nil {
-		if c.logitsT[k], err = kv.NewTensor(&c.shape, c.logits, c.B, K, c.vocab); err != nil {
-			return nil, fmt.Errorf("decoder logits: %w", err)
-		}
-	}
-	sl := c.sl
-	c.ins[sl.IDs], c.outs[sl.Logits] = &c.idsT[k], &c.logitsT[k]
-	if err := c.cache.Bind(c.ins, c.outs, k); err != nil {
-		return nil, err
-	}
-	if err := c.g.sess.RunWithOptions(c.ins, c.outs, c.cache.RunOptions()); err != nil {
-		return nil, fmt.Errorf("run %s graph %s: %w", c.g.role, c.g.path, err)
-	}
-	c.cache.Advance(k)
-	return c.logits[:c.B*K*c.vocab], nil
+func (c *callBufs) idsTensor(k int) (*kv.Pinned, error) {
+	return tensor(c, c.idsT, c.ids, k, c.rows, int64(k))
 }
 
-func (c *decoderCall) close() {
-	c.cache.Close()
+func (c *callBufs) bestTensor(k int) (*kv.Pinned, error) {
+	return tensor(c, c.bestT, c.best, k, c.rows, int64(k))
+}
+
+func (c *callBufs) logitsTensor(k int) (*kv.Pinned, error) {
+	return tensor(c, c.logitsT, c.logits, k, c.rows, int64(k), c.vocab)
+}
+
+// setRows drops the tensors made for another number of rows.
+func (c *callBufs) setRows(n int) {
+	if int64(n) != c.rows {
+		c.rows = int64(n)
+		c.release()
+	}
+}
+
+func (c *callBufs) release() {
 	kv.ReleaseAll(c.idsT)
+	kv.ReleaseAll(c.bestT)
 	kv.ReleaseAll(c.logitsT)
 }
 
-// kvAllocator returns the allocator a device cache is uploaded with: the
-// decoder session's CUDA device memory, or nil on the cpu provider, where
-// the adapters stay in ORT's host memory (ORT refuses a CPU allocator here).
-func kvAllocator(sess *ort.DynamicAdvancedSession, o SessionOptions) (*ort.Allocator, error) {
+// newCall makes a decode's cache and its call tensors for up to width
+// positions per row: in Go memory for maxLen positions, or device-resident
+// (placeDevice: under cuda, and in tests on the cpu provider).
+func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width int) (stepper, error) {
+	shape := kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel}
+	bufs := newCallBufs(B, width, p.cfg.VocabSize)
+	if p.cachePlace == placeDevice {
+		dev, err := kv.NewDevice(kv.DeviceConfig{Shape: shape, Batch: B, Names: p.decoderNames,
+			Decoder: p.decoder.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}, fused, mask)
+		if err != nil {
+			return nil, err
+		}
+		return &deviceCall{callBufs: bufs, g: p.decoder, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
+	}
+	cross := p.decoderCross
+	cache, err := kv.New(kv.Config{Shape: shape, Batch: B, MaxLen: maxLen, Names: p.decoderNames, Slots: p.decoderSlots},
+		fused, mask, func(ins, outs []ort.Value) error {
+			if err := cross.sess.Run(ins, outs); err != nil {
+				return fmt.Errorf("run %s graph %s: %w", cross.role, cross.path, err)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	g := p.decoder
+	return &hostCall{callBufs: bufs, g: g, sl: p.decoderSlots, cache: cache,
+		ins: make([]ort.Value, len(g.inputs)), outs: make([]ort.Value, len(g.outputs))}, nil
+}
+
+// hostCall runs calls over a cache in Go memory: every call's past goes in
+// and its present comes out through Go buffers, and all its outputs are
+// bound (Run takes every output), logits included.
+type hostCall struct {
+	callBufs
+	g     *graph
+	sl    *kv.Slots
+	cache *kv.Cache
+	ins   []ort.Value
+	outs  []ort.Value
+}
+
+func (c *hostCall) step(k int, _ bool) (stepOut, error) {
+	if err := c.check(k); err != nil {
+		return stepOut{}, err
+	}
+	ids, err := c.idsTensor(k)
+	if err != nil {
+		return stepOut{}, fmt.Errorf("decoder input ids: %w", err)
+	}
+	logits, err := c.logitsTensor(k)
+	if err != nil {
+		return stepOut{}, fmt.Errorf("decoder logits: %w", err)
+	}
+	sl := c.sl
+	c.ins[sl.IDs], c.outs[sl.Logits] = ids, logits
+	out := stepOut{logits: c.logits[:c.rows*int64(k)*c.vocab]}
+	if sl.Argmax >= 0 {
+		if c.outs[sl.Argmax], err = c.bestTensor(k); err != nil {
+			return stepOut{}, fmt.Errorf("decoder argmax: %w", err)
+		}
+		out.ids = c.best[:c.rows*int64(k)]
+	}
+	if err := c.cache.Bind(c.ins, c.outs, k); err != nil {
+		return stepOut{}, err
+	}
+	if err := c.g.sess.Run(c.ins, c.outs); err != nil {
+		return stepOut{}, fmt.Errorf("run %s graph %s: %w", c.g.role, c.g.path, err)
+	}
+	c.cache.Advance(k)
+	return out, nil
+}
+
+func (c *hostCall) cached() int { return c.cache.Len() }
+
+func (c *hostCall) truncate(n int) error {
+	c.cache.Truncate(n)
+	return nil
+}
+
+func (c *hostCall) keepRows(rows []int) error {
+	if err := c.cache.KeepRows(rows); err != nil {
+		return err
+	}
+	c.setRows(len(rows))
+	return nil
+}
+
+func (c *hostCall) close() {
+	c.cache.Close()
+	c.release()
+}
+
+// deviceCall runs calls over a device-resident cache (kv.Device): per call
+// only the ids go in, and only the argmax ids come out unless the logits are
+// asked for (or the decoder has no argmax output).
+type deviceCall struct {
+	callBufs
+	g      *graph
+	names  kv.Names
+	argmax bool // the decoder has the argmax output
+	dev    *kv.Device
+	outs   []kv.Output // scratch
+}
+
+func (c *deviceCall) step(k int, wantLogits bool) (stepOut, error) {
+	if err := c.check(k); err != nil {
+		return stepOut{}, err
+	}
+	ids, err := c.idsTensor(k)
+	if err != nil {
+		return stepOut{}, fmt.Errorf("decoder input ids: %w", err)
+	}
+	var out stepOut
+	c.outs = c.outs[:0]
+	if c.argmax {
+		best, err := c.bestTensor(k)
+		if err != nil {
+			return stepOut{}, fmt.Errorf("decoder argmax: %w", err)
+		}
+		c.outs = append(c.outs, kv.Output{Name: c.names.Argmax, Value: best})
+		out.ids = c.best[:c.rows*int64(k)]
+	}
+	if wantLogits || !c.argmax {
+		logits, err := c.logitsTensor(k)
+		if err != nil {
+			return stepOut{}, fmt.Errorf("decoder logits: %w", err)
+		}
+		c.outs = append(c.outs, kv.Output{Name: c.names.Logits, Value: logits})
+		out.logits = c.logits[:c.rows*int64(k)*c.vocab]
+	}
+	if err := c.dev.Bind(ids, c.outs); err != nil {
+		return stepOut{}, err
+	}
+	if err := c.g.sess.RunWithBinding(c.dev.Binding()); err != nil {
+		return stepOut{}, fmt.Errorf("run %s graph %s: %w", c.g.role, c.g.path, err)
+	}
+	if err := c.dev.Advance(k); err != nil {
+		return stepOut{}, err
+	}
+	return out, nil
+}
+
+func (c *deviceCall) cached() int          { return c.dev.Len() }
+func (c *deviceCall) truncate(n int) error { return c.dev.Truncate(n) }
+
+func (c *deviceCall) keepRows(rows []int) error {
+	if err := c.dev.KeepRows(rows); err != nil {
+		return err
+	}
+	c.setRows(len(rows))
+	return nil
+}
+
+func (c *deviceCall) close() {
+	c.dev.Close()
+	c.release()
+}
+
+// deviceMemory is where a device-resident decode leaves the decoder's
+// outputs: the decoder session's CUDA device memory, or ORT's CPU memory on
+// the cpu provider.
+func deviceMemory(o SessionOptions) (*ort.MemoryInfo, error) {
 	switch o.Provider {
 	case "", ProviderCPU:
-		return nil, nil
+		return ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
 	case ProviderCUDA:
 		mi, err := ort.NewMemoryInfo("Cuda", ort.AllocatorTypeDevice, o.CUDADevice, ort.MemTypeDefault)
 		if err != nil {
 			return nil, fmt.Errorf("cuda memory info: %w", err)
 		}
-		defer mi.Destroy()
-		a, err := sess.CreateAllocator(mi)
-		if err != nil {
-			return nil, fmt.Errorf("cuda device %d memory from the decoder session: %w", o.CUDADevice, err)
-		}
-		return a, nil
+		return mi, nil
 	}
 	return nil, fmt.Errorf("unknown execution provider %q", o.Provider)
 }

@@ -255,10 +255,11 @@ func TestGoldenParity(t *testing.T) {
 			tok := int64(0)
 			for s := 0; s < 3 && s < len(c.GeneratedIDs); s++ {
 				r.input(1)[0] = tok
-				l, err := r.step(1)
+				out, err := r.step(1, true)
 				if err != nil {
 					t.Fatal(err)
 				}
+				l := out.logits
 				if d := track("logits", maxAbsDiff(t, "logits", l, wantLogits[s*V:(s+1)*V])); d > tolLogits {
 					t.Errorf("step %d logits max abs diff %g > %g", s, d, tolLogits)
 				}

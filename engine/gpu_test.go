@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/models"
 )
 
@@ -82,8 +81,8 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 	}
 	dev := cudaPredictor(t)
 	host := cudaPredictor(t)
-	host.cachePlace = kv.Host
-	if dev.cachePlace != kv.Adapter {
+	host.cachePlace = placeHost
+	if dev.cachePlace != placeDevice {
 		t.Fatal("the cuda provider does not keep the cache on the device")
 	}
 	cases := loadGolden(t)

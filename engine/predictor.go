@@ -61,11 +61,25 @@ type Predictor struct {
 
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
-	// cachePlace is where a decode keeps its encoder mask and
-	// cross-attention K/V: in device memory under cuda, else on the host
-	// (tests also run the device placement on the cpu provider).
-	cachePlace kv.Placement
+	// cachePlace is where a decode keeps its state: where ORT computes it
+	// under cuda, else in Go memory (tests also run the device placement on
+	// the cpu provider, and benchmarks compare the two there).
+	cachePlace placement
+	kvOps      *kv.Ops         // trims and compacts a device-resident cache
+	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
 }
+
+// placement is where a decode's cache lives.
+type placement int
+
+const (
+	// placeHost keeps it in Go memory: each call's past goes in and its
+	// present comes out through Go buffers, with the logits.
+	placeHost placement = iota
+	// placeDevice keeps it in ORT-owned values on the decoder's device
+	// (kv.Device); only ids, and logits where needed, cross.
+	placeDevice
+)
 
 // NewPredictor opens the bundle's graphs and tokenizer.
 func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
@@ -145,8 +159,20 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.Close()
 		return nil, fmt.Errorf("load decoder graph %s: %w", p.decoder.path, err)
 	}
+	if p.deviceMem, err = deviceMemory(opts.Session); err != nil {
+		p.Close()
+		return nil, err
+	}
+	decoderSO := p.so
+	if p.decoderSO != nil {
+		decoderSO = p.decoderSO
+	}
+	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, decoderSO); err != nil {
+		p.Close()
+		return nil, err
+	}
 	if opts.Session.Provider == ProviderCUDA {
-		p.cachePlace = kv.Adapter
+		p.cachePlace = placeDevice
 	}
 	return p, nil
 }
@@ -158,6 +184,14 @@ func (p *Predictor) Close() error {
 	p.decoder.close()
 	p.decoderCross.close()
 	p.vision.close()
+	if p.kvOps != nil {
+		p.kvOps.Close()
+		p.kvOps = nil
+	}
+	if p.deviceMem != nil {
+		p.deviceMem.Destroy()
+		p.deviceMem = nil
+	}
 	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO} {
 		if *so != nil {
 			(*so).Destroy()

@@ -11,40 +11,24 @@ type Shape struct {
 	Layers, Heads, DKV, DModel int
 }
 
-// Placement says where the cross part lives.
-type Placement int
-
-const (
-	// Host keeps the encoder mask and cross-attention K/V in Go memory,
-	// bound to every call.
-	Host Placement = iota
-	// Adapter holds them in ORT LoRA adapters: in device memory with a
-	// device allocator, else in ORT's host memory (the same code path, which
-	// is how it is tested without a GPU).
-	Adapter
-)
-
-// Config describes one decode's cache.
+// Config describes one host-resident decode's cache.
 type Config struct {
 	Shape
 	Batch  int // rows
 	MaxLen int // decoder positions the self-attention part holds
 	Names  Names
 	Slots  *Slots
-	Place  Placement
-	// Alloc is the device allocator for Adapter (nil: ORT host memory).
-	// The cache owns it and destroys it on Close.
-	Alloc *ort.Allocator
 }
 
 type dims struct{ b, layers, heads, dkv, model, enc int64 }
 
-// Cache is a decode's state: the self-attention part x the cross part.
+// Cache is a decode's state in Go memory: the self-attention part x the
+// cross part, bound to every call (the reference path, and the cpu
+// provider's default; Device keeps the same state where ORT computes it).
 type Cache struct {
 	self  *Self
-	cross cross
+	cross *hostCross
 	slots *Slots
-	alloc *ort.Allocator
 }
 
 // New makes the cache of a decode over states [Batch, E, DModel] with
@@ -55,28 +39,11 @@ func New(cfg Config, states []float32, mask []int64, run CrossRun) (*Cache, erro
 	}
 	d := dims{b: int64(cfg.Batch), layers: int64(cfg.Layers), heads: int64(cfg.Heads), dkv: int64(cfg.DKV),
 		model: int64(cfg.DModel), enc: int64(len(mask) / cfg.Batch)}
-	c := &Cache{slots: cfg.Slots, alloc: cfg.Alloc}
-	var err error
-	switch cfg.Place {
-	case Host:
-		var h *hostCross
-		if h, err = newHostCross(d, cfg.Slots, states, mask, run); err == nil {
-			c.cross = h
-		}
-	case Adapter:
-		var a *deviceCross
-		if a, err = newDeviceCross(d, cfg.Names, cfg.Slots, cfg.Alloc, states, mask, run); err == nil {
-			c.cross = a
-		}
-	default:
-		err = fmt.Errorf("unknown placement %d (programmer error)", cfg.Place)
-	}
+	cross, err := newHostCross(d, cfg.Slots, states, mask, run)
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
-	c.self = newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen)
-	return c, nil
+	return &Cache{self: newSelf(cfg.Batch, cfg.Layers, cfg.Heads, cfg.DKV, cfg.MaxLen), cross: cross, slots: cfg.Slots}, nil
 }
 
 // Bind binds everything of the next call but its ids and logits, for k new
@@ -92,9 +59,6 @@ func (c *Cache) Bind(ins, outs []ort.Value, k int) error {
 	return nil
 }
 
-// RunOptions are the calls' run options (nil: none).
-func (c *Cache) RunOptions() *ort.RunOptions { return c.cross.runOptions() }
-
 // Advance records a successful call on k positions per row: the cache
 // holds them.
 func (c *Cache) Advance(k int) { c.self.advance(int64(k)) }
@@ -108,6 +72,21 @@ func (c *Cache) Cap() int { return c.self.Cap() }
 // Truncate keeps the first n cached positions of every row.
 func (c *Cache) Truncate(n int) { c.self.Truncate(n) }
 
+// Rows is the number of batch rows.
+func (c *Cache) Rows() int { return int(c.self.b) }
+
+// KeepRows keeps the given batch rows (ascending indices), in that order.
+func (c *Cache) KeepRows(rows []int) error {
+	if err := checkRows(rows, c.Rows()); err != nil {
+		return err
+	}
+	if len(rows) == c.Rows() {
+		return nil
+	}
+	c.self.keepRows(rows)
+	return c.cross.keepRows(rows)
+}
+
 // Close releases the cache's ORT values; closing twice is safe.
 func (c *Cache) Close() {
 	if c.self != nil {
@@ -116,10 +95,5 @@ func (c *Cache) Close() {
 	if c.cross != nil {
 		c.cross.close()
 		c.cross = nil
-	}
-	// The adapters referred to the allocator.
-	if c.alloc != nil {
-		c.alloc.Destroy()
-		c.alloc = nil
 	}
 }

@@ -1,8 +1,8 @@
 package kv
 
 import (
-	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +38,6 @@ type fakeDecoder struct {
 	slots                      *Slots
 	b, layers, heads, dkv, enc int64
 	calls, crossRuns           int
-	adapter                    bool // the cross part is fed by an adapter: zero-length stand-ins
 }
 
 func newFake(t *testing.T, b, layers, heads, dkv, enc int) *fakeDecoder {
@@ -89,7 +88,9 @@ func (f *fakeDecoder) cross(ins, outs []ort.Value) error {
 			if !slices.Equal(shape, ort.Shape{f.b, f.heads, f.enc, f.dkv}) {
 				t.Fatalf("cross output %v", shape)
 			}
-			buf[0] = crossMarker(l, j)
+			for row := int64(0); row < f.b; row++ { // at every row's start: rows move
+				buf[row*f.heads*f.enc*f.dkv] = crossMarker(l, j)
+			}
 		}
 	}
 	return nil
@@ -100,7 +101,7 @@ func (f *fakeDecoder) run(ins, outs []ort.Value, k int) {
 	t, sl := f.t, f.slots
 	f.calls++
 	mask := ins[sl.EncoderMask].(*Pinned).Value.(*ort.Tensor[int64]).GetShape()
-	if want := map[bool]int64{false: f.enc, true: 0}[f.adapter]; !slices.Equal(mask, ort.Shape{f.b, want}) {
+	if !slices.Equal(mask, ort.Shape{f.b, f.enc}) {
 		t.Fatalf("call %d: mask %v", f.calls, mask)
 	}
 	for l := range sl.Past {
@@ -129,12 +130,6 @@ func (f *fakeDecoder) run(ins, outs []ort.Value, k int) {
 		}
 		for kv := CrossKey; kv <= CrossValue; kv++ {
 			buf, ps := data(t, ins[sl.Past[l][kv]])
-			if f.adapter {
-				if ps[2] != 0 {
-					t.Fatalf("adapter placement: cross past of %d positions fed", ps[2])
-				}
-				continue
-			}
 			if !slices.Equal(ps, ort.Shape{f.b, f.heads, f.enc, f.dkv}) || buf[0] != crossMarker(l, kv-CrossKey) {
 				t.Fatalf("call %d layer %d: cross past %v starting %v, not the cross graph's", f.calls, l, ps, buf[0])
 			}
@@ -144,72 +139,89 @@ func (f *fakeDecoder) run(ins, outs []ort.Value, k int) {
 
 // The cache's bookkeeping through a speculative-looking script: calls of
 // several positions, truncation of rejected ones (also to nothing), views
-// reused while the length stays.
+// reused while the length stays, and finished rows dropped (compaction).
 func TestCacheBookkeeping(t *testing.T) {
 	const B, layers, heads, dkv, enc = 3, 2, 2, 3, 5
 	f := newFake(t, B, layers, heads, dkv, enc)
-	for _, place := range []Placement{Host, Adapter} {
-		f.calls, f.crossRuns, f.adapter = 0, 0, place == Adapter
-		c, err := New(Config{Shape: Shape{Layers: layers, Heads: heads, DKV: dkv, DModel: 4}, Batch: B, MaxLen: 12,
-			Names: f.names, Slots: f.slots, Place: place}, make([]float32, B*enc*4), make([]int64, B*enc), f.cross)
+	c, err := New(Config{Shape: Shape{Layers: layers, Heads: heads, DKV: dkv, DModel: 4}, Batch: B, MaxLen: 12,
+		Names: f.names, Slots: f.slots}, make([]float32, B*enc*4), make([]int64, B*enc), f.cross)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.crossRuns != 1 {
+		t.Fatalf("the cross graph ran %d times making the cache, want once", f.crossRuns)
+	}
+	ins, outs := make([]ort.Value, f.slots.Inputs), make([]ort.Value, f.slots.Outputs)
+	// want: per row (batch row x head), the value at the start of each position
+	want := make([][]float32, B*heads)
+	script := []struct {
+		k, keep int
+		rows    []int // rows kept after the call (nil: all)
+	}{{1, -1, nil}, {4, 3, nil}, {1, -1, []int{0, 2}}, {5, 2, nil}, {2, 0, nil}, {3, -1, []int{1}}, {1, -1, nil}}
+	for i, s := range script {
+		if err := c.Bind(ins, outs, s.k); err != nil {
+			t.Fatal(err)
+		}
+		f.run(ins, outs, s.k)
+		c.Advance(s.k)
+		for row := range want {
+			for j := 0; j < s.k; j++ {
+				want[row] = append(want[row], marker(f.calls, len(want[row]))+float32(row)/100)
+			}
+			if s.keep >= 0 {
+				want[row] = want[row][:s.keep]
+			}
+		}
+		if s.keep >= 0 {
+			c.Truncate(s.keep)
+		}
+		if s.rows != nil {
+			if err := c.KeepRows(s.rows); err != nil {
+				t.Fatal(err)
+			}
+			var kept [][]float32
+			for _, r := range s.rows {
+				kept = append(kept, want[r*heads:(r+1)*heads]...)
+			}
+			want = kept
+			f.b = int64(len(s.rows))
+		}
+		if c.Len() != len(want[0]) || c.Rows()*heads != len(want) {
+			t.Fatalf("call %d: %d positions x %d rows, want %d x %d", i, c.Len(), c.Rows(), len(want[0]), len(want)/heads)
+		}
+		// the cached positions, read through the next call's past view
+		past, err := c.self.view(c.self.cur, int64(c.Len()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.crossRuns != 1 {
-			t.Fatalf("%v: the cross graph ran %d times making the cache, want once", place, f.crossRuns)
-		}
-		ins, outs := make([]ort.Value, f.slots.Inputs), make([]ort.Value, f.slots.Outputs)
-		// want: per position, the call that wrote it
-		var want []int
-		script := []struct{ k, keep int }{{1, -1}, {4, 3}, {1, -1}, {5, 2}, {2, 0}, {3, -1}, {1, -1}}
-		for i, s := range script {
-			if err := c.Bind(ins, outs, s.k); err != nil {
-				t.Fatal(err)
-			}
-			if place == Adapter && c.RunOptions() == nil {
-				t.Fatal("adapter placement without run options")
-			}
-			f.run(ins, outs, s.k)
-			c.Advance(s.k)
-			for j := 0; j < s.k; j++ {
-				want = append(want, f.calls)
-			}
-			if s.keep >= 0 {
-				c.Truncate(s.keep)
-				want = want[:s.keep]
-			}
-			if c.Len() != len(want) {
-				t.Fatalf("%v call %d: length %d, want %d", place, i, c.Len(), len(want))
-			}
-			// the cached positions, read through the next call's past view
-			past, err := c.self.view(c.self.cur, int64(c.Len()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf := past[0].Value.(*ort.Tensor[float32]).GetData()
-			n := c.Len()
-			for row := 0; row < B*heads; row++ {
-				for pos, call := range want {
-					if got := buf[(row*n+pos)*dkv]; got != marker(call, pos)+float32(row)/100 {
-						t.Fatalf("%v call %d: row %d position %d holds %v, want call %d's", place, i, row, pos, got, call)
-					}
+		buf := past[0].Value.(*ort.Tensor[float32]).GetData()
+		n := c.Len()
+		for row := range want {
+			for pos, w := range want[row] {
+				if got := buf[(row*n+pos)*dkv]; got != w {
+					t.Fatalf("call %d: row %d position %d holds %v, want %v", i, row, pos, got, w)
 				}
 			}
 		}
-		// a call that does not fit is refused
-		if err := c.Bind(ins, outs, 12); err == nil {
-			t.Error("a call past the cache's capacity was bound")
-		}
-		if f.crossRuns != 1 {
-			t.Fatalf("%v: the cross graph ran %d times, want once", place, f.crossRuns)
-		}
-		c.Close()
-		c.Close() // twice is safe
 	}
+	// a call that does not fit is refused; so are bad rows
+	if err := c.Bind(ins, outs, 12); err == nil {
+		t.Error("a call past the cache's capacity was bound")
+	}
+	for _, bad := range [][]int{nil, {1}, {0, 0}} {
+		if err := c.KeepRows(bad); err == nil {
+			t.Errorf("rows %v of 1 kept", bad)
+		}
+	}
+	if f.crossRuns != 1 {
+		t.Fatalf("the cross graph ran %d times, want once", f.crossRuns)
+	}
+	c.Close()
+	c.Close() // twice is safe
 	// a failing cross graph fails New, and nothing leaks
-	f.adapter = false
+	f.b = B
 	if _, err := New(Config{Shape: Shape{Layers: layers, Heads: heads, DKV: dkv, DModel: 4}, Batch: B, MaxLen: 12,
-		Names: f.names, Slots: f.slots, Place: Host}, make([]float32, B*enc*4), make([]int64, B*enc),
+		Names: f.names, Slots: f.slots}, make([]float32, B*enc*4), make([]int64, B*enc),
 		func(ins, outs []ort.Value) error { return errors.New("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("failing cross graph: %v", err)
 	}
@@ -253,48 +265,90 @@ func TestFindSlotsErrors(t *testing.T) {
 	}
 }
 
-func TestAdapterLayout(t *testing.T) {
-	params := []adapterParam{
-		{name: "a", dtype: onnxFloat, elem: 4, dims: []int64{1, 3}},
-		{name: "empty_one", dtype: onnxFloat, elem: 4, dims: []int64{1, 4, 0, 2}},
-		{name: "mask", dtype: onnxInt64, elem: 8, dims: []int64{2}},
-	}
-	buf, err := layoutAdapter(params)
+// The trim and gather graphs cut positions and rows exactly, and leave their
+// outputs in ORT's memory.
+func TestOps(t *testing.T) {
+	const layers, b, h, T, d = 2, 3, 2, 5, 4
+	so, err := ort.NewSessionOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	copy(buf.float32s(0), []float32{1.5, -2, 3})
-	copy(buf.int64s(2), []int64{-1, 1 << 40})
-	if uintptr(unsafe.Pointer(&buf.bytes[0]))%8 != 0 {
-		t.Error("buffer not 8-aligned in Go memory")
-	}
-	if string(buf.bytes[4:8]) != "TORT" {
-		t.Fatalf("identifier %q", buf.bytes[4:8])
-	}
-	for i, r := range buf.raw {
-		if len(r) == 0 {
-			continue
-		}
-		off := uintptr(unsafe.Pointer(&r[0])) - uintptr(unsafe.Pointer(&buf.bytes[0]))
-		if off%16 != 0 {
-			t.Errorf("param %d data at %d, not 16-aligned", i, off)
-		}
-	}
-	if got := binary.LittleEndian.Uint64(buf.raw[2][8:]); got != 1<<40 {
-		t.Errorf("int64 view wrote %d", got)
-	}
-	a, err := ort.NewLoraAdapterWithData(buf.bytes)
+	defer so.Destroy()
+	ops, err := NewOps(layers, so)
 	if err != nil {
-		t.Fatalf("ORT rejects the adapter: %v", err)
+		t.Fatal(err)
 	}
-	a.Destroy()
-	bad := append([]byte(nil), buf.bytes...)
-	copy(bad[4:8], "XXXX")
-	if a, err := ort.NewLoraAdapterWithData(bad); err == nil {
-		a.Destroy()
-		t.Error("ORT accepted an adapter without its identifier: the check above proves nothing")
+	defer ops.Close()
+	mem, err := ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := layoutAdapter([]adapterParam{{name: "x", dtype: onnxFloat, elem: 4, dims: []int64{-1}}}); err == nil {
-		t.Error("negative dimension accepted")
+	defer mem.Destroy()
+	// x_i[r, hh, p, dd] = 1000*i + 100*r + 10*hh + p + dd/10
+	at := func(i, r, hh, p, dd int) float32 { return float32(1000*i+100*r+10*hh+p) + float32(dd)/10 }
+	var xs []ort.Value
+	for i := 0; i < 4*layers; i++ {
+		v := make([]float32, b*h*T*d)
+		for r := 0; r < b; r++ {
+			for hh := 0; hh < h; hh++ {
+				for p := 0; p < T; p++ {
+					for dd := 0; dd < d; dd++ {
+						v[((r*h+hh)*T+p)*d+dd] = at(i, r, hh, p, dd)
+					}
+				}
+			}
+		}
+		x, err := ort.NewTensor(ort.NewShape(b, h, T, d), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Destroy()
+		xs = append(xs, x)
+	}
+	check := func(what string, ys []*ort.OwnedValue, rows []int, n int) {
+		t.Helper()
+		defer destroyAll(ys)
+		for i, y := range ys {
+			if y.Location() != "Cpu" || !slices.Equal(y.GetShape(), ort.Shape{int64(len(rows)), h, int64(n), d}) {
+				t.Fatalf("%s %d: %v in %s", what, i, y.GetShape(), y.Location())
+			}
+			raw, err := y.HostData()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
+			for j, r := range rows {
+				for hh := 0; hh < h; hh++ {
+					for p := 0; p < n; p++ {
+						for dd := 0; dd < d; dd++ {
+							if g := got[((j*h+hh)*n+p)*d+dd]; g != at(i, r, hh, p, dd) {
+								t.Fatalf("%s %d: [%d %d %d %d] = %v, want row %d's %v", what, i, j, hh, p, dd, g, r, at(i, r, hh, p, dd))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []int{1, 3, T} {
+		ys, err := ops.Trim(xs[:2*layers], n, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("trim to %d", n), ys, []int{0, 1, 2}, n)
+	}
+	for _, rows := range [][]int{{0, 2}, {1}, {0, 1, 2}} {
+		idx := make([]int64, len(rows))
+		for i, r := range rows {
+			idx[i] = int64(r)
+		}
+		ys, err := ops.Gather(xs, idx, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("gather %v", rows), ys, rows, T)
+	}
+	if _, err := ops.Trim(xs, 1, mem); err == nil {
+		t.Error("trim of the wrong number of tensors: no error")
 	}
 }

@@ -17,6 +17,9 @@ import (
 type Names struct {
 	IDs, EncoderMask string
 	Logits           string
+	// Argmax is the logits' argmax per position (int64 ids), an output of
+	// graphs_revision 3 decoders; older decoders lack it.
+	Argmax string
 	// Past per layer: self key, self value, cross key, cross value.
 	Past [][4]string
 	// Present per layer: self key, self value (past ++ the new positions).
@@ -37,7 +40,8 @@ const (
 
 // DecoderNames returns the names of a decoder with the given layers.
 func DecoderNames(layers int) Names {
-	n := Names{IDs: "input_ids", EncoderMask: "encoder_attention_mask", Logits: "logits", CrossStates: "encoder_hidden_states"}
+	n := Names{IDs: "input_ids", EncoderMask: "encoder_attention_mask", Logits: "logits", Argmax: "logits_argmax",
+		CrossStates: "encoder_hidden_states"}
 	for l := 0; l < layers; l++ {
 		var past [4]string
 		for role, s := range [4]string{"decoder.key", "decoder.value", "encoder.key", "encoder.value"} {
@@ -56,6 +60,7 @@ func DecoderNames(layers int) Names {
 type Slots struct {
 	IDs, EncoderMask int
 	Logits           int
+	Argmax           int // -1: the decoder has no argmax output
 	Past             [][4]int
 	Present          [][2]int
 	Inputs, Outputs  int // list lengths
@@ -79,6 +84,10 @@ func FindSlots(n Names, inputs, outputs, crossInputs, crossOutputs []string) (*S
 	}
 	s := &Slots{Inputs: len(inputs), Outputs: len(outputs), CrossInputs: len(crossInputs), CrossOutputs: len(crossOutputs)}
 	s.IDs, s.EncoderMask, s.Logits = find(in, n.IDs), find(in, n.EncoderMask), find(out, n.Logits)
+	s.Argmax = -1
+	if i, ok := out[n.Argmax]; ok {
+		s.Argmax = i
+	}
 	s.CrossStates = find(cin, n.CrossStates)
 	for l := range n.Past {
 		var pa [4]int
@@ -95,8 +104,12 @@ func FindSlots(n Names, inputs, outputs, crossInputs, crossOutputs []string) (*S
 		return nil, fmt.Errorf("decoder graphs lack %q", missing)
 	}
 	L := len(n.Past)
-	if len(inputs) != 2+4*L || len(outputs) != 1+2*L {
-		return nil, fmt.Errorf("decoder graph has %d inputs and %d outputs, want %d and %d for %d layers", len(inputs), len(outputs), 2+4*L, 1+2*L, L)
+	outs := 1 + 2*L
+	if s.Argmax >= 0 {
+		outs++
+	}
+	if len(inputs) != 2+4*L || len(outputs) != outs {
+		return nil, fmt.Errorf("decoder graph has %d inputs and %d outputs, want %d and %d for %d layers", len(inputs), len(outputs), 2+4*L, outs, L)
 	}
 	if len(crossInputs) != 1 || len(crossOutputs) != 2*L {
 		return nil, fmt.Errorf("cross graph has %d inputs and %d outputs, want 1 and %d for %d layers", len(crossInputs), len(crossOutputs), 2*L, L)

@@ -104,6 +104,16 @@ func (s *Self) Truncate(n int) {
 	s.n = m
 }
 
+// keepRows keeps the given batch rows (ascending) of the cached positions.
+func (s *Self) keepRows(rows []int) {
+	KeepRows(s.buf[s.cur], rows, s.heads*s.n*s.dkv)
+	s.b = int64(len(rows))
+	for i := range s.views {
+		ReleaseAll(s.views[i].t)
+		s.views[i].n = -1
+	}
+}
+
 // KeepPositions keeps the first n of T positions in each buffer, laid out
 // [rows, T, d_kv], as [rows, n, d_kv]: each row moves down, in order, and
 // never overwrites a row not yet moved.
