@@ -72,12 +72,15 @@ func jsonHeader(kv ...string) http.Header {
 	return h
 }
 
+// shortLinger keeps tests of bodies that never end short.
+func shortLinger(s *Server) { s.linger = 50 * time.Millisecond }
+
 // TestFullQueueRefusesUnread: once the queue is full, a request is
 // answered 429 before its body is read or its screen decoded, so memory is
 // bounded by --queue, not by how many clients send at once.
 func TestFullQueueRefusesUnread(t *testing.T) {
 	var decodes atomic.Int32
-	s, ts, entered, release := holdingServer(t, Config{Queue: 1, MaxBatch: 1, BatchWait: -1}, func(s *Server) {
+	s, ts, entered, release := holdingServer(t, Config{Queue: 1, MaxBatch: 1, BatchWait: -1}, shortLinger, func(s *Server) {
 		s.beforeDecode = func() { decodes.Add(1) }
 	})
 	ctx := context.Background()
@@ -151,7 +154,7 @@ func TestDecodersBounded(t *testing.T) {
 // one more is answered 429 while it streams, and the bytes come back.
 func TestBodyMemory(t *testing.T) {
 	m := tinyModel(t)
-	s, ts := start(t, Config{MaxBody: 256 << 10, BodyMemory: 256 << 10}, &m)
+	s, ts := start(t, Config{MaxBody: 256 << 10, BodyMemory: 256 << 10}, &m, shortLinger)
 	// A slow client that has sent 200 KiB holds them.
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
@@ -202,8 +205,8 @@ func (c Config) withDecode(maxPixels int) Config {
 // connection at once instead of waiting for the body.
 func TestEarlyErrorsClose(t *testing.T) {
 	m := tinyModel(t)
-	_, ts := start(t, Config{Token: "tok", MaxBody: 1 << 20}, &m)
-	_, loading := start(t, Config{}, nil)
+	_, ts := start(t, Config{Token: "tok", MaxBody: 1 << 20}, &m, shortLinger)
+	_, loading := start(t, Config{}, nil, shortLinger)
 	auth := "Bearer tok"
 	for _, c := range []struct {
 		name    string
@@ -214,10 +217,11 @@ func TestEarlyErrorsClose(t *testing.T) {
 		kind    string
 		mention string
 	}{
-		{"no token", ts, jsonHeader(), 512 << 10, 401, KindUnauthorized, "bearer token"},
+		// Under 256 KiB unread, net/http used to read the rest before answering.
+		{"no token", ts, jsonHeader(), 100 << 10, 401, KindUnauthorized, "bearer token"},
 		{"too large", ts, jsonHeader("Authorization", auth), 2 << 20, 413, KindTooLarge, "over the limit"},
-		{"not JSON", ts, http.Header{"Content-Type": {"image/png"}, "Authorization": {auth}}, 512 << 10, 415, KindUnsupportedType, "application/json"},
-		{"loading", loading, jsonHeader(), 512 << 10, 503, KindNotReady, "loading"},
+		{"not JSON", ts, http.Header{"Content-Type": {"image/png"}, "Authorization": {auth}}, 100 << 10, 415, KindUnsupportedType, "application/json"},
+		{"loading", loading, jsonHeader(), 100 << 10, 503, KindNotReady, "loading"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := rawPost(t, c.ts, "/v1/predict", c.header, c.length, `{"goal": "slow`)
@@ -227,6 +231,12 @@ func TestEarlyErrorsClose(t *testing.T) {
 			}
 		})
 	}
+	// A client that writes its whole (big) body before reading still reads
+	// its answer, not a reset.
+	_, ts = start(t, Config{Token: "tok"}, &m)
+	big := api.PredictRequest{Goal: "g", Screen: bytes.Repeat([]byte{1}, 4<<20)}
+	resp, body := post(t, context.Background(), ts.URL, big)
+	wantError(t, resp, body, 401, KindUnauthorized, "bearer token")
 }
 
 func TestContentType(t *testing.T) {

@@ -70,11 +70,11 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time) {
 	if r.Method != http.MethodPost {
-		s.refuse(w, methodNotAllowed("POST"))
+		s.refuse(w, r, methodNotAllowed("POST"))
 		return
 	}
 	if !s.authorized(r) {
-		s.refuse(w, &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized,
+		s.refuse(w, r, &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized,
 			msg: "missing or wrong bearer token (Authorization: Bearer TOKEN)"})
 		return
 	}
@@ -83,21 +83,25 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time
 	s.mu.Unlock()
 	switch {
 	case closing:
-		s.refuse(w, errShuttingDown)
+		s.refuse(w, r, errShuttingDown)
 		return
 	case model == nil:
-		s.refuse(w, errNotReady)
+		s.refuse(w, r, errNotReady)
 		return
 	}
 	if herr := s.early(r); herr != nil {
-		s.refuse(w, herr)
+		s.refuse(w, r, herr)
 		return
 	}
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	req, herr := s.readRequest(ctx, w, r, model)
-	if herr != nil {
+	switch {
+	case herr != nil && herr.unread:
+		s.refuse(w, r, herr)
+		return
+	case herr != nil:
 		s.answerError(w, r, herr)
 		return
 	}
@@ -168,7 +172,7 @@ func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http
 	raw, release, herr := s.readBody(w, r)
 	defer release()
 	if herr != nil {
-		hangUp(w) // the rest of the body is not read
+		herr.unread = true
 		return engine.Request{}, herr
 	}
 	if herr := s.admit(); herr != nil {
@@ -351,21 +355,20 @@ func (s *Server) decode(ctx context.Context, b []byte) (image.Image, *httpError)
 	return img, nil
 }
 
-// refuse writes an error answer and closes the connection, for answers
-// given before the body is read: the client may still be sending it, and
-// nothing waits for it.
-func (s *Server) refuse(w http.ResponseWriter, e *httpError) {
-	hangUp(w)
-	s.writeError(w, e)
-}
-
-// hangUp makes the connection close after the answer without reading what
-// is left of the body: Connection: close keeps net/http from reading it
-// before the answer, and an expired read deadline from reading up to 256
-// KiB of it after.
-func hangUp(w http.ResponseWriter) {
+// refuse answers an error given before the body is read, and closes the
+// connection. The answer goes out at once; then what the client still
+// sends is read and dropped, for at most linger and MaxBody bytes, so that
+// a client that writes its whole body before reading sees the answer, not
+// a reset. Connection: close keeps net/http from reading the body before
+// the answer.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, e *httpError) {
 	w.Header().Set("Connection", "close")
-	http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	s.writeError(w, e)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil || rc.SetReadDeadline(time.Now().Add(s.linger)) != nil {
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(r.Body, s.cfg.MaxBody))
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *httpError) {

@@ -164,6 +164,10 @@ type Server struct {
 	beforeBatch  func(n int)
 	onDrop       func()
 	beforeDecode func()
+
+	// linger is how long an early answer keeps reading the body it refused
+	// before the connection closes.
+	linger time.Duration
 }
 
 // New returns a server that is up (healthz) but not ready until SetModel.
@@ -171,7 +175,7 @@ func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, queue: make(chan *job, cfg.Queue), done: make(chan struct{}),
 		slots: make(chan struct{}, cfg.Queue), decoders: make(chan struct{}, cfg.Decoders),
-		bodies: budget{limit: cfg.BodyMemory}}
+		bodies: budget{limit: cfg.BodyMemory}, linger: 5 * time.Second}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -344,7 +348,7 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.refuse(w, &httpError{status: http.StatusNotFound, kind: KindNotFound,
+	s.refuse(w, r, &httpError{status: http.StatusNotFound, kind: KindNotFound,
 		msg: fmt.Sprintf("no such path %q; the API is POST /v1/predict (docs/serve.md)", r.URL.Path)})
 }
 
@@ -394,6 +398,7 @@ type httpError struct {
 	kind   string
 	msg    string
 	allow  string
+	unread bool // given before the body was read whole
 }
 
 func (e *httpError) Error() string { return e.msg }

@@ -20,10 +20,13 @@ func init() {
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	mf := addModelFlags(fs)
+	// Served screens come from phones and tablets: serve's own cap, not
+	// the one for local files.
+	fs.Lookup("max-pixels").Usage = fmt.Sprintf("refuse screens over this many pixels, width*height, read from the header before decoding (0: %d, every phone and tablet screen)", serve.DefaultMaxPixels)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
 	maxBatch := fs.Int("max-batch", serve.DefaultMaxBatch, "most requests in one engine call")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
-	queue := fs.Int("queue", serve.DefaultQueue, "decoded requests that may wait for the engine; more are answered 429 with Retry-After")
+	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
 	timeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest time from a request's arrival to its answer (504 after); also the shutdown drain limit")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token that /v1/* requires (Authorization: Bearer TOKEN); /healthz, /readyz and /metrics stay open")

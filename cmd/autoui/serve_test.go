@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/serve"
 )
 
 // TestServeCLI runs `autoui serve` in a child process: it reports its
@@ -156,5 +158,19 @@ func TestServeCLIErrors(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "serve", "--model", t.TempDir(), "--addr", "127.0.0.1:0")
 	if code != exitError || !strings.HasPrefix(stderr, "autoui serve: listening on http://127.0.0.1:") || strings.Contains(stdout+stderr, "panic") {
 		t.Errorf("bad bundle: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestServeHelpMaxPixels: serve's --max-pixels help names serve's own
+// screen cap (phones and tablets), not the one for local files.
+func TestServeHelpMaxPixels(t *testing.T) {
+	stdout, stderr, _ := runCLI(t, "serve", "-h")
+	out := stdout + stderr
+	i := strings.Index(out, "-max-pixels")
+	if i < 0 {
+		t.Fatalf("no --max-pixels in serve -h: %q", out)
+	}
+	if line, _, _ := strings.Cut(out[i:], "\n  -"); !strings.Contains(line, fmt.Sprint(serve.DefaultMaxPixels)) {
+		t.Errorf("--max-pixels help %q does not name serve's cap %d", line, serve.DefaultMaxPixels)
 	}
 }
