@@ -167,3 +167,41 @@ func TestCaptureTheDisplayThatIsOn(t *testing.T) {
 		}
 	}
 }
+
+// TestOrientationOfTheDisplayInUse: a folded phone lists its switched-off
+// panel's touchscreen first, without a display (PhysicalWidth -1px up to
+// Android 13, a disabled mapper on every version) and with a stale
+// rotation 0; the rotation comes from the touchscreen of the panel in use.
+func TestOrientationOfTheDisplayInUse(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	for v := fakephone.MinAndroid; v <= fakephone.MaxAndroid; v++ {
+		fake := r.add(t, fakephone.Options{Android: v, Orientation: 1, InactiveDisplay: true, Phone: mustPhone(t, 240, 108)})
+		d := r.connect(t, Options{Serial: fake.Serial()})
+		if got, err := d.Orientation(ctx); err != nil || got != 1 {
+			t.Errorf("Android %d: Orientation = %d, %v; want 1 (the stale 0 is the switched-off panel's)", v, got, err)
+		}
+	}
+}
+
+// TestOrientationOfChosenDisplay: with two touchscreens on two displays
+// that are both on, the rotation is the captured display's.
+func TestOrientationOfChosenDisplay(t *testing.T) {
+	section := func(id, display string, o int) string {
+		return fmt.Sprintf("  Device %s: touch\n    Touch Input Mapper (mode - DIRECT):\n      Viewport INTERNAL: displayId=0, uniqueId=local:%s, port=0, orientation=%d\n      PhysicalWidth: 1080px\n      SurfaceOrientation: %d\n", id, display, o, o)
+	}
+	out := "Input Reader State:\n" + section("2", "111", 0) + section("3", "222", 3)
+	for display, want := range map[string]int{"111": 0, "222": 3, "": 0} {
+		if got, ok := orientationOf(out, display); !ok || got != want {
+			t.Errorf("display %q: %d, %v; want %d", display, got, ok, want)
+		}
+	}
+	viewports := "mViewports=[DisplayViewport{type=INTERNAL, uniqueId='local:111', orientation=0}, DisplayViewport{type=EXTERNAL, uniqueId='local:222', orientation=1}]"
+	if got, ok := orientationOf(viewports, "222"); !ok || got != 1 {
+		t.Errorf("dumpsys display for display 222: %d, %v; want 1", got, ok)
+	}
+	negative := "  Device 5: ghost\n      PhysicalWidth: -1px\n      SurfaceOrientation: 0\n" + section("2", "111", 2)
+	if got, ok := orientationOf(negative, ""); !ok || got != 2 {
+		t.Errorf("a device with a negative PhysicalWidth was read: %d, %v; want 2", got, ok)
+	}
+}

@@ -89,15 +89,79 @@ func parseRotation(s string) (int, bool) {
 // orientationSources are asked in turn until one says the rotation.
 var orientationSources = []string{"dumpsys input", "dumpsys window displays", "dumpsys display"}
 
+var (
+	// reInputDevice starts a device's section of `dumpsys input`.
+	reInputDevice = regexp.MustCompile(`(?m)^\s*Device -?\d+: `)
+	// reNoDisplay marks a touch device without a display: a negative
+	// PhysicalWidth (Android 10-13; android_env skips these too) or a
+	// disabled touch mapper (every version).
+	reNoDisplay = regexp.MustCompile(`PhysicalWidth:\s*-\d+px|Touch Input Mapper \(mode - (?i:disabled)\)`)
+	// reViewportDisplay is the physical display a viewport belongs to, in
+	// dumpsys input (uniqueId=local:ID) and dumpsys display
+	// (uniqueId='local:ID').
+	reViewportDisplay = regexp.MustCompile(`uniqueId='?local:(\d+)`)
+	// reDisplayViewport is one viewport of `dumpsys display`.
+	reDisplayViewport = regexp.MustCompile(`DisplayViewport\{[^}]*\}`)
+)
+
+// orientationOf reads the rotation of display (a physical display id, ""
+// for the default) from one source's output. Touch devices without a
+// display and viewports of another display are skipped: a foldable lists
+// its switched-off panel's touchscreen, with a stale rotation, before the
+// one in use.
+func orientationOf(out, display string) (int, bool) {
+	for _, part := range displayParts(out, display) {
+		if o, ok := ParseOrientation(part); ok {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// displayParts splits dumpsys output into what may describe display:
+// dumpsys input's device sections, dumpsys display's viewports, else the
+// whole output.
+func displayParts(out, display string) []string {
+	var parts []string
+	if starts := reInputDevice.FindAllStringIndex(out, -1); len(starts) > 0 {
+		for i, s := range starts {
+			end := len(out)
+			if i+1 < len(starts) {
+				end = starts[i+1][0]
+			}
+			parts = append(parts, out[s[0]:end])
+		}
+	} else if vps := reDisplayViewport.FindAllString(out, -1); len(vps) > 0 {
+		parts = vps
+	} else {
+		return []string{out}
+	}
+	kept := parts[:0]
+	for _, p := range parts {
+		if reNoDisplay.MatchString(p) {
+			continue
+		}
+		if m := reViewportDisplay.FindStringSubmatch(p); m != nil && display != "" && m[1] != display {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
 // Orientation is the current display rotation in quarter turns (0 portrait
-// for a phone, 1 and 3 landscape), read with dumpsys.
+// for a phone, 1 and 3 landscape), read with dumpsys for the display
+// screenshots capture.
 func (d *Device) Orientation(ctx context.Context) (int, error) {
+	if _, err := d.screencapArgs(ctx); err != nil {
+		return 0, err
+	}
 	for _, cmd := range orientationSources {
 		out, err := d.readShellText(ctx, cmd)
 		if err != nil {
 			return 0, err
 		}
-		if o, ok := ParseOrientation(out); ok {
+		if o, ok := orientationOf(out, d.display); ok {
 			return o, nil
 		}
 	}

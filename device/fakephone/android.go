@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -31,43 +32,67 @@ func SDKLevel(android int) int {
 var rotationDegrees = [4]int{0, 90, 180, 270}
 
 // writeDumpsysInput prints the parts of `dumpsys input` that carry the
-// rotation, in the format of the device's Android version: the touch
-// mapper's viewport on every version, then SurfaceOrientation (10-13),
-// InputDeviceOrientation as a number (14) or as RotationNN (15+).
+// rotation, in the format of the device's Android version: each touch
+// device's mapper with its viewport (the native DisplayViewport::toString
+// line), then SurfaceOrientation (10-13, after PhysicalWidth),
+// InputDeviceOrientation as a number (14) or as RotationNN (15+). With
+// InactiveDisplay the switched-off panel's touchscreen comes first: it has
+// no viewport, so its mapper is disabled (PhysicalWidth -1px up to 13) and
+// its rotation is a stale 0.
 func (d *Device) writeDumpsysInput(w io.Writer) {
-	o := d.opts.Orientation % 4
-	pw, ph := d.physicalSize()
-	lw, lh := d.phone.Size() // as rotated: the physical size turned by o
-	fmt.Fprintf(w, `INPUT MANAGER (dumpsys input)
+	fmt.Fprint(w, `INPUT MANAGER (dumpsys input)
 
 Input Manager Service (Java) State:
   Interactive: true
 
 Input Reader State (Nums of external devices: 0):
-  Device 2: fake_touchscreen
-    EventHub Devices: [ 2 ]
+`)
+	if d.opts.InactiveDisplay {
+		d.writeTouchDevice(w, 3, "inner_touchscreen", false)
+	}
+	d.writeTouchDevice(w, 2, "fake_touchscreen", true)
+	fmt.Fprint(w, "\nInput Dispatcher State:\n  DispatchEnabled: true\n")
+}
+
+// writeTouchDevice prints one touchscreen of `dumpsys input`; a touchscreen
+// without a display (enabled false) has the default viewport and a
+// disabled mapper.
+func (d *Device) writeTouchDevice(w io.Writer, id int, name string, enabled bool) {
+	o := d.opts.Orientation % 4
+	pw, ph := d.physicalSize()
+	lw, lh := d.phone.Size() // as rotated: the physical size turned by o
+	mode, viewport := "DIRECT", fmt.Sprintf("Viewport INTERNAL: displayId=0, uniqueId=local:%s, port=0, orientation=%d, logicalFrame=[0, 0, %d, %d], physicalFrame=[0, 0, %d, %d], deviceSize=[%d, %d], isActive=[1]", activeDisplayID, o, lw, lh, lw, lh, pw, ph)
+	if !enabled {
+		o, lw, lh = 0, -1, -1
+		mode, viewport = "DISABLED", "Viewport INTERNAL: displayId=-1, uniqueId=, port=<none>, orientation=0, logicalFrame=[0, 0, 0, 0], physicalFrame=[0, 0, 0, 0], deviceSize=[0, 0], isActive=[0]"
+	}
+	v := d.android()
+	if v <= 11 {
+		mode = strings.ToLower(mode) // modeToString before DeviceMode became an enum class
+	}
+	fmt.Fprintf(w, `  Device %d: %s
+    EventHub Devices: [ %d ]
     Generation: 12
     IsExternal: false
     Sources: TOUCHSCREEN
     KeyboardType: 0
-    Touch Input Mapper (mode - DIRECT):
+    Touch Input Mapper (mode - %s):
       Parameters:
         GestureMode: MULTI_TOUCH
         DeviceType: TOUCH_SCREEN
         AssociatedDisplay: hasAssociatedDisplay=true, isExternal=false, displayId=''
         OrientationAware: true
         Orientation: 0
-      Viewport INTERNAL: displayId=0, uniqueId=local:0, port=0, orientation=%d, logicalFrame=[0, 0, %d, %d], physicalFrame=[0, 0, %d, %d], deviceSize=[%d, %d], isActive=[1]
-`, o, lw, lh, lw, lh, pw, ph)
-	switch v := d.android(); {
+      %s
+`, id, name, id, mode, viewport)
+	switch {
 	case v <= 13:
-		fmt.Fprintf(w, "      SurfaceWidth: %dpx\n      SurfaceHeight: %dpx\n      SurfaceOrientation: %d\n", lw, lh, o)
+		fmt.Fprintf(w, "      SurfaceWidth: %dpx\n      SurfaceHeight: %dpx\n      PhysicalWidth: %dpx\n      PhysicalHeight: %dpx\n      SurfaceOrientation: %d\n", lw, lh, lw, lh, o)
 	case v == 14:
-		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: %d\n", lw, lh, o)
+		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: %d\n", max(lw, 0), max(lh, 0), o)
 	default:
-		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: Rotation%d\n", lw, lh, rotationDegrees[o])
+		fmt.Fprintf(w, "      DisplayBounds: %dx%d\n      InputDeviceOrientation: Rotation%d\n", max(lw, 0), max(lh, 0), rotationDegrees[o])
 	}
-	fmt.Fprint(w, "\nInput Dispatcher State:\n  DispatchEnabled: true\n")
 }
 
 // writeDumpsysWindowDisplays prints the rotation lines of
