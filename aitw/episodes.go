@@ -177,6 +177,17 @@ func IsPickle(path string) bool {
 	return false
 }
 
+// SkippableError marks a read error that ReadOptions.SkipCorrupt would
+// have skipped (a bad record, an empty file, an inconsistent or incomplete
+// episode), so a caller can say how to go on past it.
+type SkippableError struct{ Err error }
+
+func (e *SkippableError) Error() string { return e.Err.Error() }
+func (e *SkippableError) Unwrap() error { return e.Err }
+
+// skippable wraps err as a *SkippableError.
+func skippable(err error) error { return &SkippableError{Err: err} }
+
 // StreamEpisodes reads gold files (TFRecords or Auto-UI pickles, after
 // ExpandPaths) and calls fn with each episode once all its steps are read,
 // so only unfinished episodes are held in memory. AITW files keep an
@@ -199,7 +210,10 @@ func StreamEpisodes(files []string, opts ReadOptions, fn func(Episode) error) (R
 		} else {
 			err = readRecordFile(f, subset, opts, &st, asm, fn)
 		}
-		if opts.SkipCorrupt && errors.Is(err, ErrEmptyFile) {
+		if errors.Is(err, ErrEmptyFile) {
+			if !opts.SkipCorrupt {
+				return st, skippable(err)
+			}
 			st.Skipped++
 			st.problem("%v; skipped", err)
 			err = nil
@@ -272,15 +286,18 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		}
 		if err != nil {
 			var re *RecordError
-			if opts.SkipCorrupt && errors.As(err, &re) {
-				st.Skipped++
-				st.problem("%v", err)
-				if re.Resumable {
-					continue
-				}
-				return nil
+			if !errors.As(err, &re) {
+				return err
 			}
-			return err
+			if !opts.SkipCorrupt {
+				return skippable(err)
+			}
+			st.Skipped++
+			st.problem("%v", err)
+			if re.Resumable {
+				continue
+			}
+			return nil
 		}
 		ex, err := DecodeExample(payload)
 		var s Step
@@ -289,12 +306,12 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		}
 		if err != nil {
 			err = fmt.Errorf("read record %s at byte %d: %w", path, off, err)
-			if opts.SkipCorrupt {
-				st.Skipped++
-				st.problem("%v", err)
-				continue
+			if !opts.SkipCorrupt {
+				return skippable(err)
 			}
-			return err
+			st.Skipped++
+			st.problem("%v", err)
+			continue
 		}
 		st.Records++
 		intact++
@@ -397,7 +414,7 @@ func stepConflict(ep *Episode, s Step) string {
 // drop leaves out the episode e names (SkipCorrupt) or returns e.
 func (a *assembler) drop(e *EpisodeError) error {
 	if !a.opts.SkipCorrupt {
-		return e
+		return skippable(e)
 	}
 	if a.held != nil && a.held.ID == e.EpisodeID {
 		a.held = nil
@@ -415,7 +432,7 @@ func (a *assembler) lateRecord(s Step) error {
 	e := &EpisodeError{Source: s.Source, EpisodeID: s.EpisodeID,
 		Problem: fmt.Sprintf("step %d comes after the episode was read complete (a duplicate record, or more records than episode_length?)", s.StepID)}
 	if !a.opts.SkipCorrupt {
-		return e
+		return skippable(e)
 	}
 	a.st.Skipped++
 	a.st.problem("%v; record skipped", e)
@@ -454,8 +471,8 @@ func (a *assembler) finish(fn func(Episode) error) error {
 		want := ep.Steps[0].EpisodeLength
 		if !a.opts.SkipCorrupt {
 			sortSteps(ep)
-			return fmt.Errorf("episode %s has %d of its %d steps (episode_length) in the given files; first seen at %s",
-				id, len(ep.Steps), want, ep.Steps[0].Source)
+			return skippable(fmt.Errorf("episode %s has %d of its %d steps (episode_length) in the given files; first seen at %s",
+				id, len(ep.Steps), want, ep.Steps[0].Source))
 		}
 		a.st.Incomplete++
 		a.st.problem("episode %s has %d of its %d steps", id, len(ep.Steps), want)

@@ -334,3 +334,28 @@ func TestReadStatsSummary(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// Every read error that SkipCorrupt would skip is a *SkippableError (so the
+// CLI can name --skip-corrupt); a file that is not there is not one.
+func TestSkippableErrors(t *testing.T) {
+	for name, files := range map[string][]string{
+		"payload crc":    {"testdata/corrupt/payload_crc.tfrecord.gz"},
+		"header crc":     {"testdata/corrupt/header_crc.tfrecord.gz"},
+		"truncated":      {"testdata/corrupt/truncated.tfrecord.gz"},
+		"empty file":     {writeFixture(t, "empty.tfrecord.gz", nil)},
+		"duplicate step": {episodeFile(t, writerStep("a", 0, 2), writerStep("a", 0, 2), writerStep("a", 1, 2))},
+		"late record":    {episodeFile(t, writerStep("a", 0, 1), writerStep("b", 0, 1), writerStep("a", 0, 1))},
+		"incomplete":     {episodeFile(t, writerStep("a", 0, 3))},
+	} {
+		_, _, err := LoadEpisodes(files, ReadOptions{Subset: "general"})
+		var se *SkippableError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: %v is not a *SkippableError", name, err)
+		}
+	}
+	_, _, err := LoadEpisodes([]string{filepath.Join(t.TempDir(), "gone.tfrecord.gz")}, ReadOptions{Subset: "general"})
+	var se *SkippableError
+	if err == nil || errors.As(err, &se) {
+		t.Errorf("a missing file: %v", err)
+	}
+}

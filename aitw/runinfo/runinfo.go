@@ -65,7 +65,20 @@ type Options struct {
 	// predictions are the same at every batch size, so a run may resume or
 	// merge at another.
 	Batch int `json:"batch"`
+	// Preset is the --preset that set the options above ("autoui": Auto-GUI's
+	// main.py), "" for none. ScrollMap is the map the prompts' gold swipes
+	// were written with (the bundle's). Neither is compared: the options
+	// are, and the manifest hash covers the bundle.
+	Preset    string `json:"preset,omitempty"`
+	ScrollMap string `json:"scroll_map,omitempty"`
 }
+
+// AutoUIPreset is what Auto-GUI's main.py predicts with (its README's
+// --use_history 8, --output_len 128 with the start token counted, the
+// tokenizer's right truncation at --input_len 512, gold previous actions,
+// plain generate()). Decoding is not part of it: speculative decoding gives
+// greedy's tokens.
+var AutoUIPreset = Options{Preset: "autoui", History: "gold", HistoryWindow: 8, Truncation: "right", MaxNewTokens: 127}
 
 // Data is what was predicted.
 type Data struct {

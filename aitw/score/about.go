@@ -28,16 +28,26 @@ func (r *Report) Describe() []string {
 		proto += " (gold swipes rewritten with the " + r.ScrollMap + " scroll map)"
 	}
 	lines := []string{proto}
+	if len(r.PaperDifferences) > 0 {
+		lines = append(lines, "not Auto-GUI's main.py setup, so not the paper's number: "+strings.Join(r.PaperDifferences, "; "))
+	}
 	a := r.About
 	if a == nil {
 		return lines
 	}
 	if run := a.Run; run != nil {
 		o := run.Options
+		opts := "options: "
+		if o.Preset != "" {
+			opts += "preset " + o.Preset + ", "
+		}
+		opts += fmt.Sprintf("history %s, history window %d, truncation %s, max new tokens %d, decoding %s, constrained %v, provider %s, graph opt %s, batch %d",
+			o.History, o.HistoryWindow, o.Truncation, o.MaxNewTokens, o.Decoding, o.Constrained, o.Provider, o.GraphOpt, o.Batch)
+		if o.ScrollMap != "" {
+			opts += ", scroll map " + o.ScrollMap
+		}
 		lines = append(lines,
-			fmt.Sprintf("model: %s (manifest sha256 %s), autoui %s", run.Model.Name, run.Model.ManifestSHA256, run.Version),
-			fmt.Sprintf("options: history %s, history window %d, truncation %s, max new tokens %d, decoding %s, constrained %v, provider %s, graph opt %s, batch %d",
-				o.History, o.HistoryWindow, o.Truncation, o.MaxNewTokens, o.Decoding, o.Constrained, o.Provider, o.GraphOpt, o.Batch))
+			fmt.Sprintf("model: %s (manifest sha256 %s), autoui %s", run.Model.Name, run.Model.ManifestSHA256, run.Version), opts)
 	} else {
 		lines = append(lines, "model: unknown (the predictions have no run.json)")
 	}

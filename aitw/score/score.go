@@ -47,9 +47,12 @@ type Report struct {
 	Protocol  Protocol `json:"protocol"`
 	ScrollMap string   `json:"scroll_map,omitempty"`
 	// About says what was scored (set by the caller; nil: not known).
-	About   *About             `json:"about,omitempty"`
-	Overall Metrics            `json:"overall"`
-	Subsets map[string]Metrics `json:"subsets"`
+	About *About `json:"about,omitempty"`
+	// PaperDifferences says how the run differs from Auto-GUI's main.py
+	// (PaperDifferences; set by the caller under the autoui protocol).
+	PaperDifferences []string           `json:"paper_differences,omitempty"`
+	Overall          Metrics            `json:"overall"`
+	Subsets          map[string]Metrics `json:"subsets"`
 	// Unmatched counts predictions for steps not in the gold data (not in
 	// the JSON: the shape is fixed).
 	Unmatched int `json:"-"`

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +34,7 @@ func init() {
 func runEval(ctx context.Context, args []string) error {
 	usage := "usage: autoui eval run|score [flags]  (autoui eval run -h, autoui eval score -h)"
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, usage)
-		return flag.ErrHelp
+		return usageErrorf("%s", usage)
 	}
 	switch args[0] {
 	case "run":
@@ -45,7 +45,7 @@ func runEval(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, usage)
 		return flag.ErrHelp
 	}
-	return fmt.Errorf("unknown eval command %q; %s", args[0], usage)
+	return usageErrorf("unknown eval command %q; %s", args[0], usage)
 }
 
 // listFlag collects repeated or comma-separated paths.
@@ -77,14 +77,20 @@ func (d *dataFlags) add(fs *flag.FlagSet, name, what string) {
 	fs.BoolVar(&d.skipCorrupt, "skip-corrupt", false, "skip (count and list) corrupt or truncated records, empty files and episodes with duplicate steps, inconsistent episode_length or out-of-range step_id, instead of failing")
 }
 
-// open checks the flags and returns the files, read options and split ids.
-func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[string]bool, error) {
-	var ro aitw.ReadOptions
+// required checks that the data flag (flagName) was given, before any
+// file is read.
+func (d *dataFlags) required(flagName string) error {
 	if len(d.paths) == 0 {
-		return nil, ro, nil, fmt.Errorf("--%s is required", flagName)
+		return usageErrorf("--%s is required", flagName)
 	}
+	return nil
+}
+
+// open checks the flags and returns the files, read options and split ids.
+func (d *dataFlags) open() ([]string, aitw.ReadOptions, map[string]bool, error) {
+	var ro aitw.ReadOptions
 	if d.subset != "" && !aitw.ValidSubset(d.subset) {
-		return nil, ro, nil, fmt.Errorf("--subset %q: want one of %s", d.subset, strings.Join(aitw.Subsets, ", "))
+		return nil, ro, nil, usageErrorf("--subset %q: want one of %s", d.subset, strings.Join(aitw.Subsets, ", "))
 	}
 	files, err := aitw.ExpandPaths(d.paths)
 	if err != nil {
@@ -94,7 +100,7 @@ func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[strin
 	if d.subset == "" && d.defaultSubset == "" {
 		for _, f := range files {
 			if aitw.SubsetOf(f) == "" {
-				return nil, ro, nil, fmt.Errorf("cannot tell the AITW subset of %s from its path or a %s above it: pass --subset", f, aitw.DatasetFile)
+				return nil, ro, nil, usageErrorf("cannot tell the AITW subset of %s from its path or a %s above it: pass --subset", f, aitw.DatasetFile)
 			}
 		}
 	}
@@ -102,19 +108,19 @@ func (d *dataFlags) open(flagName string) ([]string, aitw.ReadOptions, map[strin
 	switch {
 	case d.splits != "":
 		if d.split == "" {
-			return nil, ro, nil, errors.New("--splits needs --split (e.g. --split test)")
+			return nil, ro, nil, usageErrorf("--splits needs --split (e.g. --split test)")
 		}
 		sp, err := aitw.ReadSplits(d.splits)
 		if err != nil {
 			return nil, ro, nil, err
 		}
 		if ids, err = sp.IDs(d.split); err != nil {
-			return nil, ro, nil, fmt.Errorf("%s: %w", d.splits, err)
+			return nil, ro, nil, usageErrorf("--split: %s: %w", d.splits, err)
 		}
 	case d.split != "":
 		for _, f := range files {
 			if !aitw.IsPickle(f) {
-				return nil, ro, nil, fmt.Errorf("--split %s needs --splits FILE to select episodes from AITW records (Auto-UI pickles are already split)", d.split)
+				return nil, ro, nil, usageErrorf("--split %s needs --splits FILE to select episodes from AITW records (Auto-UI pickles are already split)", d.split)
 			}
 		}
 	}
@@ -143,31 +149,38 @@ func runEvalRun(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
+	preset := fs.String("preset", "", "autoui: predict as Auto-GUI's main.py does, for the paper's number ("+presetFlags()+"); other values of these flags are refused")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] --out DIR [flags]")
+		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] [--preset autoui] --out DIR [flags]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := applyPreset(fs, *preset); err != nil {
+		return err
+	}
 	if *out == "" {
-		return errors.New("--out is required")
+		return usageErrorf("--out is required")
+	}
+	if err := df.required("data"); err != nil {
+		return err
 	}
 	hist, err := runner.ParseHistory(*history)
 	if err != nil {
-		return err
+		return usageError{fmt.Errorf("--history: %w", err)}
 	}
 	sh, err := aitw.ResolveShard(*shard, *shards, os.Getenv)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if *limit < 0 {
-		return fmt.Errorf("--limit %d: must be >= 0", *limit)
+		return usageErrorf("--limit %d: must be >= 0", *limit)
 	}
 	if *batch < 0 {
-		return fmt.Errorf("--batch %d: must be >= 0", *batch)
+		return usageErrorf("--batch %d: must be >= 0", *batch)
 	}
-	files, ro, ids, err := df.open("data")
+	files, ro, ids, err := df.open()
 	if err != nil {
 		return err
 	}
@@ -194,6 +207,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	info.Options.Preset = *preset
 	if err := runinfo.Start(*out, info); err != nil {
 		return err
 	}
@@ -209,6 +223,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 		opts.CacheKey = modelFingerprint(mf.model)
 	}
 	sum, err := runner.Run(ctx, p, opts)
+	err = skipHint(err)
 	ended := time.Now().UTC()
 	info.Ended = &ended
 	info.Complete = err == nil && !sum.Interrupted && !sum.LimitHit
@@ -280,9 +295,13 @@ func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch
 		return nil, err
 	}
 	var named struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Action struct {
+			ScrollMap string `json:"scroll_map"`
+		} `json:"action"`
 	}
 	json.Unmarshal(man, &named) // the bundle loaded, so the manifest parses
+	scroll, _ := action.ParseScrollMap(named.Action.ScrollMap)
 	sum := sha256.Sum256(man)
 	absModel, _ := filepath.Abs(modelDir)
 	data, err := runinfo.DataFiles(files)
@@ -296,6 +315,7 @@ func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch
 			History: string(hist), HistoryWindow: set.HistoryWindow, Truncation: set.Truncation.String(),
 			MaxNewTokens: set.MaxNewTokens, Decoding: set.Decoding.String(), Constrained: set.Constrained,
 			Provider: string(set.Provider), GraphOpt: string(set.GraphOptimization), Batch: batch,
+			ScrollMap: scroll.String(),
 		},
 		Data:    runinfo.Data{Files: data, Subset: recordedSubset(files, df.subset), Split: df.split},
 		Started: time.Now().UTC(),
@@ -338,7 +358,7 @@ func runEvalScore(ctx context.Context, args []string) error {
 	var preds listFlag
 	fs.Var(&preds, "pred", "predictions: an eval run --out directory or a JSONL file ({\"episode_id\", \"step_id\", \"action_type\", \"touch_point\", \"lift_point\", \"typed_text\"} per line); repeat or comma-separate to merge shards (their run.json must agree, no step twice); required")
 	protocol := fs.String("protocol", "aitw", "scoring rules: aitw (AITW's matcher on the raw gold) or autoui (the number Auto-GUI's main.py prints: gold rewritten as training targets; see docs/eval.md)")
-	scrollMap := fs.String("scroll-map", "fixed", "with --protocol autoui, how gold swipes are rewritten: fixed (current Auto-GUI) or legacy (pre-2024: left/right as up/down, what the released checkpoints learned)")
+	scrollMap := fs.String("scroll-map", "", "with --protocol autoui, how gold swipes are rewritten: fixed (current Auto-GUI) or legacy (pre-2024: left/right as up/down, what the released checkpoints learned); default: the map the run's prompts used (run.json), else fixed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	perStep := fs.String("per-step", "", "write {\"episode_id\", \"step_id\", \"match\", \"type_match\"} per gold step to this JSONL file")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report (table, confusion matrix, annotated screens) to this file")
@@ -351,15 +371,18 @@ func runEvalScore(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(preds) == 0 {
-		return errors.New("--pred is required")
+		return usageErrorf("--pred is required")
+	}
+	if err := df.required("gold"); err != nil {
+		return err
 	}
 	var so score.Options
 	var err error
 	if so.Protocol, err = score.ParseProtocol(*protocol); err != nil {
-		return fmt.Errorf("--protocol: %w", err)
+		return usageErrorf("--protocol: %w", err)
 	}
 	if so.ScrollMap, err = action.ParseScrollMap(*scrollMap); err != nil {
-		return fmt.Errorf("--scroll-map: %w", err)
+		return usageErrorf("--scroll-map: %w", err)
 	}
 	ps, err := runinfo.ReadPredictions(splitList(preds))
 	if err != nil {
@@ -368,10 +391,15 @@ func runEvalScore(ctx context.Context, args []string) error {
 	for _, n := range ps.Notes {
 		fmt.Fprintln(os.Stderr, n)
 	}
-	if info := ps.Sources[0].Info; info != nil {
+	info := ps.Sources[0].Info
+	if info != nil {
 		df.defaultSubset = info.Data.Subset
+		if *scrollMap == "" && info.Options.ScrollMap != "" {
+			// main.py scores with the map its prompts were written with.
+			so.ScrollMap, _ = action.ParseScrollMap(info.Options.ScrollMap)
+		}
 	}
-	files, ro, ids, err := df.open("gold")
+	files, ro, ids, err := df.open()
 	if err != nil {
 		return err
 	}
@@ -380,7 +408,7 @@ func runEvalScore(ctx context.Context, args []string) error {
 	}
 	eps, st, err := aitw.LoadEpisodes(files, ro)
 	if err != nil {
-		return err
+		return skipHint(err)
 	}
 	df.report(os.Stderr, st)
 	if len(eps) == 0 {
@@ -388,6 +416,12 @@ func runEvalScore(ctx context.Context, args []string) error {
 	}
 	rep, results := score.Score(eps, ps.ByStep, so)
 	rep.About = about(df, ps)
+	if so.Protocol == score.AutoUI && info != nil {
+		if rep.PaperDifferences = score.PaperDifferences(info, so.ScrollMap); len(rep.PaperDifferences) > 0 {
+			fmt.Fprintf(os.Stderr, "autoui eval score: warning: the run is not Auto-GUI's main.py setup, so this is not the paper's number: %s (docs/eval.md, \"Reproducing a paper number\")\n",
+				strings.Join(rep.PaperDifferences, "; "))
+		}
+	}
 	if *perStep != "" {
 		if err := atomicfile.Write(*perStep, func(w io.Writer) error { return score.WritePerStep(w, results) }); err != nil {
 			return err
@@ -446,4 +480,58 @@ func about(df dataFlags, ps *runinfo.Predictions) *score.About {
 		a.Run = &run
 	}
 	return a
+}
+
+// presetFlags describes what --preset autoui sets, in flag form.
+func presetFlags() string {
+	var parts []string
+	for _, f := range autouiPreset() {
+		parts = append(parts, "--"+f.name+" "+f.value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+type presetFlag struct{ name, value string }
+
+// autouiPreset is runinfo.AutoUIPreset as the flags that set it.
+func autouiPreset() []presetFlag {
+	p := runinfo.AutoUIPreset
+	return []presetFlag{
+		{"history", p.History}, {"history-window", strconv.Itoa(p.HistoryWindow)}, {"truncation", p.Truncation},
+		{"max-new-tokens", strconv.Itoa(p.MaxNewTokens)}, {"constrain", strconv.FormatBool(p.Constrained)},
+	}
+}
+
+// applyPreset sets the flags a --preset sets. A flag given with another
+// value is refused rather than silently overridden either way.
+func applyPreset(fs *flag.FlagSet, name string) error {
+	switch name {
+	case "":
+		return nil
+	case runinfo.AutoUIPreset.Preset:
+	default:
+		return usageErrorf("--preset %q: want autoui", name)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, pf := range autouiPreset() {
+		f := fs.Lookup(pf.name)
+		if given[pf.name] && f.Value.String() != pf.value {
+			return usageErrorf("--preset %s sets --%s %s; drop --%s %s", name, pf.name, pf.value, pf.name, f.Value)
+		}
+		if err := fs.Set(pf.name, pf.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skipHint adds how to go on past bad gold data to an error that
+// --skip-corrupt would have skipped.
+func skipHint(err error) error {
+	var se *aitw.SkippableError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w (--skip-corrupt skips it and goes on)", err)
+	}
+	return err
 }

@@ -61,11 +61,15 @@ func TestEvalScoreCommand(t *testing.T) {
 	}
 }
 
+const fixturePreds = "../../aitw/testdata/predictions.jsonl"
+
+// Every mistake on the command line exits 2 (issue 22's convention); a
+// bad merge of predictions is not one (exit 1).
 func TestEvalFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"score", "--pred", "x.jsonl"},
-		{"score", "--gold", "../../aitw/testdata/records", "--pred", "x", "--split", "test"},
-		{"score", "--gold", "../../aitw/testdata/records", "--pred", "x", "--subset", "nope"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--split", "test"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--subset", "nope"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "3/3"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--history", "oracle"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "-1"},
@@ -74,9 +78,68 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "autoui", "--scroll-map", "diagonal"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl,../../aitw/testdata/predictions.jsonl"},
 		{"frobnicate"},
+		{},
+		{"score", "--gold", "../../aitw/testdata/records"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--splits", "../../aitw/testdata/splits/standard.json"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--splits", "../../aitw/testdata/splits/standard.json", "--split", "holdout"},
+		{"score", "--gold", "../../aitw/testdata/corrupt/payload_crc.tfrecord.gz", "--pred", fixturePreds}, // no subset in its path
+		{"run", "--data", "../../aitw/testdata/records"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--limit", "-1"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--preset", "paper"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--preset", "autoui", "--truncation", "keep-goal"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--preset", "autoui", "--max-new-tokens", "64"},
+		{"run", "--out", t.TempDir()},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--threads", "-1"},
 	} {
-		if err := runEval(context.Background(), args); err == nil {
-			t.Errorf("%v: accepted", args)
+		err := runEval(context.Background(), args)
+		want := exitUsage
+		if len(args) > 0 && strings.Contains(args[len(args)-1], ",") {
+			want = exitError // the same file twice: a merge error
+		}
+		if err == nil || exitCode(err) != want {
+			t.Errorf("%v: exit %d (%v), want %d", args, exitCode(err), err, want)
+		}
+	}
+}
+
+// dataset and simeval refuse bad flags with exit 2 too.
+func TestDatasetAndSimEvalFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		run  func(context.Context, []string) error
+		args []string
+	}{
+		{runDataset, []string{"--size", "10x10", "--out", t.TempDir()}},
+		{runDataset, []string{"--families", "nope", "--out", t.TempDir()}},
+		{runDataset, []string{"--episodes", "0", "--out", t.TempDir()}},
+		{runDataset, []string{"stray"}},
+		{runSimEval, []string{"--model", tinyBundle, "--size", "wide"}},
+		{runSimEval, []string{"--model", tinyBundle, "--families", "nope"}},
+		{runSimEval, []string{"--model", tinyBundle, "--split", "holdout"}},
+		{runSimEval, []string{"--model", tinyBundle, "--tasks", "-1"}},
+		{runSimEval, []string{"--tasks", "1"}},
+	} {
+		_, err := captureStdout(t, func() error { return c.run(context.Background(), c.args) })
+		if exitCode(err) != exitUsage {
+			t.Errorf("%v: exit %d (%v), want %d", c.args, exitCode(err), err, exitUsage)
+		}
+	}
+}
+
+// A corrupt record stops eval score and eval run with its file and offset
+// and says how to go on past it; with --skip-corrupt it is skipped.
+func TestCorruptRecordNamesSkipCorrupt(t *testing.T) {
+	gold := "../../aitw/testdata/corrupt/payload_crc.tfrecord.gz"
+	for _, args := range [][]string{
+		{"score", "--gold", gold, "--subset", "general", "--pred", "../../aitw/testdata/predictions.jsonl"},
+		{"run", "--model", tinyBundle, "--data", gold, "--subset", "general", "--out", t.TempDir(), "--no-feature-cache"},
+	} {
+		_, err := captureStdout(t, func() error { return runEval(context.Background(), args) })
+		if err == nil || !strings.Contains(err.Error(), "at byte 25294") || !strings.Contains(err.Error(), "--skip-corrupt") {
+			t.Errorf("eval %s on a corrupt record: %v", args[0], err)
+		}
+		_, err = captureStdout(t, func() error { return runEval(context.Background(), append(args, "--skip-corrupt")) })
+		if err != nil {
+			t.Errorf("eval %s --skip-corrupt: %v", args[0], err)
 		}
 	}
 }
@@ -309,5 +372,94 @@ func TestDatasetToEvalWithoutSubset(t *testing.T) {
 	}
 	if !strings.Contains(report, `"general"`) {
 		t.Errorf("report without the general subset:\n%s", report)
+	}
+}
+
+// captureStderr returns what f writes to stderr.
+func captureStderr(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	tmp, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = tmp
+	ferr := f()
+	os.Stderr = old
+	tmp.Close()
+	out, _ := os.ReadFile(tmp.Name())
+	return string(out), ferr
+}
+
+// eval run --preset autoui predicts as main.py does and says so in run.json;
+// eval score --protocol autoui is quiet on such a run and warns (one line,
+// and in every report form) on a run made otherwise.
+func TestEvalPresetAutoUIAndPaperWarning(t *testing.T) {
+	data := "../../aitw/testdata/autoui/general_blip_test.obj" // main.py's input: features and split
+	base := t.TempDir()
+	run := func(dir string, extra ...string) *runinfo.Info {
+		t.Helper()
+		out := filepath.Join(base, dir)
+		_, err := captureStdout(t, func() error {
+			_, err := captureStderr(t, func() error {
+				return runEval(context.Background(), append([]string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--no-feature-cache", "--limit", "3"}, extra...))
+			})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("eval run %v: %v", extra, err)
+		}
+		info, err := runinfo.Read(out)
+		if err != nil || info == nil {
+			t.Fatalf("run.json: %v", err)
+		}
+		return info
+	}
+	paper := run("paper", "--preset", "autoui", "--history-window", "8") // repeating the preset's value is fine
+	want := runinfo.AutoUIPreset
+	want.Decoding, want.Provider, want.GraphOpt, want.Batch, want.ScrollMap = paper.Options.Decoding, paper.Options.Provider, paper.Options.GraphOpt, paper.Options.Batch, "fixed"
+	if paper.Options != want {
+		t.Errorf("run.json options %+v, want %+v", paper.Options, want)
+	}
+	if def := run("default"); def.Options.Preset != "" || def.Options.Truncation != "keep-goal" {
+		t.Errorf("default run options %+v", def.Options)
+	}
+	score := func(dir string, extra ...string) (stdout, stderr string) {
+		t.Helper()
+		var err error
+		stdout, err = captureStdout(t, func() error {
+			stderr, err = captureStderr(t, func() error {
+				return runEval(context.Background(), append([]string{"score", "--gold", data, "--pred", filepath.Join(base, dir), "--protocol", "autoui"}, extra...))
+			})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("eval score %s: %v", dir, err)
+		}
+		return stdout, stderr
+	}
+	if out, errs := score("paper"); strings.Contains(errs, "warning") || strings.Contains(out, "not Auto-GUI") || !strings.Contains(out, "preset autoui") {
+		t.Errorf("preset run: stderr %q\nreport:\n%s", errs, out)
+	}
+	html := filepath.Join(base, "report.html")
+	out, errs := score("default", "--json", "--html", html)
+	if strings.Count(errs, "warning") != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "truncation keep-goal (main.py: right)") {
+		t.Errorf("default run: stderr %q, want one warning line naming the truncation", errs)
+	}
+	var rep struct {
+		PaperDifferences []string `json:"paper_differences"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.PaperDifferences) != 1 {
+		t.Errorf("JSON paper_differences %q (%v)", rep.PaperDifferences, err)
+	}
+	if page, _ := os.ReadFile(html); !strings.Contains(string(page), "truncation keep-goal (main.py: right)") {
+		t.Error("the HTML report does not say the run is not main.py's")
+	}
+	if out, _ := score("default"); !strings.Contains(out, "not Auto-GUI's main.py setup") {
+		t.Errorf("text report:\n%s", out)
+	}
+	// Scoring with another map than the prompts': not main.py's either.
+	if _, errs := score("paper", "--scroll-map", "legacy"); !strings.Contains(errs, "legacy scroll map, prompts written with the fixed one") {
+		t.Errorf("legacy scoring of a fixed-map run: stderr %q", errs)
 	}
 }

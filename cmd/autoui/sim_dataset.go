@@ -37,11 +37,10 @@ func runDataset(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w, h, err := parseSize(*size)
-	if err != nil {
-		return err
+	if *episodes < 1 {
+		return usageErrorf("--episodes %d: want 1 or more", *episodes)
 	}
-	fams, err := parseFamilies(*families)
+	w, h, fams, err := parseScreenAndFamilies(*size, *families)
 	if err != nil {
 		return err
 	}
@@ -89,11 +88,10 @@ func runSimEval(ctx context.Context, args []string) error {
 	if !screendiff.ValidOnNoEffect(*onNoEffect) {
 		return usageErrorf("--on-no-effect %q: want continue, retry or stop", *onNoEffect)
 	}
-	w, h, err := parseSize(*size)
-	if err != nil {
-		return err
+	if *perFamily < 1 {
+		return usageErrorf("--tasks %d: want 1 or more", *perFamily)
 	}
-	fams, err := parseFamilies(*families)
+	w, h, fams, err := parseScreenAndFamilies(*size, *families)
 	if err != nil {
 		return err
 	}
@@ -102,7 +100,7 @@ func runSimEval(ctx context.Context, args []string) error {
 	}
 	seeds := tasks.Seeds(*split, *start, *perFamily)
 	if seeds == nil {
-		return fmt.Errorf("--split %q: want train, val or test", *split)
+		return usageErrorf("--split %q: want train, val or test", *split)
 	}
 	p, closeModel, err := mf.open()
 	if err != nil {
@@ -141,6 +139,18 @@ func runSimEval(ctx context.Context, args []string) error {
 	return dataset.WriteTable(os.Stdout, dataset.Summarize(eps))
 }
 
+// parseScreenAndFamilies reads --size and --families; a bad value is a
+// usage error.
+func parseScreenAndFamilies(size, families string) (w, h int, fams []string, err error) {
+	if w, h, err = parseSize(size); err != nil {
+		return 0, 0, nil, usageError{err}
+	}
+	if fams, err = parseFamilies(families); err != nil {
+		return 0, 0, nil, usageError{err}
+	}
+	return w, h, fams, nil
+}
+
 // parseFamilies reads a comma-separated --families value; empty means all
 // (nil). Unknown names are an error here rather than a panic in tasks.Generate.
 func parseFamilies(s string) ([]string, error) {
@@ -150,7 +160,7 @@ func parseFamilies(s string) ([]string, error) {
 	fams := strings.Split(s, ",")
 	for _, f := range fams {
 		if !tasks.KnownFamily(f) {
-			return nil, fmt.Errorf("unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
+			return nil, fmt.Errorf("--families: unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
 		}
 	}
 	return fams, nil
