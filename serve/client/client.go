@@ -128,7 +128,7 @@ func Request(req engine.Request) (api.PredictRequest, error) {
 }
 
 // Predict predicts on the server, retrying (exponential backoff with
-// jitter, at least the server's Retry-After) on connection errors, 429,
+// jitter, after the server's Retry-After) on connection errors, 429,
 // 503, 502 and 504 until MaxWait has passed; other errors are returned at
 // once. A server error is an *Error. The result has no Features.
 func (c *Client) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
@@ -172,7 +172,7 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 		wait := jitter(backoff)
 		if errors.As(err, &se) {
 			retry = se.Temporary()
-			wait = max(wait, se.RetryAfter)
+			wait = retryWait(backoff, se.RetryAfter)
 		}
 		if !retry {
 			return nil, err
@@ -189,6 +189,17 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 		}
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
+}
+
+// retryWait is the wait after an answer that said Retry-After: at least
+// that, plus a random share of the backoff (full jitter), so that clients
+// refused at once do not all come back at once; without Retry-After, the
+// backoff jittered.
+func retryWait(backoff, retryAfter time.Duration) time.Duration {
+	if retryAfter <= 0 {
+		return jitter(backoff)
+	}
+	return retryAfter + rand.N(max(backoff, 1))
 }
 
 // jitter is a wait in [d/2, d).

@@ -208,3 +208,25 @@ func TestRequestWireForm(t *testing.T) {
 		t.Error("a URL without a scheme was taken")
 	}
 }
+
+// TestRetryWaitJittered: clients refused at once with the same Retry-After
+// come back at different times, each after at least the Retry-After and at
+// most the Retry-After plus its backoff.
+func TestRetryWaitJittered(t *testing.T) {
+	for _, backoff := range []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second} {
+		seen := map[time.Duration]bool{}
+		for range 50 {
+			w := retryWait(backoff, time.Second)
+			if w < time.Second || w >= time.Second+backoff {
+				t.Fatalf("backoff %v: wait %v, want in [1s, %v)", backoff, w, time.Second+backoff)
+			}
+			seen[w] = true
+		}
+		if len(seen) < 40 {
+			t.Errorf("backoff %v: %d distinct waits of 50: clients retry in step", backoff, len(seen))
+		}
+	}
+	if w := retryWait(time.Second, 0); w < 500*time.Millisecond || w >= time.Second {
+		t.Errorf("no Retry-After: wait %v, want the backoff jittered to [0.5s, 1s)", w)
+	}
+}

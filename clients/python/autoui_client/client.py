@@ -55,8 +55,9 @@ class AutouiError(Exception):
 
     ``status`` is the HTTP status (None when no response came: then ``kind`` is
     "connection" or "timeout"); ``kind`` is the server's stable word for the
-    error (bad_request, unauthorized, too_large, queue_full, not_ready,
-    shutting_down, deadline, internal); ``message`` is the server's text.
+    error (bad_request, unauthorized, not_found, too_large,
+    unsupported_media_type, queue_full, not_ready, shutting_down, deadline,
+    internal); ``message`` is the server's text.
     """
 
     def __init__(self, status: Optional[int], kind: str, message: str):
@@ -251,7 +252,9 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 _KIND_BY_STATUS = {
     400: "bad_request",
     401: "unauthorized",
+    404: "not_found",
     413: "too_large",
+    415: "unsupported_media_type",
     429: "queue_full",
     503: "not_ready",
     504: "deadline",
@@ -262,8 +265,8 @@ _KIND_BY_STATUS = {
 class Client:
     """A client for one ``autoui serve``.
 
-    ``predict`` retries with exponential backoff (and the server's Retry-After)
-    on connection errors, 429 queue_full and 503 not_ready/shutting_down, for
+    ``predict`` retries with jittered exponential backoff (after the server's
+    Retry-After) on connection errors, 429 queue_full and 503 not_ready/shutting_down, for
     up to ``max_wait`` seconds in all; any other error raises AutouiError at
     once. ``timeout`` bounds each HTTP exchange. Safe to share between threads
     (one connection per request).
@@ -293,6 +296,7 @@ class Client:
         self.retry_floor = 0.05
         #: number of retries the last call made (for logs and tests)
         self.last_retries = 0
+        self._random = random.Random()
 
     # --- public API -----------------------------------------------------------------
 
@@ -374,7 +378,18 @@ class Client:
         cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
         conn = cls(self._host, self._port, timeout=self.timeout)
         try:
-            conn.request(method, self._prefix + path, body=body, headers=self._headers(body))
+            try:
+                conn.request(method, self._prefix + path, body=body, headers=self._headers(body))
+            except (BrokenPipeError, ConnectionResetError):
+                # The server may have answered (a 401, 413 or 429) and closed before
+                # the body was all sent: its answer, when it came, is the one to read.
+                try:
+                    resp = conn.getresponse()
+                except (OSError, http.client.HTTPException):
+                    pass
+                else:
+                    return resp.status, resp.headers, resp.read()
+                raise
             resp = conn.getresponse()
             return resp.status, resp.headers, resp.read()
         finally:
@@ -400,16 +415,22 @@ class Client:
                 if status not in (429, 503):
                     raise err
                 retry_after = _retry_after(headers.get("Retry-After"))
-            if retry_after is not None:
-                delay = max(retry_after, self.retry_floor)
-            else:
-                delay = min(self.backoff_max, self.backoff_initial * (2 ** attempt))
-                delay *= 0.5 + random.random() / 2  # jitter: a farm of agents does not retry in step
+            delay = self._delay(attempt, retry_after)
             if time.monotonic() - start + delay > self.max_wait:
                 raise err
             time.sleep(delay)
             attempt += 1
             self.last_retries = attempt
+
+    def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
+        """The wait before retry ``attempt + 1``: the server's Retry-After plus a
+        random share of the exponential backoff (full jitter), or without one the
+        backoff jittered to [1/2, 1] of itself; at most Retry-After + backoff_max.
+        Jitter keeps a farm of agents refused at once from retrying in step."""
+        backoff = min(self.backoff_max, self.backoff_initial * (2**attempt))
+        if retry_after is None:
+            return backoff * (0.5 + self._random.random() / 2)
+        return max(retry_after, self.retry_floor) + backoff * self._random.random()
 
     @staticmethod
     def _error(status: int, data: bytes) -> AutouiError:

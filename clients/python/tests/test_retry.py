@@ -1,6 +1,7 @@
 """Retries and backoff, against a scripted local HTTP server (no autoui needed)."""
 
 import json
+import random
 import socket
 import threading
 import time
@@ -172,3 +173,49 @@ def test_connection_refused_gives_up():
     with pytest.raises(AutouiError) as e:
         c.predict(features=[0.0], goal="go")
     assert e.value.status is None and e.value.kind == "connection"
+
+
+def test_retry_after_is_jittered():
+    # A farm of agents refused at once must not retry in step: each waits the
+    # Retry-After plus a random share of its backoff, bounded.
+    c = Client("http://127.0.0.1:1")
+    c._random = random.Random(7)
+    for attempt in range(10):
+        backoff = min(c.backoff_max, c.backoff_initial * 2**attempt)
+        delays = [c._delay(attempt, 1.0) for _ in range(50)]
+        assert all(1.0 <= d <= 1.0 + backoff for d in delays), (attempt, delays)
+        assert len(set(delays)) == 50
+    assert c._delay(0, 0.0) >= c.retry_floor
+    no_header = [c._delay(3, None) for _ in range(50)]
+    assert all(0.4 <= d <= 0.8 for d in no_header) and len(set(no_header)) == 50
+
+
+def test_answer_read_when_the_server_closes_early():
+    # The server answers 401 from the headers and closes without reading the
+    # body (as autoui serve does): the client reports the 401, not a reset.
+    lsock = socket.create_server(("127.0.0.1", 0))
+    port = lsock.getsockname()[1]
+
+    def serve_once():
+        conn, _ = lsock.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            data = json.dumps(_err("unauthorized", "missing token")).encode()
+            conn.sendall(
+                b"HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(data)}\r\n\r\n".encode()
+                + data
+            )
+            time.sleep(0.2)
+
+    t = threading.Thread(target=serve_once, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(AutouiError) as e:
+            Client(f"http://127.0.0.1:{port}", max_wait=2).predict(features=[0.5] * (4 << 20), goal="go")
+    finally:
+        t.join(5)
+        lsock.close()
+    assert (e.value.status, e.value.kind) == (401, "unauthorized")
