@@ -49,18 +49,24 @@ type AgentOptions struct {
 	// earlier trajectory (and refuses a directory with other files).
 	OutDir    string
 	Overwrite bool
+	// Settle is what must stop changing after an action: SettlePixels
+	// (screenshots; "" means it) or SettleUI (the UI hierarchy). The
+	// settle options below default by mode.
+	Settle string
 	// SettleMin is the wait after an action before the first settle
-	// capture; 0 means 1 s, negative means none.
+	// capture; 0 means 1 s (ui: none), negative means none.
 	SettleMin time.Duration
 	// SettleTimeout bounds the whole wait for the screen to settle after
-	// an action, SettleMin included; 0 means 5 s, negative means do not
-	// wait nor capture (effects are then unknown).
+	// an action, SettleMin included; 0 means 5 s (ui: 6 s), negative means
+	// do not wait nor capture (effects are then unknown).
 	SettleTimeout time.Duration
 	// SettleInterval is the pause between settle captures; 0 means none
-	// (a capture itself takes a few hundred ms on a phone).
+	// (a capture itself takes a few hundred ms on a phone; ui: 0.5 s).
 	SettleInterval time.Duration
 	// StableFrames is how many consecutive captures must match (within
-	// Diff's tolerance) for the screen to count as settled; 0 means 3.
+	// Diff's tolerance) for the screen to count as settled; in the ui mode
+	// how many consecutive checks must equal the hierarchy before them; 0
+	// means 3.
 	StableFrames int
 	// Diff tunes screen comparisons (status bar mask, tolerances).
 	Diff screendiff.Options
@@ -89,11 +95,24 @@ func NewAgent(dev *Device, pred Predictor, opts AgentOptions) *Agent {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 30
 	}
-	if opts.SettleMin == 0 {
+	if opts.Settle == "" {
+		opts.Settle = SettlePixels
+	}
+	ui := opts.Settle == SettleUI
+	switch {
+	case opts.SettleMin == 0 && ui:
+		opts.SettleMin = -1
+	case opts.SettleMin == 0:
 		opts.SettleMin = time.Second
 	}
-	if opts.SettleTimeout == 0 {
+	switch {
+	case opts.SettleTimeout == 0 && ui:
+		opts.SettleTimeout = DefaultUISettleTimeout
+	case opts.SettleTimeout == 0:
 		opts.SettleTimeout = 5 * time.Second
+	}
+	if opts.SettleInterval == 0 && ui {
+		opts.SettleInterval = DefaultUISettleInterval
 	}
 	if opts.StableFrames <= 0 {
 		opts.StableFrames = 3
@@ -122,6 +141,9 @@ func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 	if !screendiff.ValidOnNoEffect(a.opts.OnNoEffect) {
 		return sum, fmt.Errorf("on-no-effect %q: want continue, retry or stop", a.opts.OnNoEffect)
 	}
+	if err := ValidateSettle(a.opts.Settle); err != nil {
+		return sum, fmt.Errorf("settle mode %w", err)
+	}
 	traj, err := newTrajectory(a.opts.OutDir, a.opts.Overwrite, a.opts.DryRun)
 	if err != nil {
 		return sum, err
@@ -135,8 +157,12 @@ func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	sum.Total = time.Since(start)
+	sum.SettleTimes = newSettleStats(a.opts.Settle, sum.settleTimes)
 	if err := traj.close(sum); err != nil && runErr == nil {
 		runErr = err
+	}
+	if st := sum.SettleTimes; st.Actions > 0 {
+		fmt.Fprintf(a.opts.Log, "settling (%s) after %d actions: median %.2fs, p90 %.2fs, max %.2fs, %d timeouts\n", st.Mode, st.Actions, st.MedianMs/1000, st.P90Ms/1000, st.MaxMs/1000, sum.SettleTimeouts)
 	}
 	fmt.Fprintf(a.opts.Log, "stopped after %d steps: %s (%.1fs)\n", sum.Steps, describeStop(sum), sum.Total.Seconds())
 	return sum, runErr
@@ -159,6 +185,9 @@ type episode struct {
 	// the last action, or nil to capture afresh.
 	shot  *Screenshot
 	frame *screendiff.Frame
+	// ui is the hierarchy the last action settled on (--settle ui): the
+	// next wait starts from it, as AndroidWorld's does.
+	ui []UIElement
 	// stops applies the stop rules `autoui sim eval` shares: repeats,
 	// STATUS_*, --on-no-effect.
 	stops *stoprule.Tracker
@@ -202,8 +231,11 @@ func (r *stepRun) finish(performed bool) error {
 	if st.Dispatched {
 		sum.Dispatched++
 	}
-	if st.Settled != nil && !*st.Settled {
-		sum.SettleTimeouts++
+	if st.Settled != nil {
+		sum.settleTimes = append(sum.settleTimes, st.Timings.Settle)
+		if !*st.Settled {
+			sum.SettleTimeouts++
+		}
 	}
 	if st.BlackFrame {
 		sum.BlackFrames++
@@ -410,9 +442,10 @@ func (e *episode) sendAndSettle(ctx context.Context, r *stepRun, plan Plan) erro
 	}
 	st.Dispatched = true
 	t0 = time.Now()
-	res, err := e.a.settle(ctx)
+	res, err := e.a.settle(ctx, e.ui)
 	st.Timings.Settle += time.Since(t0)
 	st.SettleCaptures += res.captures
+	st.SettleChecks += res.checks
 	if err != nil {
 		return fmt.Errorf("step %d: wait for the screen to settle: %w", i, err)
 	}
@@ -420,7 +453,7 @@ func (e *episode) sendAndSettle(ctx context.Context, r *stepRun, plan Plan) erro
 		ok := res.settled
 		st.Settled = &ok
 	}
-	e.shot, e.frame = res.shot, res.frame
+	e.shot, e.frame, e.ui = res.shot, res.frame, res.ui
 	return nil
 }
 
@@ -433,7 +466,11 @@ func describeSettle(st *Step) string {
 	if !*st.Settled {
 		state = fmt.Sprintf("still changing after %.1fs", st.Timings.Settle.Seconds())
 	}
-	return fmt.Sprintf(" (%s, %d captures; effect: %s)", state, st.SettleCaptures, st.Effect)
+	checks := ""
+	if st.SettleChecks > 0 {
+		checks = fmt.Sprintf("%d hierarchy checks, ", st.SettleChecks)
+	}
+	return fmt.Sprintf(" (%s, %s%d captures; effect: %s)", state, checks, st.SettleCaptures, st.Effect)
 }
 
 func describeAction(a action.Action, p Plan) string {

@@ -93,6 +93,8 @@ type Step struct {
 	Settled    *bool          `json:"settled,omitempty"`
 	// SettleCaptures counts the screenshots taken while settling.
 	SettleCaptures int `json:"settle_captures,omitempty"`
+	// SettleChecks counts the UI hierarchy reads of --settle ui.
+	SettleChecks int `json:"settle_checks,omitempty"`
 	// BlackFrame says the screen the model saw was black (screen off or a
 	// secure window).
 	BlackFrame bool `json:"black_frame,omitempty"`
@@ -124,6 +126,10 @@ type Summary struct {
 	Effects        screendiff.Counts `json:"effects"`
 	SettleTimeouts int               `json:"settle_timeouts"`
 	BlackFrames    int               `json:"black_frames"`
+	// SettleTimes are the settle waits of the sent actions (each step's
+	// timings.settle_ms), by the mode that waited.
+	SettleTimes settleStats `json:"settle"`
+	settleTimes []time.Duration
 	// Total and the per-stage sums over all steps.
 	Total    time.Duration `json:"-"`
 	Capture  time.Duration `json:"-"`

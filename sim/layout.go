@@ -82,6 +82,9 @@ type ui struct {
 	nodes   []*node
 	kb      rectF // the on-screen keyboard, when shown
 	kbStart int   // index of its first node; nodes before it lie beneath
+	// spinner is where a progress spinner turns (Options.Animate only).
+	spinner    rectF
+	spinnerCol color.RGBA
 }
 
 func (u *ui) add(r rectF, draw func(c *canvas)) *node {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Android key codes the simulator handles.
@@ -27,6 +28,13 @@ const (
 type Options struct {
 	Width, Height int
 	Seed          int64
+	// Animate gives the screen what moves on a real phone: a page that
+	// opens slides in, a focused field's cursor blinks, list apps and web
+	// pages show a spinning progress indicator. Off, equal states render
+	// equal bytes whenever they are captured (the dataset relies on it).
+	Animate bool
+	// Now is the animations' clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Phone is one simulated device. Its methods are safe for concurrent use.
@@ -45,6 +53,16 @@ type Phone struct {
 	frame    *ui
 	img      *image.Paletted
 	png      []byte
+
+	// Animations (Options.Animate): the clock, when the phone was made,
+	// when the top page last changed and when input last arrived, and the
+	// phase the rendered screen shows.
+	animate     bool
+	now         func() time.Time
+	born        time.Time
+	navigatedAt time.Time
+	inputAt     time.Time
+	drawn       animPhase
 }
 
 // page is one entry of the back stack.
@@ -63,7 +81,14 @@ func New(o Options) *Phone {
 		o.Width, o.Height = 1080, 2400
 	}
 	p := &Phone{w: o.Width, h: o.Height, s: float64(o.Width) / 360, c: NewContent(o.Seed),
-		settings: map[string]bool{}, fields: map[string]string{}}
+		settings: map[string]bool{}, fields: map[string]string{}, animate: o.Animate, now: o.Now, drawn: still}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.animate {
+		p.born = p.now()
+		p.navigatedAt = p.born.Add(-transitionDur)
+	}
 	for k, v := range p.c.Initial {
 		p.settings[k] = v
 	}
@@ -82,6 +107,7 @@ func (p *Phone) Size() (width, height int) { return p.w, p.h }
 func (p *Phone) Screencap() ([]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.tickLocked()
 	if p.png == nil {
 		b, err := encodePNG(p.renderLocked())
 		if err != nil {
@@ -96,6 +122,7 @@ func (p *Phone) Screencap() ([]byte, error) {
 func (p *Phone) Image() *image.RGBA {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.tickLocked()
 	src := p.renderLocked()
 	dst := image.NewRGBA(src.Rect)
 	var lut [256][4]uint8
@@ -126,6 +153,10 @@ func (p *Phone) renderLocked() *image.Paletted {
 			cv.clip = cv.rectPx(n.clip).Intersect(full)
 		}
 		n.draw(cv)
+	}
+	if p.animate {
+		cv.clip = full
+		p.animateLocked(cv, f)
 	}
 	p.img = img
 	return img
@@ -172,6 +203,7 @@ func (p *Phone) top() *page { return p.stack[len(p.stack)-1] }
 func (p *Phone) Tap(x, y int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.inputLocked(p.top())
 	p.tapLocked(float64(x)+0.5, float64(y)+0.5)
 }
 
@@ -194,6 +226,7 @@ func (p *Phone) tapLocked(x, y float64) {
 func (p *Phone) Swipe(x1, y1, x2, y2, durationMs int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.inputLocked(p.top())
 	dx, dy := float64(x2-x1)/p.s, float64(y2-y1)/p.s
 	if math.Hypot(dx, dy) < 10 {
 		p.tapLocked(float64(x1)+0.5, float64(y1)+0.5)
@@ -220,6 +253,7 @@ func (p *Phone) Swipe(x1, y1, x2, y2, durationMs int) {
 func (p *Phone) Text(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.inputLocked(p.top())
 	p.typeLocked(s)
 }
 
@@ -236,6 +270,7 @@ func (p *Phone) typeLocked(s string) {
 func (p *Phone) KeyEvent(code int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.inputLocked(p.top())
 	p.keyLocked(code)
 	p.changed()
 }

@@ -196,7 +196,11 @@ func (u *ui) field(r rectF, id, hint string) {
 	}
 	if focused {
 		cx := tx + 1
-		u.add(rectF{cx, ty - 2, 2, glyphH*1.5 + 4}, func(c *canvas) { c.fill(rectF{cx, ty - 2, 2, glyphH*1.5 + 4}, th.primary) })
+		u.add(rectF{cx, ty - 2, 2, glyphH*1.5 + 4}, func(c *canvas) {
+			if p.drawn.cursor { // blinks when animated
+				c.fill(rectF{cx, ty - 2, 2, glyphH*1.5 + 4}, th.primary)
+			}
+		})
 		if val != "" {
 			x, y := r.x+r.w-22, r.y+r.h/2
 			u.add(rectF{x - 8, y - 8, 16, 16}, func(c *canvas) {
@@ -323,6 +327,7 @@ func (u *ui) list(t *page, a App) {
 		u.field(rectF{12, top + 8, 336, 44}, a.ID+".search", "Search "+strings.ToLower(a.Label))
 		top += 60
 	}
+	u.spin(rectF{u.w - 56, statusH + 8, 40, 40}, white) // syncing
 	items := p.c.Items[a.ID]
 	idx := p.filtered(a.ID)
 	vp := rectF{0, top, u.w, u.h - navH - top}
@@ -431,6 +436,13 @@ func (u *ui) settings(t *page, a App) {
 	u.clip = rectF{}
 }
 
+// spin puts a progress spinner at r when the phone animates.
+func (u *ui) spin(r rectF, col color.RGBA) {
+	if u.p.animate {
+		u.spinner, u.spinnerCol = r, col
+	}
+}
+
 // toggle draws a switch with its top-left at (x, y); it is 40x20 dp.
 func (u *ui) toggle(x, y float64, id string) {
 	p, th := u.p, u.th
@@ -518,6 +530,7 @@ func (u *ui) browser(t *page, a App) {
 		for i := 0; i < 6; i++ {
 			u.rect(rectF{16, top + 110 + float64(i)*28, u.w - 32 - float64((i*37)%90), 12}, th.divider)
 		}
+		u.spin(rectF{u.w/2 - 24, top + 300, 48, 48}, th.primary) // the page keeps loading
 	}
 }
 

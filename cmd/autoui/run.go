@@ -33,6 +33,7 @@ type runFlags struct {
 	adbPort        int
 	size           string
 	swipeMs        int
+	settle         string
 	settleMin      time.Duration
 	settleTimeout  time.Duration
 	settleInterval time.Duration
@@ -57,10 +58,11 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.IntVar(&r.adbPort, "adb-port", 0, "adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)")
 	fs.StringVar(&r.size, "size", "", "screen size WxH for mapping coordinates (default: 'wm size', override honoured, turned by the orientation)")
 	fs.IntVar(&r.swipeMs, "swipe-ms", 300, "duration of 'input swipe' in milliseconds")
+	fs.StringVar(&r.settle, "settle", device.SettlePixels, "after an action, wait until this stops changing: pixels (screenshots) or ui (the UI hierarchy from uiautomator dump, as AndroidWorld: animations, a blinking cursor or a spinner do not hold it up; its defaults: --settle-min 0, --settle-interval 500ms, --settle-timeout 6s)")
 	fs.DurationVar(&r.settleMin, "settle-min", time.Second, "after an action, wait this long before checking whether the screen settled (0: none)")
-	fs.IntVar(&r.settleFrames, "settle-frames", 3, "the screen has settled when this many consecutive screenshots match (status bar masked, small differences tolerated)")
+	fs.IntVar(&r.settleFrames, "settle-frames", 3, "the screen has settled when this many consecutive screenshots match (status bar masked, small differences tolerated); with --settle ui, this many consecutive checks equal the hierarchy before them")
 	fs.DurationVar(&r.settleTimeout, "settle-timeout", 5*time.Second, "after an action, wait at most this long in all for the screen to settle (0: do not wait; effects are then unknown)")
-	fs.DurationVar(&r.settleInterval, "settle-interval", 0, "pause between the settle screenshots")
+	fs.DurationVar(&r.settleInterval, "settle-interval", 0, "pause between the settle screenshots (or hierarchy checks)")
 	fs.StringVar(&r.onNoEffect, "on-no-effect", "continue", "when an action leaves the screen unchanged: continue, retry (send it once more) or stop")
 	fs.IntVar(&r.repeatLimit, "repeat-limit", 3, "stop when the model predicts the same action this many times in a row")
 	fs.BoolVar(&r.noAnnotate, "no-annotate", false, "do not write annotated PNGs to --out")
@@ -89,6 +91,9 @@ func (r *runFlags) deviceOptions() (device.Options, error) {
 	if err := device.ValidateNonASCII(r.nonASCII); err != nil {
 		return o, usageErrorf("--non-ascii: %v", err)
 	}
+	if r.adbPort < 0 || r.adbPort > 65535 {
+		return o, usageErrorf("--adb-port %d: want 1-65535 (0: the default)", r.adbPort)
+	}
 	if r.adbTimeout <= 0 {
 		return o, usageErrorf("--adb-timeout %s: must be > 0", r.adbTimeout)
 	}
@@ -105,7 +110,7 @@ func (r *runFlags) deviceOptions() (device.Options, error) {
 func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer) device.AgentOptions {
 	o := device.AgentOptions{
 		Goal: r.goal, MaxSteps: r.maxSteps, DryRun: r.dryRun, OutDir: r.out, Overwrite: r.overwrite,
-		SettleMin: noneIfZero(r.settleMin), SettleTimeout: noneIfZero(r.settleTimeout), SettleInterval: r.settleInterval,
+		Settle: r.settle, SettleMin: noneIfZero(r.settleMin), SettleTimeout: noneIfZero(r.settleTimeout), SettleInterval: r.settleInterval,
 		StableFrames: r.settleFrames, OnNoEffect: r.onNoEffect, RepeatLimit: r.repeatLimit,
 		NoAnnotate: r.noAnnotate, Log: log,
 	}
@@ -124,7 +129,37 @@ func noneIfZero(d time.Duration) time.Duration {
 	return d
 }
 
+// settleDefaults gives the settle flags the user left alone the --settle
+// ui mode's defaults (AndroidWorld's).
+func (r *runFlags) settleDefaults(fs *flag.FlagSet) {
+	if r.settle != device.SettleUI {
+		return
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["settle-min"] {
+		r.settleMin = 0
+	}
+	if !set["settle-timeout"] {
+		r.settleTimeout = device.DefaultUISettleTimeout
+	}
+	if !set["settle-interval"] {
+		r.settleInterval = device.DefaultUISettleInterval
+	}
+}
+
 func (r *runFlags) validate() error {
+	if err := device.ValidateSettle(r.settle); err != nil {
+		return usageErrorf("--settle %v", err)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"settle-min", r.settleMin}, {"settle-timeout", r.settleTimeout}, {"settle-interval", r.settleInterval}} {
+		if f.d < 0 {
+			return usageErrorf("--%s %s: must be >= 0", f.name, f.d)
+		}
+	}
 	switch {
 	case strings.TrimSpace(r.goal) == "":
 		return usageErrorf("--goal is required (what the agent should do, e.g. --goal \"Open the settings app\")")
@@ -154,6 +189,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	rf.settleDefaults(fs)
 	if err := rf.validate(); err != nil {
 		return err
 	}

@@ -57,7 +57,11 @@ func (s *serverFlags) validate(fs *flag.FlagSet, mf *modelFlags) error {
 		if s.tokenFile != "" {
 			return usageErrorf("--token-file needs --server")
 		}
-		return nil
+		if mf.model == "" {
+			return usageErrorf("--model DIR or --server URL is required (the model to predict with)")
+		}
+		_, err := mf.options() // a bad model flag is refused before the device is reached
+		return err
 	}
 	var conflict error
 	fs.Visit(func(f *flag.Flag) {

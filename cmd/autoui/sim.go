@@ -30,6 +30,7 @@ type simConfig struct {
 	family      string
 	android     int
 	adbKeyboard bool
+	animate     bool
 }
 
 // simIMESwitchDelay is how long the sim's `ime set` takes to hand over to the
@@ -49,18 +50,22 @@ type simServer struct {
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var cfg simConfig
-	fs.IntVar(&cfg.port, "port", 5555, "TCP port on 127.0.0.1 for `adb connect 127.0.0.1:PORT` (0: any free port)")
-	fs.Int64Var(&cfg.seed, "seed", 0, "seed of the generated phone (apps, layout, contacts, settings...)")
-	size := fs.String("size", "1080x2400", "screen size WIDTHxHEIGHT in pixels")
-	fs.StringVar(&cfg.family, "task", "", "start in the start state of a task of this family ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
-	fs.IntVar(&cfg.android, "android", fakephone.DefaultAndroid, fmt.Sprintf("Android version (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", fakephone.MinAndroid, fakephone.MaxAndroid))
-	fs.BoolVar(&cfg.adbKeyboard, "adbkeyboard", false, "install the ADBKeyboard IME, so `am broadcast -a ADB_INPUT_B64` types any text (without it, `input text` refuses non-ASCII like a phone)")
+	fs.IntVar(&cfg.port, "port", 5555, "listen on 127.0.0.1:`PORT` for adb connect 127.0.0.1:PORT (0: any free port)")
+	fs.Int64Var(&cfg.seed, "seed", 0, "`seed` of the generated phone (apps, layout, contacts, settings...)")
+	size := fs.String("size", "1080x2400", "screen size `WxH` in pixels")
+	fs.StringVar(&cfg.family, "task", "", "start in the start state of a task of this `family` ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
+	fs.IntVar(&cfg.android, "android", fakephone.DefaultAndroid, fmt.Sprintf("Android `version` (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", fakephone.MinAndroid, fakephone.MaxAndroid))
+	fs.BoolVar(&cfg.adbKeyboard, "adbkeyboard", false, "install the ADBKeyboard IME, so its ADB_INPUT_B64 broadcast types any text (without it, input text refuses non-ASCII like a phone)")
+	fs.BoolVar(&cfg.animate, "animate", false, "animate like a phone: pages slide in, a focused field's cursor blinks, list apps and web pages show a spinner (for trying autoui run's --settle modes; screens then differ from the dataset's)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY] [--android N] [--adbkeyboard]")
+		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY] [--android N] [--adbkeyboard] [--animate]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if cfg.port < 0 || cfg.port > 65535 {
+		return usageErrorf("--port %d: want 0-65535", cfg.port)
 	}
 	var err error
 	if cfg.width, cfg.height, err = parseSize(*size); err != nil {
@@ -86,22 +91,22 @@ func runSim(ctx context.Context, args []string) error {
 // startSim builds the phone and serves it as a device on cfg.port.
 func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
 	if cfg.android < fakephone.MinAndroid || cfg.android > fakephone.MaxAndroid {
-		return nil, fmt.Errorf("bad --android %d: want %d-%d", cfg.android, fakephone.MinAndroid, fakephone.MaxAndroid)
+		return nil, usageErrorf("--android %d: want %d-%d", cfg.android, fakephone.MinAndroid, fakephone.MaxAndroid)
 	}
 	s := &simServer{}
 	if cfg.family != "" {
 		if !tasks.KnownFamily(cfg.family) {
-			return nil, fmt.Errorf("unknown task family %q (have %s)", cfg.family, strings.Join(tasks.Families, ", "))
+			return nil, usageErrorf("--task %q: unknown task family (have %s)", cfg.family, strings.Join(tasks.Families, ", "))
 		}
 		t := tasks.Generate(cfg.family, cfg.seed)
 		s.task = &t
-		phone, err := t.NewPhone(tasks.Options{Width: cfg.width, Height: cfg.height})
+		phone, err := t.NewPhone(tasks.Options{Width: cfg.width, Height: cfg.height, Animate: cfg.animate})
 		if err != nil {
 			return nil, err
 		}
 		s.phone = phone
 	} else {
-		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed})
+		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed, Animate: cfg.animate})
 	}
 	dev, err := fakephone.Start(fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
 		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay, ShellV2: true})
@@ -166,7 +171,7 @@ func parseSize(s string) (int, int, error) {
 	w, err1 := strconv.Atoi(ws)
 	h, err2 := strconv.Atoi(hs)
 	if !ok || err1 != nil || err2 != nil || w < 90 || h < 160 || w > 4096 || h > 8192 {
-		return 0, 0, fmt.Errorf("bad --size %q: want WIDTHxHEIGHT, e.g. 1080x2400", s)
+		return 0, 0, usageErrorf("--size %q: want WIDTHxHEIGHT from 90x160 to 4096x8192, e.g. 1080x2400", s)
 	}
 	return w, h, nil
 }

@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"image/png"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
@@ -138,4 +144,88 @@ func TestSimTypesNonASCII(t *testing.T) {
 			t.Fatalf("ADBKeyboard %v: field %q, want %q (warning %q)", withIME, got, want, plan.Warning)
 		}
 	}
+}
+
+// TestSimSettleModesOnAnimations plays a step on the animated sim through
+// Debian's adb server with each settle mode: typing into Contacts' search,
+// whose cursor blinks under a turning spinner. Screenshots never stop
+// changing, so --settle pixels waits out its timeout; the hierarchy stops
+// changing once the text is in, so --settle ui settles.
+func TestSimSettleModesOnAnimations(t *testing.T) {
+	srv := phonetest.StartServer(t)
+	s := startTestSim(t, srv, simConfig{android: fakephone.DefaultAndroid, animate: true})
+	d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := s.phone.Size()
+	if err := d.Run(context.Background(), []string{fmt.Sprintf("input swipe %d %d %d %d 300", w/2, h*8/10, w/2, h*2/10)}); err != nil {
+		t.Fatal(err)
+	}
+	simTap(t, d, s, "app:contacts")
+	simTap(t, d, s, "field:contacts.search")
+	typ := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "ab"}
+	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
+	for _, mode := range []string{"pixels", "ui"} {
+		out := filepath.Join(t.TempDir(), mode)
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		rf := addRunFlags(fs)
+		args := []string{"--goal", "find", "--settle", mode, "--out", out, "--no-annotate"}
+		if mode == "pixels" {
+			// A phone's capture takes 100 ms or more; this small screen's a
+			// few: the pause keeps captures as far apart as on a phone.
+			args = append(args, "--settle-timeout", "2s", "--settle-interval", "120ms")
+		} else {
+			args = append(args, "--settle-timeout", "30s") // bounded but generous: adb is slow on a loaded machine
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		rf.settleDefaults(fs)
+		if err := runEpisode(context.Background(), d, &cannedPredictor{answers: []action.Action{typ, done}}, rf, strings.NewReader(""), io.Discard, io.Discard); err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		steps := readJSONLines(t, filepath.Join(out, "steps.jsonl"))
+		wantSettled := mode == "ui"
+		if steps[0]["settled"] != wantSettled {
+			t.Errorf("%s: settled %v, want %v (the spinner turns, the hierarchy holds)", mode, steps[0]["settled"], wantSettled)
+		}
+		if checks, _ := steps[0]["settle_checks"].(float64); (checks >= 4) != wantSettled {
+			t.Errorf("%s: %v hierarchy checks", mode, steps[0]["settle_checks"])
+		}
+		b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			Settle struct {
+				Mode     string  `json:"mode"`
+				Actions  int     `json:"actions"`
+				MedianMs float64 `json:"median_ms"`
+			} `json:"settle"`
+		}
+		if err := json.Unmarshal(b, &sum); err != nil || sum.Settle.Mode != mode || sum.Settle.Actions != 1 || sum.Settle.MedianMs <= 0 {
+			t.Errorf("%s: summary's settle %+v, %v", mode, sum.Settle, err)
+		}
+	}
+	if got := s.phone.Field("contacts.search"); got != "abab" {
+		t.Fatalf("field %q after both episodes", got)
+	}
+}
+
+func readJSONLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -40,6 +40,10 @@ func (d *Device) run(argv []string, w io.Writer) int {
 		return d.runAm(argv[1:], w)
 	case "rm":
 		return d.runRm(argv[1:], w)
+	case "cat":
+		return d.runCat(argv[1:], w)
+	case "uiautomator":
+		return d.runUIAutomator(argv[1:], w)
 	case "echo":
 		fmt.Fprintln(w, strings.Join(argv[1:], " "))
 		return 0
@@ -185,6 +189,62 @@ func (d *Device) runRm(args []string, w io.Writer) int {
 		}
 	}
 	return status
+}
+
+func (d *Device) runCat(args []string, w io.Writer) int {
+	status := 0
+	for _, a := range args {
+		d.mu.Lock()
+		f, ok := d.files[a]
+		d.mu.Unlock()
+		if !ok {
+			fmt.Fprintf(w, "cat: %s: No such file or directory\n", a)
+			status = 1
+			continue
+		}
+		_, _ = w.Write(f.data)
+	}
+	return status
+}
+
+// UIDumper is a Phone that describes its screen as `uiautomator dump`
+// does (the XML hierarchy); RecordingPhone and package sim's phone are.
+type UIDumper interface {
+	UIAutomatorDump() ([]byte, error)
+}
+
+// uiDumpDefault is where `uiautomator dump` writes without a file name.
+const uiDumpDefault = "/sdcard/window_dump.xml"
+
+// runUIAutomator serves `uiautomator dump [--compressed] [FILE]` with
+// uiautomator's own messages (its "hierchary" typo included). It reports
+// failure in words, exiting 0, as uiautomator does.
+func (d *Device) runUIAutomator(args []string, w io.Writer) int {
+	if len(args) == 0 || args[0] != "dump" {
+		fmt.Fprintln(w, "Usage: uiautomator <subcommand> [options]\n\nAvailable subcommands:\n\ndump: creates an XML dump of current UI hierarchy")
+		return 0
+	}
+	file := uiDumpDefault
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			file = a
+		}
+	}
+	dumper, ok := d.phone.(UIDumper)
+	if !ok {
+		fmt.Fprintln(w, "ERROR: null root node returned by UiTestAutomationBridge.")
+		return 0
+	}
+	xml, err := dumper.UIAutomatorDump()
+	if err != nil {
+		fmt.Fprintf(w, "ERROR: %v\n", err)
+		return 0
+	}
+	d.mu.Lock()
+	d.files[file] = deviceFile{data: xml, mode: 0o100660, mtime: 1700000000}
+	d.mu.Unlock()
+	fmt.Fprintf(w, "UI hierchary dumped to: %s\n", file)
+	return 0
 }
 
 var inputSources = map[string]bool{

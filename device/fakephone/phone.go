@@ -35,6 +35,7 @@ type Event struct {
 type RecordingPhone struct {
 	mu     sync.Mutex
 	png    []byte
+	ui     []byte // SetUI's hierarchy; nil: one window-sized node
 	w, h   int
 	events []Event
 	// OnEvent, when set, is called after each event is recorded, under no
@@ -75,6 +76,24 @@ func (p *RecordingPhone) Screencap() ([]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]byte(nil), p.png...), nil
+}
+
+// SetUI replaces what `uiautomator dump` writes.
+func (p *RecordingPhone) SetUI(hierarchy []byte) {
+	p.mu.Lock()
+	p.ui = append([]byte(nil), hierarchy...)
+	p.mu.Unlock()
+}
+
+// UIAutomatorDump implements UIDumper: SetUI's hierarchy, else one
+// window-sized FrameLayout.
+func (p *RecordingPhone) UIAutomatorDump() ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ui != nil {
+		return append([]byte(nil), p.ui...), nil
+	}
+	return []byte(fmt.Sprintf(`<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.android.launcher3" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][%d,%d]" /></hierarchy>`, p.w, p.h)), nil
 }
 
 func (p *RecordingPhone) record(e Event) {

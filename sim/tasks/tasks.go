@@ -75,11 +75,15 @@ func Generate(family string, seed int64) Task {
 }
 
 // Options for the phone a task runs on; zero means 1080x2400.
-type Options struct{ Width, Height int }
+type Options struct {
+	Width, Height int
+	// Animate gives the phone its animations (sim.Options.Animate).
+	Animate bool
+}
 
 // NewPhone returns the task's phone in its start state.
 func (t Task) NewPhone(o Options) (*sim.Phone, error) {
-	p := sim.New(sim.Options{Width: o.Width, Height: o.Height, Seed: t.Seed})
+	p := sim.New(sim.Options{Width: o.Width, Height: o.Height, Seed: t.Seed, Animate: o.Animate})
 	for _, g := range t.setup {
 		for step := 0; ; step++ {
 			if step == 40 {
