@@ -46,3 +46,42 @@ func TestSimEvalOnNoEffect(t *testing.T) {
 		t.Errorf("bad --on-no-effect: %v (exit %d)", err, exitCode(err))
 	}
 }
+
+// TestSimRunSimEvalUsage: every usage error of sim, run and simeval exits 2
+// with one line naming the flag, before anything slow starts; -h exits 0
+// and sim's help names each flag's value correctly.
+func TestSimRunSimEvalUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--size", "foo"}, "--size"},
+		{[]string{"sim", "--port", "70000"}, "--port"},
+		{[]string{"sim", "--port", "0", "--android", "3"}, "--android"},
+		{[]string{"sim", "--port", "0", "--task", "nope"}, "--task"},
+		{[]string{"sim", "--animate=maybe"}, "animate"},
+		{[]string{"sim", "stray"}, "unexpected arguments"},
+		{[]string{"run", "--goal", "x"}, "--model"},
+		{[]string{"run", "--model", tinyBundle}, "--goal"},
+		{[]string{"run", "--goal", "x", "--model", tinyBundle, "--settle", "fast"}, "--settle"},
+		{[]string{"run", "--goal", "x", "--model", tinyBundle, "--settle-timeout", "-1s"}, "--settle-timeout"},
+		{[]string{"run", "--goal", "x", "--model", tinyBundle, "--settle-min", "soon"}, "settle-min"},
+		{[]string{"run", "--goal", "x", "--model", tinyBundle, "--adb-port", "99999"}, "--adb-port"},
+		{[]string{"run", "--goal", "x", "--model", tinyBundle, "--threads", "-1"}, "--threads"},
+		{[]string{"simeval"}, "--model"},
+		{[]string{"simeval", "--model", tinyBundle, "--tasks", "0"}, "--tasks"},
+		{[]string{"simeval", "--model", tinyBundle, "--split", "foo"}, "--split"},
+		{[]string{"simeval", "--model", tinyBundle, "--families", "zz"}, "--families"},
+		{[]string{"simeval", "--model", tinyBundle, "--size", "1x1"}, "--size"},
+	}
+	for _, c := range cases {
+		stdout, stderr, code := runCLI(t, c.args...)
+		wantOneLineError(t, stdout, stderr, code, 2, c.want)
+	}
+	stdout, _, code := runCLI(t, "sim", "-h")
+	for _, want := range []string{"-port PORT\n", "-size WxH\n", "-task family\n", "-adbkeyboard\n", "-animate\n"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("sim -h (exit %d) lacks %q:\n%s", code, want, stdout)
+		}
+	}
+}
