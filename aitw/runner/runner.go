@@ -314,21 +314,26 @@ func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
 }
 
 // requests are the jobs' requests, with the screen decoded for those whose
-// features the engine must compute.
+// features the engine must compute, spread over the cores (a batch of full
+// screenshots is tens of megabytes to convert).
 func requests(jobs []job) ([]engine.Request, error) {
 	reqs := make([]engine.Request, len(jobs))
-	for i := range jobs {
+	err := preprocess.Parallel(len(jobs), func(i int) error {
 		j := &jobs[i]
 		reqs[i] = j.req
 		if j.req.Features != nil {
-			continue
+			return nil
 		}
 		s := &j.step
 		img, err := preprocess.FromRaw(s.Pixels, s.Height, s.Width, s.Channels)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", j, err)
+			return fmt.Errorf("%s: %w", j, err)
 		}
 		reqs[i].Screen = img
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return reqs, nil
 }
