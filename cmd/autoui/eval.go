@@ -486,12 +486,20 @@ func about(df dataFlags, ps *runinfo.Predictions) *score.About {
 func presetFlags() string {
 	var parts []string
 	for _, f := range autouiPreset() {
-		parts = append(parts, "--"+f.name+" "+f.value)
+		parts = append(parts, f.String())
 	}
 	return strings.Join(parts, ", ")
 }
 
 type presetFlag struct{ name, value string }
+
+// String is the flag as it is typed (a boolean needs its "=").
+func (f presetFlag) String() string {
+	if f.value == "true" || f.value == "false" {
+		return "--" + f.name + "=" + f.value
+	}
+	return "--" + f.name + " " + f.value
+}
 
 // autouiPreset is runinfo.AutoUIPreset as the flags that set it.
 func autouiPreset() []presetFlag {
@@ -517,7 +525,8 @@ func applyPreset(fs *flag.FlagSet, name string) error {
 	for _, pf := range autouiPreset() {
 		f := fs.Lookup(pf.name)
 		if given[pf.name] && f.Value.String() != pf.value {
-			return usageErrorf("--preset %s sets --%s %s; drop --%s %s", name, pf.name, pf.value, pf.name, f.Value)
+			yours := presetFlag{pf.name, f.Value.String()}
+			return usageErrorf("--preset %s sets %s; drop %s", name, pf, yours)
 		}
 		if err := fs.Set(pf.name, pf.value); err != nil {
 			return err
