@@ -2,6 +2,7 @@
 
   python -m scripts.half --in BUNDLE --out BUNDLE_FP16 [--roles vision | all | vision,encoder,...]
                          [--headroom 8] [--steps 32] [--compare]
+  python -m scripts.half --diff RUN_A RUN_B     (two `autoui eval run` outputs: identical actions)
 
 Bundle format 2, fp32 only. The converter is ONNX Runtime's own
 `onnxruntime.transformers.float16.convert_float_to_float16` (the onnxconverter-common
@@ -334,8 +335,36 @@ def agreement(fp32_dir: str, other_dir: str, cases_path: str = GOLDEN, threads: 
     return out
 
 
+def _predictions(path: str) -> dict:
+    if os.path.isdir(path):
+        path = os.path.join(path, "predictions.jsonl")
+    with open(path) as f:
+        return {(p["episode_id"], p["step_id"]): p for p in map(json.loads, f) if p}
+
+
+def runs_agreement(a: str, b: str) -> dict:
+    """Two `autoui eval run` outputs (directories or predictions.jsonl) on the same steps: how
+    many outputs are identical, and how many have the same action type."""
+    pa, pb = _predictions(a), _predictions(b)
+    common = sorted(pa.keys() & pb.keys())
+    if not common:
+        raise HalfError(f"{a} and {b} share no predicted step")
+    return {"steps": len(common), "only_in_one": len(pa.keys() ^ pb.keys()),
+            "identical_outputs": sum(pa[k]["raw"] == pb[k]["raw"] for k in common),
+            "same_action_type": sum(pa[k]["action_type"] == pb[k]["action_type"] for k in common)}
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Write the fp16 variant of an autoui bundle (float32 graph IO).")
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--diff"]:
+        if len(argv) != 3:
+            print("usage: python -m scripts.half --diff RUN_A RUN_B   (two autoui eval run outputs)", file=sys.stderr)
+            return 2
+        print(json.dumps(runs_agreement(argv[1], argv[2]), indent=2))
+        return 0
+    p = argparse.ArgumentParser(description="Write the fp16 variant of an autoui bundle (float32 graph IO). "
+                                "python -m scripts.half --diff RUN_A RUN_B compares two eval runs' outputs.")
     p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory")
     p.add_argument("--out", required=True, help="fp16 bundle directory to write")
     p.add_argument("--roles", default=",".join(DEFAULT_ROLES),

@@ -149,3 +149,18 @@ def test_refusals(halved, tmp_path, capsys):
 def test_deterministic(halved, tmp_path):
     out, manifest = halved
     assert h.half_bundle(TINY, str(tmp_path / "again"), roles=h.ALL_ROLES, steps=8) == manifest
+
+
+def test_runs_agreement(tmp_path, capsys):
+    def run(name, rows):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return str(d)
+    row = lambda step, t, raw: {"episode_id": "e", "step_id": step, "action_type": t, "raw": raw}
+    a = run("a", [row(0, "TYPE", "x"), row(1, "DUAL_POINT", "y"), row(2, "PRESS_BACK", "z")])
+    b = run("b", [row(0, "TYPE", "x"), row(1, "DUAL_POINT", "y2"), row(3, "PRESS_BACK", "z")])
+    assert h.runs_agreement(a, b) == {"steps": 2, "only_in_one": 2, "identical_outputs": 1, "same_action_type": 2}
+    assert h.main(["--diff", a, os.path.join(b, "predictions.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["identical_outputs"] == 1
+    assert h.main(["--diff", a]) == 2
