@@ -375,20 +375,16 @@ func TestDatasetToEvalWithoutSubset(t *testing.T) {
 	}
 }
 
-// captureStderr returns what f writes to stderr.
+// captureStderr returns what f writes to stderr: captureStdout's file
+// takes stderr's place while stdout is left as it was.
 func captureStderr(t *testing.T, f func() error) (string, error) {
 	t.Helper()
-	tmp, err := os.CreateTemp(t.TempDir(), "stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stderr
-	os.Stderr = tmp
-	ferr := f()
-	os.Stderr = old
-	tmp.Close()
-	out, _ := os.ReadFile(tmp.Name())
-	return string(out), ferr
+	stdout, stderr := os.Stdout, os.Stderr
+	defer func() { os.Stderr = stderr }()
+	return captureStdout(t, func() error {
+		os.Stderr, os.Stdout = os.Stdout, stdout
+		return f()
+	})
 }
 
 // eval run --preset autoui predicts as main.py does and says so in run.json;
