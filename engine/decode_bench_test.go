@@ -11,18 +11,25 @@ import (
 
 // decodeInputs encodes and fuses a fixed prompt: the first golden case's on
 // the tiny bundle, or a synthetic one on the bundle AUTOUI_BENCH_MODEL names
-// (allocations per step grow with the layer count).
+// (allocations per step grow with the layer count). AUTOUI_BENCH_PROVIDER
+// (cpu, cuda) picks the execution provider; the process's ONNX Runtime
+// library must have it.
 func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 	b.Helper()
 	var p *Predictor
 	var ids []int64
 	var feat []float32
+	provider, err := ParseProvider(os.Getenv("AUTOUI_BENCH_PROVIDER"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := Options{Session: SessionOptions{Provider: provider}}
 	if dir := os.Getenv("AUTOUI_BENCH_MODEL"); dir != "" {
 		bundle, err := models.Load(dir, models.LoadOptions{Verify: models.VerifySizes})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if p, err = NewPredictor(bundle, Options{}); err != nil {
+		if p, err = NewPredictor(bundle, opts); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { p.Close() })
@@ -32,7 +39,8 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 		}
 		feat = make([]float32, p.cfg.ImageDim)
 	} else {
-		p = tiny(b)
+		opts.Truncation = TruncateRight
+		p = tinyWith(b, opts)
 		c := loadGolden(b)[0]
 		ids, feat = c.InputIDs, loadNpy(b, c.Tensors["image_features"])
 	}

@@ -67,6 +67,9 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 		return err
 	}
 	defer c.close()
+	if p.newCallHook != nil {
+		p.newCallHook(c)
+	}
 	project := time.Since(t0) // the cross graph's run counts into the first call
 
 	rows := seqs // the sequences in cache row order: the active ones
@@ -362,6 +365,8 @@ type deviceCall struct {
 	argmax bool // the decoder has the argmax output
 	dev    *kv.Device
 	outs   []kv.Output // scratch
+	// logitsCalls counts the calls that fetched logits (tests).
+	logitsCalls int
 }
 
 func (c *deviceCall) step(k int, wantLogits bool) (stepOut, error) {
@@ -389,6 +394,7 @@ func (c *deviceCall) step(k int, wantLogits bool) (stepOut, error) {
 		}
 		c.outs = append(c.outs, kv.Output{Name: c.names.Logits, Value: logits})
 		out.logits = c.logits[:c.rows*int64(k)*c.vocab]
+		c.logitsCalls++
 	}
 	if err := c.dev.Bind(ids, c.outs); err != nil {
 		return stepOut{}, err

@@ -39,12 +39,19 @@ func runCUDAChild(t *testing.T, name string) {
 // cudaPredictor opens the tiny bundle with the cuda provider (child only).
 func cudaPredictor(t *testing.T) *Predictor {
 	t.Helper()
+	return cudaPredictorWith(t, Options{})
+}
+
+// cudaPredictorWith opens the tiny bundle with the cuda provider and opts.
+func cudaPredictorWith(t *testing.T, opts Options) *Predictor {
+	t.Helper()
 	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPredictor(b, Options{Truncation: TruncateRight, LibraryPath: os.Getenv("AUTOUI_CUDA_ORT_LIB"),
-		Session: SessionOptions{Provider: ProviderCUDA}})
+	opts.Truncation, opts.LibraryPath = TruncateRight, os.Getenv("AUTOUI_CUDA_ORT_LIB")
+	opts.Session.Provider = ProviderCUDA
+	p, err := NewPredictor(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,40 +77,68 @@ func TestCUDAGoldenTokens(t *testing.T) {
 	}
 }
 
-// The device-resident decoder state on the GPU: the encoder states, mask and
-// cross-attention K/V uploaded once per request as adapters in CUDA memory.
-// Greedy tokens equal the golden ones on every case, and drafts with
-// truncation give the logits of the host-resident state on the same GPU.
+// The device-resident decoder state on the GPU: cross K/V and every call's
+// presents stay in CUDA memory as ORT-owned values, rejected drafts and
+// finished rows are cut there. Greedy tokens equal the golden ones on every
+// case at batches of 1, 3 and 8, speculative and greedy, with the argmax
+// output and without it; drafts with truncation give the logits of the
+// host-resident state on the same GPU; constrained decoding (the logits
+// path) gives what it gives on the host cache.
 func TestCUDADeviceDecodeGolden(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDADeviceDecodeGolden")
 		return
 	}
-	dev := cudaPredictor(t)
 	host := cudaPredictor(t)
 	host.cachePlace = placeHost
-	if dev.cachePlace != placeDevice {
-		t.Fatal("the cuda provider does not keep the cache on the device")
-	}
 	cases := loadGolden(t)
-	for _, B := range []int{1, 3} {
-		for lo := 0; lo+B <= len(cases); lo += B {
-			var reqs []Request
-			for _, c := range cases[lo : lo+B] {
-				reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	for _, argmax := range []bool{true, false} {
+		for _, dec := range []Decoding{DecodeSpeculative, DecodeGreedy} {
+			dev := cudaPredictorWith(t, Options{Decoding: dec})
+			if dev.cachePlace != placeDevice {
+				t.Fatal("the cuda provider does not keep the cache on the device")
 			}
-			got, err := dev.PredictBatch(context.Background(), reqs)
-			if err != nil {
-				t.Fatal(err)
+			if !argmax {
+				withoutArgmax(t, dev)
 			}
-			for j, res := range got {
-				if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-					t.Errorf("B=%d %s: cuda device decoding differs from golden\n got %v\nwant %v", B, c.ID, res.TokenIDs, c.GeneratedIDs)
+			for _, B := range []int{1, 3, 8} {
+				for lo := 0; lo < len(cases); lo += B {
+					var reqs []Request
+					for _, c := range cases[lo:min(lo+B, len(cases))] {
+						reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+					}
+					got, err := dev.PredictBatch(context.Background(), reqs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for j, res := range got {
+						if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+							t.Errorf("argmax=%v %s B=%d %s: cuda device decoding differs from golden\n got %v\nwant %v", argmax, dec, B, c.ID, res.TokenIDs, c.GeneratedIDs)
+						}
+					}
 				}
 			}
 		}
 	}
+	dev := cudaPredictor(t)
 	for _, c := range []goldenCase{cases[0], cases[10], cases[11]} {
 		compareCaches(t, host, dev, c, 1e-4)
+	}
+	// constrained: the device cache fetches logits and gives the host cache's tokens
+	hostCons, devCons := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true})
+	hostCons.cachePlace = placeHost
+	for _, c := range cases[:6] {
+		r := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
+		a, err := hostCons.Predict(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := devCons.Predict(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.TokenIDs, b.TokenIDs) {
+			t.Errorf("%s constrained: device %v, host %v", c.ID, b.TokenIDs, a.TokenIDs)
+		}
 	}
 }

@@ -67,6 +67,8 @@ type Predictor struct {
 	cachePlace placement
 	kvOps      *kv.Ops         // trims and compacts a device-resident cache
 	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
+	// newCallHook, when set (tests), sees each decode's stepper.
+	newCallHook func(stepper)
 }
 
 // placement is where a decode's cache lives.

@@ -6,6 +6,8 @@ nothing."""
 from __future__ import annotations
 
 FORMAT_VERSION = 2
+# The with-past decoder's argmax output (exporter graphs revision 3): int64 token ids per position.
+ARGMAX_OUTPUT = "logits_argmax"
 
 
 def format_error(bundle: str, manifest: dict) -> str | None:

@@ -35,9 +35,9 @@ from onnx import TensorProto, helper
 
 from . import autoui_model as am
 from . import vision as vis
-from .bundle_format import FORMAT_VERSION
+from .bundle_format import ARGMAX_OUTPUT, FORMAT_VERSION
 from .decoder_split import split_decoder
-from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, contrib_attention, fuse_vision_norms
+from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, add_argmax, contrib_attention, fuse_vision_norms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
@@ -45,7 +45,8 @@ FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion
          "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
 # Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
 # scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
-GRAPHS_REVISION = 2
+# 3: the with-past decoder has a logits_argmax output (add_argmax; scripts.upgrade_bundle adds it).
+GRAPHS_REVISION = 3
 EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
 # Weights of at least this size go to the external-data file, at offsets ONNX Runtime can map.
 EXTERNAL_MIN_BYTES = 4096
@@ -288,6 +289,7 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
                               past_dyn, opset)
     with_past = contrib_attention(with_past)
     graphs["decoder"], graphs["decoder_cross"] = split_decoder(no_past, with_past, L, H, dkv, cfg.vocab_size, d)
+    graphs["decoder"] = add_argmax(graphs["decoder"])
     log(f"  decoder graphs traced and split in {time.time() - t0:.1f}s")
     return graphs
 
@@ -398,6 +400,7 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
                 logits, pkv = reference(seq[:, :start + new])
                 what = f"decoder n={n} past={start} new={new}"
                 _compare(f"{what} logits", outs["logits"], logits[:, start:].numpy(), TOLERANCES["decoder"], report)
+                check_argmax(what, outs)
                 for i in range(L):
                     for j, kv in enumerate(("key", "value")):
                         _compare(f"{what} present.{i}.decoder.{kv}", outs[f"present.{i}.decoder.{kv}"],
@@ -405,6 +408,14 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
                 past = [outs[f"present.{i}.decoder.{kv}"] for i in range(L) for kv in ("key", "value")]
                 start += new
     return report
+
+
+def check_argmax(what: str, outs: dict) -> None:
+    """The graph's logits_argmax is exactly numpy's argmax of its own logits (first index of a tie)."""
+    want = np.argmax(outs["logits"], axis=-1)
+    got = outs.get(ARGMAX_OUTPUT)
+    if got is None or got.dtype != np.int64 or not np.array_equal(got, want):
+        raise ExportCheckError(f"{what}: {ARGMAX_OUTPUT} is not the argmax of the logits")
 
 
 # ---------------------------------------------------------------- tokenizer

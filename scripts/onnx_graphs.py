@@ -16,6 +16,7 @@ from onnx import helper
 from torch import nn
 
 from .autoui_model import AutoUIModel
+from .bundle_format import ARGMAX_OUTPUT
 
 NEG = torch.finfo(torch.float32).min
 
@@ -106,6 +107,25 @@ def contrib_attention(model: onnx.ModelProto) -> onnx.ModelProto:
     opsets = [o for o in model.opset_import if o.domain not in ("autoui", "com.microsoft")]
     del model.opset_import[:]
     model.opset_import.extend(opsets + [helper.make_opsetid("com.microsoft", 1)])
+    return model
+
+
+def add_argmax(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The with-past decoder's logits argmax as one more output, `logits_argmax` i64
+    [batch_size, decoder_sequence_length]: greedy and speculative decoding need token ids, not
+    vocab_size floats per position, so only the ids have to leave the device. ArgMax keeps the
+    first index of a tie (select_last_index 0), as torch.argmax and the engine's host argmax do.
+    A graph that has the output already is returned unchanged."""
+    g = model.graph
+    if any(o.name == ARGMAX_OUTPUT for o in g.output):
+        return model
+    logits = next((o for o in g.output if o.name == "logits"), None)
+    if logits is None:
+        raise ValueError("decoder graph has no logits output")
+    dims = [d.dim_param or d.dim_value for d in logits.type.tensor_type.shape.dim][:-1]
+    g.node.append(helper.make_node("ArgMax", ["logits"], [ARGMAX_OUTPUT], name="logits_argmax",
+                                   axis=-1, keepdims=0, select_last_index=0))
+    g.output.append(helper.make_tensor_value_info(ARGMAX_OUTPUT, onnx.TensorProto.INT64, dims))
     return model
 
 

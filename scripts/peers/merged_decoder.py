@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..bundle_format import format_error
+from ..bundle_format import ARGMAX_OUTPUT, format_error
 
 
 def _tensor_bytes(t: onnx.TensorProto) -> bytes:
@@ -76,6 +76,14 @@ def build(dec: onnx.ModelProto, cross: onnx.ModelProto, n_layers: int, n_heads: 
     cross_past = [f"past_key_values.{i}.encoder.{kv}" for i in range(n_layers) for kv in ("key", "value")]
     self_present = [f"present.{i}.decoder.{kv}" for i in range(n_layers) for kv in ("key", "value")]
     cross_present = [f"present.{i}.encoder.{kv}" for i in range(n_layers) for kv in ("key", "value")]
+    # The logits_argmax output (graphs revision 3) is autoui's own: optimum's layout has none.
+    keep = [o for o in dec.graph.output if o.name != ARGMAX_OUTPUT]
+    if len(keep) < len(dec.graph.output):
+        del dec.graph.output[:]
+        dec.graph.output.extend(keep)
+        nodes = [n for n in dec.graph.node if list(n.output) != [ARGMAX_OUTPUT]]
+        del dec.graph.node[:]
+        dec.graph.node.extend(nodes)
     dec_ins = {i.name: i for i in dec.graph.input}
     want = ["input_ids", "encoder_attention_mask"] + self_past + cross_past
     if sorted(dec_ins) != sorted(want) or [o.name for o in dec.graph.output] != ["logits"] + self_present:

@@ -45,8 +45,10 @@ def test_manifest_matches_files(bundle):
     assert ins["past_key_values.1.encoder.value"]["dims"] == ["batch_size", 4, "encoder_sequence_length", 32]
     assert dec["outputs"][0] == {"name": "logits", "dtype": "float32",
                                  "dims": ["batch_size", "decoder_sequence_length", 2112]}
-    assert [o["name"] for o in dec["outputs"][1:]] == [f"present.{i}.decoder.{kv}" for i in range(2)
-                                                       for kv in ("key", "value")]
+    assert [o["name"] for o in dec["outputs"][1:-1]] == [f"present.{i}.decoder.{kv}" for i in range(2)
+                                                        for kv in ("key", "value")]
+    assert dec["outputs"][-1] == {"name": "logits_argmax", "dtype": "int64",
+                                  "dims": ["batch_size", "decoder_sequence_length"]}
     cross = manifest["files"]["decoder_cross"]
     assert cross["path"] == "decoder_cross_model.onnx"
     assert cross["inputs"] == [{"name": "encoder_hidden_states", "dtype": "float32",

@@ -149,7 +149,7 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
 
     # Upgrading again: a no-op.
     before = {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    assert ub.upgrade(old) == f"{old}: already format 2"
+    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
     assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
 
 
@@ -200,3 +200,68 @@ def test_failed_check_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
     with pytest.raises(ub.UpgradeError, match="against the merged decoder"):
         ub.upgrade(old)
     assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
+
+
+def without_argmax(src: str, dst: str) -> dict:
+    """A copy of the format-2 bundle src as the exporter wrote it before graphs revision 3: the
+    decoder without the logits_argmax output (its ArgMax node dropped, weights untouched)."""
+    shutil.copytree(src, dst)
+    with open(os.path.join(dst, "manifest.json")) as f:
+        m = json.load(f)
+    e = m["files"]["decoder"]
+    path = os.path.join(dst, e["path"])
+    g = onnx.load(path, load_external_data=False)
+    outs = [o for o in g.graph.output if o.name != "logits_argmax"]
+    nodes = [n for n in g.graph.node if list(n.output) != ["logits_argmax"]]
+    assert len(outs) == len(g.graph.output) - 1 and len(nodes) == len(g.graph.node) - 1
+    del g.graph.output[:], g.graph.node[:]
+    g.graph.output.extend(outs)
+    g.graph.node.extend(nodes)
+    onnx.save_model(g, path)
+    new = export._file_entry(dst, e["path"])
+    e.update(sha256=new["sha256"], size=new["size"])
+    e["outputs"] = [o for o in e["outputs"] if o["name"] != "logits_argmax"]
+    m["exporter"]["graphs_revision"] = 2
+    with open(os.path.join(dst, "manifest.json"), "w") as f:
+        json.dump(m, f, indent=2)
+    return m
+
+
+DEC = "decoder_with_past_model.onnx"
+
+
+def test_upgrade_adds_argmax(tmp_path, tiny_manifest):
+    """A format-2 bundle from before graphs revision 3 gains the argmax output in place: the same
+    decoder file as the exporter's, the external weights untouched, revision 2 -> 3; again: a no-op."""
+    old = str(tmp_path / "old")
+    m = without_argmax(TINY, old)
+    data = {x["path"]: x["sha256"] for x in m["files"]["decoder"]["external_data"]}
+    assert ub.main([old]) == 0
+    with open(os.path.join(old, "manifest.json")) as f:
+        up = json.load(f)
+    assert up["exporter"]["graphs_revision"] == 3
+    assert {x["path"]: export.sha256_file(os.path.join(old, x["path"])) for x in up["files"]["decoder"]["external_data"]} == data
+    # The exporter's manifest but for the decoder file's own bytes (node names differ).
+    for k in ("sha256", "size"):
+        up["files"]["decoder"].pop(k)
+    want = json.loads(json.dumps(tiny_manifest))
+    for k in ("sha256", "size"):
+        want["files"]["decoder"].pop(k)
+    assert up == want
+    got = [(n.op_type, list(n.input), list(n.output)) for n in onnx.load(os.path.join(old, DEC), load_external_data=False).graph.node]
+    assert got == [(n.op_type, list(n.input), list(n.output))
+                   for n in onnx.load(os.path.join(TINY, DEC), load_external_data=False).graph.node]
+    before = {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
+    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
+    assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
+    # An older revision is not claimed to be revision 3.
+    older = str(tmp_path / "older")
+    without_argmax(TINY, older)
+    with open(os.path.join(older, "manifest.json")) as f:
+        m = json.load(f)
+    del m["exporter"]["graphs_revision"]
+    with open(os.path.join(older, "manifest.json"), "w") as f:
+        json.dump(m, f)
+    assert ub.main([older]) == 0
+    with open(os.path.join(older, "manifest.json")) as f:
+        assert "graphs_revision" not in json.load(f)["exporter"]
