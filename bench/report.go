@@ -26,7 +26,9 @@ type Report struct {
 	Cases    []Case
 	Actions  []Action
 	Stages   map[string]Summary
-	Memory   Memory
+	// Batches are the measured PredictBatch calls of a --batch run (RunBatch).
+	Batches []Batch
+	Memory  Memory
 	// Machine and Limits are set by AddLimits.
 	Machine *MachineInfo
 	Limits  []Limit
@@ -40,6 +42,11 @@ type MachineInfo struct {
 	GEMM          probe.GEMMResult
 	GEMMInt8      probe.GEMMResult // int8 bundles only
 	BandwidthTime time.Duration
+	// Device, when set, is the device probe's result (through the session's
+	// provider, named by DeviceProvider): the bounds come from it, and the
+	// host fields above are not measured.
+	Device         *probe.DeviceResult
+	DeviceProvider string
 }
 
 // Limit is one stage's measured time beside its lower bound.
@@ -152,6 +159,25 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 	}
 }
 
+// Throughput is the distribution of screens/s over the measured batches.
+type Throughput struct{ Min, Median, Max float64 }
+
+// Throughput summarizes the batches' screens/s (zero without batches).
+func (r *Report) Throughput() Throughput {
+	var v []float64
+	for _, b := range r.Batches {
+		v = append(v, b.ScreensPerSecond())
+	}
+	if len(v) == 0 {
+		return Throughput{}
+	}
+	t := Throughput{Min: v[0], Max: v[0], Median: medianFloat(v)}
+	for _, x := range v {
+		t.Min, t.Max = min(t.Min, x), max(t.Max, x)
+	}
+	return t
+}
+
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
@@ -235,8 +261,35 @@ func (r *Report) JSON() ([]byte, error) {
 	if len(r.Actions) > 0 {
 		doc["generated_ids"] = r.Actions[0].IDs // peers report theirs: compare.py checks they agree
 	}
-	if r.Machine != nil {
+	if len(r.Batches) > 0 {
+		tp := r.Throughput()
+		var batches []map[string]any
+		for _, b := range r.Batches {
+			batches = append(batches, map[string]any{"run": b.Run, "screens": b.Screens,
+				"decode_ms": round3(ms(b.Decode)), "wall_ms": round3(ms(b.Wall)), "screens_per_s": round3(b.ScreensPerSecond())})
+		}
+		doc["batch"] = r.Batches[0].Screens
+		doc["screens_per_s"] = map[string]any{"min": round3(tp.Min), "median": round3(tp.Median), "max": round3(tp.Max)}
+		doc["batches"] = batches
+	}
+	if r.Machine != nil && r.Machine.Device != nil {
+		d := r.Machine.Device
 		doc["machine"] = map[string]any{
+			"probe":            "device",
+			"provider":         r.Machine.DeviceProvider,
+			"cpu":              r.Machine.CPU,
+			"overhead_us":      round3(float64(d.Overhead.Nanoseconds()) / 1e3),
+			"bandwidth_gbps":   round3(d.Stream.Best / 1e9),
+			"bandwidth_bytes":  d.Stream.Bytes,
+			"gemm_gflops":      round3(d.GEMM.Best / 1e9),
+			"gemm_half_gflops": round3(d.GEMMHalf.Best / 1e9),
+			"gemm_shape":       []int{d.GEMM.Shape.M, d.GEMM.Shape.K, d.GEMM.Shape.N},
+			"bandwidth_source": "ONNX Runtime one-row MatMul streaming a constant weight, less the run overhead, best of runs",
+			"gemm_source":      "ONNX Runtime MatMul, input made on the device, summed to one number, less the run overhead, best of runs",
+		}
+	} else if r.Machine != nil {
+		doc["machine"] = map[string]any{
+			"probe":            "host",
 			"cpu":              r.Machine.CPU,
 			"threads":          r.Machine.Threads,
 			"bandwidth_gbps":   round3(r.Machine.Bandwidth.Best / 1e9),
@@ -246,6 +299,8 @@ func (r *Report) JSON() ([]byte, error) {
 			"gemm_shape":       []int{r.Machine.GEMM.Shape.M, r.Machine.GEMM.Shape.K, r.Machine.GEMM.Shape.N},
 			"gemm_source":      "ONNX Runtime MatMul (generated graph, constant weight), best of runs",
 		}
+	}
+	if r.Machine != nil {
 		var lim []map[string]any
 		for _, l := range r.Limits {
 			lim = append(lim, map[string]any{"stage": l.Stage, "measured_ms": round3(ms(l.Measured)),
@@ -287,12 +342,31 @@ func (r *Report) WriteTable(w io.Writer) error {
 		calls = append(calls, float64(a.DecoderCalls))
 	}
 	fmt.Fprintf(w, "\ntokens per action: %d   sequential decoder calls: %.0f\n", r.Options.Tokens, medianFloat(calls))
+	if len(r.Batches) > 0 {
+		tp := r.Throughput()
+		var walls, decodes []time.Duration
+		for _, b := range r.Batches {
+			walls, decodes = append(walls, b.Wall), append(decodes, b.Decode)
+		}
+		fmt.Fprintf(w, "batch: %d screens per PredictBatch: %.2f screens/s median (%.2f-%.2f over %d batches); per batch %.1f ms, of which decoding the screens %.1f ms (%d cores)\n",
+			r.Batches[0].Screens, tp.Median, tp.Min, tp.Max, len(r.Batches), ms(Summarize(walls).Median), ms(Summarize(decodes).Median), runtime.GOMAXPROCS(0))
+	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",
 		mb(r.Memory.PeakRSS), mb(r.Memory.GoHeap), mb(r.Memory.GoSys), mb(r.Memory.Native))
 	if r.Machine != nil {
-		fmt.Fprintf(w, "\nmachine: %s, %d threads: read bandwidth %.1f GB/s, ORT fp32 matmul %.1f GFLOP/s (%dx%dx%d)\n",
-			r.Machine.CPU, r.Machine.Threads, r.Machine.Bandwidth.Best/1e9, r.Machine.GEMM.Best/1e9,
-			r.Machine.GEMM.Shape.M, r.Machine.GEMM.Shape.K, r.Machine.GEMM.Shape.N)
+		if d := r.Machine.Device; d != nil {
+			fmt.Fprintf(w, "\ndevice probe, through ONNX Runtime's %s provider (the bounds below use it, not the host): run overhead %.1f us, weight streaming %.1f GB/s (%d MiB), fp32 matmul %.1f GFLOP/s (%dx%dx%d)",
+				r.Machine.DeviceProvider, float64(d.Overhead.Nanoseconds())/1e3, d.Stream.Best/1e9, d.Stream.Bytes>>20,
+				d.GEMM.Best/1e9, d.GEMM.Shape.M, d.GEMM.Shape.K, d.GEMM.Shape.N)
+			if d.GEMMHalf.Best > 0 {
+				fmt.Fprintf(w, ", fp16 matmul %.1f GFLOP/s", d.GEMMHalf.Best/1e9)
+			}
+			fmt.Fprintln(w)
+		} else {
+			fmt.Fprintf(w, "\nmachine: %s, %d threads: read bandwidth %.1f GB/s, ORT fp32 matmul %.1f GFLOP/s (%dx%dx%d)\n",
+				r.Machine.CPU, r.Machine.Threads, r.Machine.Bandwidth.Best/1e9, r.Machine.GEMM.Best/1e9,
+				r.Machine.GEMM.Shape.M, r.Machine.GEMM.Shape.K, r.Machine.GEMM.Shape.N)
+		}
 		if r.Machine.GEMMInt8.Best > 0 {
 			fmt.Fprintf(w, "int8 weights: ORT DynamicQuantizeMatMul %.1f GFLOP/s (same shape); the bounds of int8 products use it\n",
 				r.Machine.GEMMInt8.Best/1e9)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
 	"time"
 
 	"github.com/autoui/autoui/engine"
@@ -56,6 +57,9 @@ type Options struct {
 	Replay []int64
 	// ReplayText is Replay's text, for reports.
 	ReplayText string
+	// Batch, when above 0, is the number of screens per PredictBatch call
+	// (RunBatch): copies of the cases, round-robin.
+	Batch int
 }
 
 // TypicalAction is a typical Auto-UI output (a tap on a search result with a
@@ -77,17 +81,8 @@ type Action struct {
 // Run predicts every case opts.Warmup + opts.Runs times and returns the
 // measured actions (warm-up excluded), in order.
 func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action, error) {
-	if len(cases) == 0 {
-		return nil, fmt.Errorf("no benchmark cases")
-	}
-	if opts.Runs < 1 {
-		return nil, fmt.Errorf("runs = %d: need at least 1", opts.Runs)
-	}
-	if opts.Tokens < 1 {
-		return nil, fmt.Errorf("tokens = %d: need at least 1", opts.Tokens)
-	}
-	if opts.Replay != nil && opts.Tokens != len(opts.Replay)+1 {
-		return nil, fmt.Errorf("tokens = %d with a %d-token replay: want %d (the replay and </s>)", opts.Tokens, len(opts.Replay), len(opts.Replay)+1)
+	if err := check(cases, opts); err != nil {
+		return nil, err
 	}
 	var out []Action
 	for r := -opts.Warmup; r < opts.Runs; r++ {
@@ -105,27 +100,62 @@ func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action
 	return out, nil
 }
 
+// check refuses options and cases that cannot be measured.
+func check(cases []Case, opts Options) error {
+	if len(cases) == 0 {
+		return fmt.Errorf("no benchmark cases")
+	}
+	if opts.Runs < 1 {
+		return fmt.Errorf("runs = %d: need at least 1", opts.Runs)
+	}
+	if opts.Tokens < 1 {
+		return fmt.Errorf("tokens = %d: need at least 1", opts.Tokens)
+	}
+	if opts.Replay != nil && opts.Tokens != len(opts.Replay)+1 {
+		return fmt.Errorf("tokens = %d with a %d-token replay: want %d (the replay and </s>)", opts.Tokens, len(opts.Replay), len(opts.Replay)+1)
+	}
+	return nil
+}
+
 func runOne(ctx context.Context, p Predictor, c Case, opts Options) (Action, error) {
-	tokens := opts.Tokens
 	t := time.Now()
-	img, err := preprocess.Decode(bytes.NewReader(c.ScreenBytes))
+	img, err := decodeScreen(c)
 	if err != nil {
-		return Action{}, fmt.Errorf("screen %s: %w", c.Screen, err)
+		return Action{}, err
 	}
 	decode := time.Since(t)
+	res, err := p.Predict(ctx, request(c, img, opts))
+	if err != nil {
+		return Action{}, err
+	}
+	return screenAction(c, res, decode, opts)
+}
+
+func decodeScreen(c Case) (image.Image, error) {
+	img, err := preprocess.Decode(bytes.NewReader(c.ScreenBytes))
+	if err != nil {
+		return nil, fmt.Errorf("screen %s: %w", c.Screen, err)
+	}
+	return img, nil
+}
+
+// request is the case's request for the fixed length or the replay.
+func request(c Case, img image.Image, opts Options) engine.Request {
 	req := engine.Request{
 		Screen: img, Goal: c.Goal, History: c.History,
-		MaxNewTokens: tokens, MinNewTokens: tokens,
+		MaxNewTokens: opts.Tokens, MinNewTokens: opts.Tokens,
 	}
 	if opts.Replay != nil {
 		req.MinNewTokens, req.Replay = 0, opts.Replay
 	}
-	res, err := p.Predict(ctx, req)
-	if err != nil {
-		return Action{}, err
-	}
-	if len(res.TokenIDs) != tokens {
-		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), tokens)
+	return req
+}
+
+// screenAction is the measured action of a result from a screen decoded in
+// decode, after checking its length.
+func screenAction(c Case, res *engine.Result, decode time.Duration, opts Options) (Action, error) {
+	if len(res.TokenIDs) != opts.Tokens {
+		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), opts.Tokens)
 	}
 	a := textAction(c, res)
 	tm := res.Timings

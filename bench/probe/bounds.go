@@ -5,6 +5,9 @@
 package probe
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/autoui/autoui/models"
@@ -15,6 +18,7 @@ type Machine struct {
 	Bandwidth float64 // bytes/s
 	GEMM      float64 // FLOP/s, fp32
 	GEMMInt8  float64 // FLOP/s of the int8 product (0: not measured)
+	GEMMHalf  float64 // FLOP/s of the fp16 product (0: not measured)
 }
 
 // Cost is the work of one stage: arithmetic and bytes that must come from
@@ -26,16 +30,17 @@ type Cost struct {
 	ActFLOPs float64
 	Bytes    float64
 	Int8     bool // its weight products are int8 (an int8 bundle)
+	Half     bool // its weight products are fp16 (the graphs an fp16 bundle converted)
 }
 
 // Plus is the work of both stages.
 func (c Cost) Plus(o Cost) Cost {
-	return Cost{FLOPs: c.FLOPs + o.FLOPs, ActFLOPs: c.ActFLOPs + o.ActFLOPs, Bytes: c.Bytes + o.Bytes, Int8: c.Int8 || o.Int8}
+	return Cost{FLOPs: c.FLOPs + o.FLOPs, ActFLOPs: c.ActFLOPs + o.ActFLOPs, Bytes: c.Bytes + o.Bytes, Int8: c.Int8 || o.Int8, Half: c.Half || o.Half}
 }
 
 // seconds is how long the cost's bytes take to stream in and its FLOPs to
-// run, at best: weight products at the int8 rate for int8 weights when it
-// was measured, everything else at the fp32 rate. 0 where a rate is unknown.
+// run, at best: weight products at the int8 (fp16) rate for int8 (fp16)
+// weights when it was measured, everything else at the fp32 rate. 0 where a rate is unknown.
 func (m Machine) seconds(c Cost) (read, compute float64) {
 	if m.Bandwidth > 0 {
 		read = c.Bytes / m.Bandwidth
@@ -43,6 +48,9 @@ func (m Machine) seconds(c Cost) (read, compute float64) {
 	weights, rate := c.FLOPs-c.ActFLOPs, m.GEMM
 	if c.Int8 && m.GEMMInt8 > 0 {
 		rate = m.GEMMInt8
+	}
+	if c.Half && m.GEMMHalf > 0 {
+		rate = m.GEMMHalf
 	}
 	if rate > 0 && m.GEMM > 0 {
 		compute = weights/rate + c.ActFLOPs/m.GEMM
@@ -72,7 +80,16 @@ type Shapes struct {
 	// VisionParams is the vision tower's parameter count. The manifest has no
 	// MLP width for it, so it comes from the graph's file sizes.
 	VisionParams float64
+	// HalfVision and HalfText say that an fp16 bundle converted the vision
+	// tower, and the encoder and decoders (2 bytes per weight, fp16 products).
+	HalfVision, HalfText bool
+	// Batch is the number of screens per call (0 or 1: one). A batched call
+	// does the arithmetic and reads the caches of every item, but streams
+	// the weights once.
+	Batch int
 }
+
+func (s Shapes) batch() float64 { return float64(max(s.Batch, 1)) }
 
 // ShapesOf reads the shapes from a loaded bundle.
 func ShapesOf(b *models.Bundle) Shapes {
@@ -81,14 +98,49 @@ func ShapesOf(b *models.Bundle) Shapes {
 	if m.Precision == "int8" {
 		s.WeightBytes = 1
 	}
+	if m.Precision == "fp16" {
+		graphs := halfGraphs(b.Dir)
+		s.HalfVision = graphs[string(models.RoleVision)]
+		s.HalfText = graphs[string(models.RoleEncoder)] && graphs[string(models.RoleDecoder)]
+		if s.HalfText {
+			s.WeightBytes = 2
+		}
+	}
 	if f, ok := m.Files[models.RoleVision]; ok {
 		size := f.Size
 		for _, d := range f.ExternalData {
 			size += d.Size
 		}
-		s.VisionParams = float64(size) / s.WeightBytes
+		s.VisionParams = float64(size) / s.visionWeightBytes()
 	}
 	return s
+}
+
+// halfGraphs are the graphs scripts.half converted (the manifest's
+// half.graphs; none when unreadable: the bounds then count fp32).
+func halfGraphs(dir string) map[string]bool {
+	var m struct {
+		Half struct {
+			Graphs []string `json:"graphs"`
+		} `json:"half"`
+	}
+	out := map[string]bool{}
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil && json.Unmarshal(b, &m) == nil {
+		for _, g := range m.Half.Graphs {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+func (s Shapes) visionWeightBytes() float64 {
+	if s.HalfVision {
+		return 2
+	}
+	if s.WeightBytes == 2 {
+		return 4 // fp16 text graphs beside an fp32 tower
+	}
+	return s.WeightBytes
 }
 
 func (s Shapes) inner() float64 { return float64(s.Model.NumHeads * s.Model.DKV) }
@@ -106,8 +158,8 @@ func (s Shapes) Encoder(n int) Cost {
 	d, dff, in, N := float64(s.Model.DModel), float64(s.Model.DFF), s.inner(), float64(n)
 	L := float64(s.Model.NumLayers)
 	params := L * (4*d*in + s.ffnMats()*d*dff)
-	attn := L * 2 * 2 * N * N * in
-	return Cost{FLOPs: 2*N*params + attn, ActFLOPs: attn, Bytes: params * s.WeightBytes, Int8: s.Int8()}
+	attn := s.batch() * L * 2 * 2 * N * N * in
+	return Cost{FLOPs: s.batch()*2*N*params + attn, ActFLOPs: attn, Bytes: params * s.WeightBytes, Int8: s.Int8(), Half: s.HalfText}
 }
 
 // Int8 reports whether the weight products are int8 (scripts.quantize
@@ -119,7 +171,7 @@ func (s Shapes) Int8() bool { return s.WeightBytes == 1 }
 func (s Shapes) Fusion(n int) Cost {
 	d, img, N := float64(s.Model.DModel), float64(s.Model.ImageDim), float64(n)
 	params := img*d + 2*d*d + 2*d*d
-	return Cost{FLOPs: 2*(img*d+2*d*d) + 2*N*2*d*d, Bytes: params * s.WeightBytes}
+	return Cost{FLOPs: s.batch() * (2*(img*d+2*d*d) + 2*N*2*d*d), Bytes: params * s.WeightBytes}
 }
 
 // DecodeStep is one decoder call producing one token after past tokens,
@@ -130,16 +182,17 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 	d, dff, in := float64(s.Model.DModel), float64(s.Model.DFF), s.inner()
 	L, V := float64(s.Model.NumDecoderLayers), float64(s.Model.VocabSize)
 	P, E := float64(past+1), float64(encLen)
+	B := s.batch()
 	params := L*(4*d*in+2*d*in+s.ffnMats()*d*dff) + V*d
-	attn := L * 2 * 2 * in * (P + E)
-	flops := 2*params + attn
-	kv := L * 2 * in * (P + E) * 4
+	attn := B * L * 2 * 2 * in * (P + E)
+	flops := B*2*params + attn
+	kv := B * L * 2 * in * (P + E) * 4
 	if past == 0 {
 		params += L * 2 * d * in
-		flops += L * 2 * 2 * E * d * in
-		kv = L * 2 * in * P * 4 // the cross K/V are written, not read
+		flops += B * L * 2 * 2 * E * d * in
+		kv = B * L * 2 * in * P * 4 // the cross K/V are written, not read
 	}
-	return Cost{FLOPs: flops, ActFLOPs: attn, Bytes: params*s.WeightBytes + kv, Int8: s.Int8()}
+	return Cost{FLOPs: flops, ActFLOPs: attn, Bytes: params*s.WeightBytes + kv, Int8: s.Int8(), Half: s.HalfText}
 }
 
 // Image is one image through the ViT: every parameter is applied to every
@@ -151,6 +204,6 @@ func (s Shapes) Image() Cost {
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
 	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
-	attn := L * 2 * 2 * T * T * hd
-	return Cost{FLOPs: 2*s.VisionParams*T + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.WeightBytes, Int8: s.Int8()}
+	attn := s.batch() * L * 2 * 2 * T * T * hd
+	return Cost{FLOPs: s.batch()*2*s.VisionParams*T + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.visionWeightBytes(), Int8: s.Int8(), Half: s.HalfVision}
 }

@@ -46,64 +46,101 @@ func MeasureGEMMInt8(shape GEMMShape, threads, runs int) (GEMMResult, error) {
 // measureGEMM times model (A [M, K] in, C [M, N] out) and checks C[0,0]
 // against Go within tol of the sum of |terms| (0: exact).
 func measureGEMM(model []byte, shape GEMMShape, threads, runs int, tol float64) (GEMMResult, error) {
-	if runs < 1 {
-		runs = 1
-	}
-	res := GEMMResult{Shape: shape, Threads: threads, Runs: runs}
-	so, err := ort.NewSessionOptions()
+	res := GEMMResult{Shape: shape, Threads: threads, Runs: max(runs, 1)}
+	so, err := cpuOptions(threads)
 	if err != nil {
-		return res, fmt.Errorf("gemm probe session options: %w", err)
+		return res, err
 	}
 	defer so.Destroy()
+	a := probeInput(shape.M * shape.K)
+	times, c, err := timeRuns(model, so, ort.NewShape(int64(shape.M), int64(shape.K)), a, ort.NewShape(int64(shape.M), int64(shape.N)), runs)
+	if err != nil {
+		return res, fmt.Errorf("gemm probe: %w", err)
+	}
+	want, scale := expectFirst(a, shape)
+	if got := c[0]; math.Abs(float64(got-want)) > tol*float64(scale) {
+		return res, fmt.Errorf("gemm probe: C[0,0] = %v, want %v (graph miscomputed)", got, want)
+	}
+	res.Best, res.Median = rates(shape.FLOPs(), times, 0)
+	return res, nil
+}
+
+// cpuOptions are the host probe's session options: threads intra-op, one
+// inter-op.
+func cpuOptions(threads int) (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("probe session options: %w", err)
+	}
 	if threads > 0 {
 		if err := so.SetIntraOpNumThreads(threads); err != nil {
-			return res, fmt.Errorf("gemm probe threads: %w", err)
+			so.Destroy()
+			return nil, fmt.Errorf("probe threads: %w", err)
 		}
 	}
 	if err := so.SetInterOpNumThreads(1); err != nil {
-		return res, fmt.Errorf("gemm probe threads: %w", err)
+		so.Destroy()
+		return nil, fmt.Errorf("probe threads: %w", err)
 	}
-	a := make([]float32, shape.M*shape.K)
+	return so, nil
+}
+
+// probeInput is the probes' input A: small values of both signs, exact
+// multiples of 1/32.
+func probeInput(n int) []float32 {
+	a := make([]float32, n)
 	for i := range a {
 		a[i] = float32(i%13-6) / 32
 	}
-	in, err := ort.NewTensor(ort.NewShape(int64(shape.M), int64(shape.K)), a)
+	return a
+}
+
+// timeRuns opens model (input "A" of inShape, float output "C" of outShape)
+// with so, runs it twice to warm up (prepacking, thread pools, a device's
+// kernels), then runs times, and returns the run times sorted and the last C.
+func timeRuns(model []byte, so *ort.SessionOptions, inShape ort.Shape, in []float32, outShape ort.Shape, runs int) ([]time.Duration, []float32, error) {
+	inT, err := ort.NewTensor(inShape, in)
 	if err != nil {
-		return res, fmt.Errorf("gemm probe input: %w", err)
+		return nil, nil, fmt.Errorf("input: %w", err)
 	}
-	defer in.Destroy()
-	out, err := ort.NewEmptyTensor[float32](ort.NewShape(int64(shape.M), int64(shape.N)))
+	defer inT.Destroy()
+	out, err := ort.NewEmptyTensor[float32](outShape)
 	if err != nil {
-		return res, fmt.Errorf("gemm probe output: %w", err)
+		return nil, nil, fmt.Errorf("output: %w", err)
 	}
 	defer out.Destroy()
-	sess, err := ort.NewAdvancedSessionWithONNXData(model, []string{"A"}, []string{"C"}, []ort.Value{in}, []ort.Value{out}, so)
+	sess, err := ort.NewAdvancedSessionWithONNXData(model, []string{"A"}, []string{"C"}, []ort.Value{inT}, []ort.Value{out}, so)
 	if err != nil {
-		return res, fmt.Errorf("gemm probe session: %w", err)
+		return nil, nil, fmt.Errorf("session: %w", err)
 	}
 	defer sess.Destroy()
-	// two warm-up runs: prepacking and thread-pool start-up are not throughput
 	for i := 0; i < 2; i++ {
 		if err := sess.Run(); err != nil {
-			return res, fmt.Errorf("gemm probe run: %w", err)
+			return nil, nil, fmt.Errorf("run: %w", err)
 		}
 	}
-	rates := make([]float64, runs)
-	for i := range rates {
+	times := make([]time.Duration, max(runs, 1))
+	for i := range times {
 		t := time.Now()
 		if err := sess.Run(); err != nil {
-			return res, fmt.Errorf("gemm probe run: %w", err)
+			return nil, nil, fmt.Errorf("run: %w", err)
 		}
-		rates[i] = shape.FLOPs() / time.Since(t).Seconds()
+		times[i] = time.Since(t)
 	}
-	want, scale := expectFirst(a, shape)
-	if got := out.GetData()[0]; math.Abs(float64(got-want)) > tol*float64(scale) {
-		return res, fmt.Errorf("gemm probe: C[0,0] = %v, want %v (graph miscomputed)", got, want)
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	return times, out.GetData(), nil
+}
+
+// rates turns sorted run times into the best and median rate of work units
+// per second, each time less overhead (kept positive).
+func rates(work float64, sorted []time.Duration, overhead time.Duration) (best, median float64) {
+	rate := func(d time.Duration) float64 {
+		if d > 2*overhead {
+			d -= overhead
+		}
+		return work / d.Seconds()
 	}
-	sort.Float64s(rates)
-	res.Best = rates[len(rates)-1]
-	res.Median = rates[len(rates)/2]
-	return res, nil
+	return rate(sorted[0]), rate(sorted[len(sorted)/2])
 }
 
 // expectFirst is C[0,0] computed in Go, in the same float32 order up to

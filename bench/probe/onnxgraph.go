@@ -41,6 +41,12 @@ const (
 	tpRawData        = 9
 	onnxFloat        = 1
 	onnxInt8         = 3
+	onnxFloat16      = 10
+	nodeAttribute    = 5
+	attrName         = 1
+	attrI            = 3
+	attrType         = 20
+	attrTypeInt      = 2
 )
 
 // pb is a minimal protobuf writer: varints, length-delimited fields.
@@ -78,6 +84,43 @@ func tensorProto(name string, elem uint64, raw []byte, dims ...int) []byte {
 	return t.varint(tpDataType, elem).str(tpName, name).bytes(tpRawData, raw)
 }
 
+// attrInt is an integer attribute of a node.
+func attrInt(name string, v int64) []byte {
+	return pb(nil).str(attrName, name).varint(attrI, uint64(v)).varint(attrType, attrTypeInt)
+}
+
+// nodeProto is an ONNX-domain node reading ins and writing outs.
+func nodeProto(op string, ins, outs []string, attrs ...[]byte) []byte {
+	n := pb(nil)
+	for _, x := range ins {
+		n = n.str(nodeInput, x)
+	}
+	for _, x := range outs {
+		n = n.str(nodeOutput, x)
+	}
+	n = n.str(nodeName, op+"_"+outs[0]).str(nodeOpType, op)
+	for _, a := range attrs {
+		n = n.bytes(nodeAttribute, a)
+	}
+	return n
+}
+
+// graphModel is an opset-17 model of nodes and constants with the float
+// input A and the float output C.
+func graphModel(name string, nodes, inits [][]byte, aDims, cDims []int64) []byte {
+	graph := pb(nil)
+	for _, n := range nodes {
+		graph = graph.bytes(graphNode, n)
+	}
+	graph = graph.str(graphName, name)
+	for _, t := range inits {
+		graph = graph.bytes(graphInitializer, t)
+	}
+	graph = graph.bytes(graphInput, floatValueInfo("A", aDims...)).bytes(graphOutput, floatValueInfo("C", cDims...))
+	return pb(nil).varint(modelIRVersion, 8).str(modelProducer, "autoui-bench-probe").
+		bytes(modelGraph, graph).bytes(modelOpsetImport, pb(nil).varint(opsetVersion, 17))
+}
+
 // gemmModel is a model of one node reading the input A [m, k] and the
 // constants W (and S, when inits has two) and writing C [m, n]: op in domain
 // ("" for ONNX's own, opset 17).
@@ -107,13 +150,40 @@ func gemmModel(name string, m, k, n int, op, domain string, inits ...[]byte) []b
 // matMulModel returns an ONNX model (opset 17) computing C = A x W with A an
 // input [m, k] and W a deterministic constant [k, n].
 func matMulModel(m, k, n int) []byte {
-	raw := make([]byte, 4*k*n)
-	for i := 0; i < k*n; i++ {
-		// small values of both signs; any finite data gives the same speed
-		v := float32(i%17-8) / 64
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+	return gemmModel("gemm_probe", m, k, n, "MatMul", "", tensorProto("W", onnxFloat, weightBytes(k*n, false), k, n))
+}
+
+// weight is the probes' constant W at flat index i: small values of both
+// signs, exact in fp16 too (any finite data gives the same speed).
+func weight(i int) float32 { return float32(i%17-8) / 64 }
+
+// weightBytes is W's raw data, float32 or float16.
+func weightBytes(n int, half bool) []byte {
+	if half {
+		raw := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(raw[2*i:], halfBits(weight(i)))
+		}
+		return raw
 	}
-	return gemmModel("gemm_probe", m, k, n, "MatMul", "", tensorProto("W", onnxFloat, raw, k, n))
+	raw := make([]byte, 4*n)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(weight(i)))
+	}
+	return raw
+}
+
+// halfBits is f as IEEE binary16, truncating the mantissa: exact for zero
+// and for normal values with at most 11 significant bits, which is all the
+// probes use.
+func halfBits(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	if b&0x7fffffff == 0 {
+		return sign
+	}
+	exp := int(b>>23&0xff) - 127 + 15
+	return sign | uint16(exp)<<10 | uint16(b&0x7fffff>>13)
 }
 
 // quantMatMulModel returns the int8 counterpart of matMulModel: the

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	ort "github.com/yalue/onnxruntime_go"
+
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 )
@@ -154,5 +156,94 @@ func TestBoundInt8(t *testing.T) {
 	}
 	if sum := c.Plus(Cost{FLOPs: 1, ActFLOPs: 1, Bytes: 2}); sum != (Cost{FLOPs: 1e11 + 1, ActFLOPs: 2e10 + 1, Bytes: 2, Int8: true}) {
 		t.Fatalf("Plus = %+v", sum)
+	}
+}
+
+// A batch of B screens does B times the arithmetic and reads B caches, but
+// streams the weights once.
+func TestBatchCosts(t *testing.T) {
+	s := Shapes{WeightBytes: 4, VisionParams: 1e6,
+		Model: models.ModelConfig{DModel: 64, DKV: 16, DFF: 128, NumLayers: 2, NumDecoderLayers: 2, NumHeads: 4,
+			VocabSize: 100, FeedForwardProj: "gated-gelu", ImageDim: 32},
+		Vision: models.VisionConfig{ImageSize: 224, PatchSize: 14, HiddenSize: 64, NumLayers: 2}}
+	b := s
+	b.Batch = 8
+	for name, c := range map[string][2]Cost{
+		"encoder": {s.Encoder(50), b.Encoder(50)}, "fusion": {s.Fusion(50), b.Fusion(50)},
+		"image": {s.Image(), b.Image()}, "first": {s.DecodeStep(0, 50), b.DecodeStep(0, 50)},
+		"step": {s.DecodeStep(9, 50), b.DecodeStep(9, 50)},
+	} {
+		one, eight := c[0], c[1]
+		if math.Abs(eight.FLOPs-8*one.FLOPs) > 1e-6*eight.FLOPs || eight.ActFLOPs != 8*one.ActFLOPs {
+			t.Errorf("%s: FLOPs %v for 8, %v for 1", name, eight.FLOPs, one.FLOPs)
+		}
+		if eight.Bytes < one.Bytes || eight.Bytes >= 8*one.Bytes {
+			t.Errorf("%s: bytes %v for 8, %v for 1: want the weights once", name, eight.Bytes, one.Bytes)
+		}
+	}
+	kv := func(c Shapes, past int) float64 { return c.DecodeStep(past, 50).Bytes }
+	if d1, d8 := kv(s, 9)-kv(s, 8), kv(b, 9)-kv(b, 8); math.Abs(d8-8*d1) > 1e-6 {
+		t.Errorf("one more past token reads %v bytes more at 8, %v at 1", d8, d1)
+	}
+}
+
+// The device probe's graphs run through any execution provider's session
+// options; CI has no GPU, so this is the CPU provider's path, the same code
+// `autoui bench --provider cuda` runs on the GPU.
+func TestMeasureDeviceOnCPUProvider(t *testing.T) {
+	initORT(t)
+	newSO := func() (*ort.SessionOptions, error) { return cpuOptions(1) }
+	res, err := MeasureDevice(newSO, DeviceProbe{GEMM: GEMMShape{M: 48, K: 64, N: 32}, StreamMiB: 1, Runs: 3, Half: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Overhead <= 0 || res.Stream.Bytes != 1<<20 || res.Stream.Best <= 0 || res.Stream.Median > res.Stream.Best {
+		t.Fatalf("overhead %v, stream %+v", res.Overhead, res.Stream)
+	}
+	for _, g := range []GEMMResult{res.GEMM, res.GEMMHalf} {
+		if g.Best <= 0 || g.Median > g.Best || g.Shape.M != 48 {
+			t.Fatalf("gemm %+v", g)
+		}
+	}
+	if m := res.Machine(); m.Bandwidth != res.Stream.Best || m.GEMM != res.GEMM.Best || m.GEMMHalf != res.GEMMHalf.Best {
+		t.Fatalf("machine %+v", m)
+	}
+}
+
+func TestHalfBits(t *testing.T) {
+	for f, want := range map[float32]uint16{0: 0, 1: 0x3c00, -2: 0xc000, 0.125: 0x3000, -1.0 / 64: 0xa400, 0.109375: 0x2f00} {
+		if got := halfBits(f); got != want {
+			t.Errorf("halfBits(%v) = %#04x, want %#04x", f, got, want)
+		}
+	}
+}
+
+// Expected sum of the device product, against the product done in full.
+func TestExpectSum(t *testing.T) {
+	s := GEMMShape{M: 5, K: 7, N: 3}
+	x := probeInput(s.M * s.K)
+	var want float64
+	for i := 0; i < s.M; i++ {
+		for k := 0; k < s.K; k++ {
+			for j := 0; j < s.N; j++ {
+				want += float64(x[i*s.K+k]) * float64(weight(k*s.N+j))
+			}
+		}
+	}
+	if got, abs := expectSum(s); math.Abs(got-want) > 1e-12 || abs < math.Abs(want) {
+		t.Fatalf("sum %v (abs %v), want %v", got, abs, want)
+	}
+}
+
+// An fp16 cost is bounded by the fp16 rate when one was measured.
+func TestBoundHalf(t *testing.T) {
+	m := Machine{Bandwidth: 1e15, GEMM: 100e9, GEMMHalf: 400e9}
+	if got := m.Bound(Cost{FLOPs: 1e11, Half: true}).Milliseconds(); got != 250 {
+		t.Fatalf("fp16 cost: %d ms, want 250", got)
+	}
+	s := Shapes{WeightBytes: 4, VisionParams: 1e6, HalfVision: true,
+		Vision: models.VisionConfig{ImageSize: 224, PatchSize: 14, HiddenSize: 64, NumLayers: 2}}
+	if c := s.Image(); !c.Half || c.Bytes != 2e6 {
+		t.Fatalf("fp16 tower: %+v", c)
 	}
 }

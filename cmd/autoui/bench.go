@@ -36,11 +36,13 @@ func runBench(ctx context.Context, args []string) error {
 	benchstatOut := fs.String("benchstat", "", "write benchstat-compatible lines to this file (- for stdout)")
 	peerInputs := fs.String("peer-inputs", "", "write the cases and prompts for scripts/peers to this JSON file")
 	doProbe := fs.Bool("probe", true, "measure memory bandwidth and matmul throughput and print measured/bound per stage")
-	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache)")
+	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache; the device probe streams a weight of this size)")
+	batch := fs.Int("batch", 0, "screens per PredictBatch call (copies of the cases, decoded in parallel), reporting screens/s; 0: one Predict per case")
+	probeOn := fs.String("probe-on", "", "where the bounds' probes run: host (memory bandwidth, ORT's CPU matmul) or device (through the session's execution provider: run overhead, weight streaming, matmul); default device under --provider cuda, else host")
 	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
 		"so speculative decoding takes the calls a trained model would ('typical' for a typical Auto-UI tap; sets --tokens to its length + </s>)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: autoui bench --model DIR [--runs N] [--warmup N] [--threads N] [--provider cpu|cuda] [--tokens 80 | --replay typical] [--batch N] [--json]")
 		fmt.Fprintln(fs.Output(), "       autoui bench tune --model DIR [flags]   (sweep ONNX Runtime session settings; -h for its flags)")
 		fmt.Fprintln(fs.Output(), "       autoui bench serve --server URL [flags] (load a running autoui serve; -h for its flags)")
 		fs.PrintDefaults()
@@ -50,6 +52,17 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *asJSON && *benchstatOut == "-" {
 		return usageErrorf("--json and --benchstat - both print on stdout: give --benchstat a file")
+	}
+	if *batch < 0 {
+		return usageErrorf("--batch %d: want 0 (one Predict per case) or more", *batch)
+	}
+	onDevice := mf.provider == string(engine.ProviderCUDA)
+	switch *probeOn {
+	case "":
+	case "host", "device":
+		onDevice = *probeOn == "device"
+	default:
+		return usageErrorf("--probe-on %q: want host or device", *probeOn)
 	}
 	cases, err := bench.DefaultCases(*screens)
 	if err != nil {
@@ -70,7 +83,7 @@ func runBench(ctx context.Context, args []string) error {
 	if label == "" {
 		label = p.Bundle().Manifest.Model.Size
 	}
-	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens}
+	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch}
 	if *replay != "" {
 		opts.ReplayText = *replay
 		if *replay == "typical" {
@@ -82,12 +95,20 @@ func runBench(ctx context.Context, args []string) error {
 		opts.Tokens = len(opts.Replay) + 1
 		*tokens = opts.Tokens
 	}
-	fmt.Fprintf(os.Stderr, "bench: %s, %d cases x (%d warm-up + %d runs), %d tokens each...\n", label, len(cases), *warmup, *runs, *tokens)
-	actions, err := bench.Run(ctx, p, cases, opts)
+	var actions []bench.Action
+	var batches []bench.Batch
+	if *batch > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %s, batches of %d screens (%d cases round-robin) x (%d warm-up + %d runs), %d tokens each...\n", label, *batch, len(cases), *warmup, *runs, *tokens)
+		actions, batches, err = bench.RunBatch(ctx, p, cases, opts)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench: %s, %d cases x (%d warm-up + %d runs), %d tokens each...\n", label, len(cases), *warmup, *runs, *tokens)
+		actions, err = bench.Run(ctx, p, cases, opts)
+	}
 	if err != nil {
 		return err
 	}
 	rep := bench.NewReport("autoui-go", label, threads, mf.provider, opts, cases, actions)
+	rep.Batches = batches
 	rep.Bundle = mf.model
 	rep.Runtime = engine.RuntimeVersion()
 	rep.Decoding = mf.decoding
@@ -96,22 +117,19 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	rep.Memory = bench.ReadMemory() // before the probe's buffer inflates RSS
 	if *doProbe {
-		fmt.Fprintln(os.Stderr, "bench: probing memory bandwidth and matmul throughput...")
-		t := time.Now()
-		bw := probe.MeasureBandwidth(int64(*probeMB)<<20, threads, 5)
-		bwTime := time.Since(t)
-		gemm, err := probe.MeasureGEMM(probe.DefaultGEMM, threads, 10)
+		shapes := probe.ShapesOf(p.Bundle())
+		shapes.Batch = *batch
+		var m probe.Machine
+		var info *bench.MachineInfo
+		if onDevice {
+			m, info, err = probeDevice(mf, threads, *probeMB, shapes)
+		} else {
+			m, info, err = probeHost(threads, *probeMB, shapes)
+		}
 		if err != nil {
 			return err
 		}
-		info := &bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Bandwidth: bw, GEMM: gemm, BandwidthTime: bwTime}
-		shapes := probe.ShapesOf(p.Bundle())
-		if shapes.Int8() {
-			if info.GEMMInt8, err = probe.MeasureGEMMInt8(probe.DefaultGEMM, threads, 10); err != nil {
-				return err
-			}
-		}
-		rep.AddLimits(shapes, probe.Machine{Bandwidth: bw.Best, GEMM: gemm.Best, GEMMInt8: info.GEMMInt8.Best}, info)
+		rep.AddLimits(shapes, m, info)
 	}
 	table := io.Writer(os.Stdout)
 	if *asJSON {
@@ -136,6 +154,49 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// probeHost measures this machine's memory bandwidth and ORT's CPU matmul
+// rates (int8 too for an int8 bundle).
+func probeHost(threads, probeMB int, shapes probe.Shapes) (probe.Machine, *bench.MachineInfo, error) {
+	fmt.Fprintln(os.Stderr, "bench: probing memory bandwidth and matmul throughput...")
+	t := time.Now()
+	bw := probe.MeasureBandwidth(int64(probeMB)<<20, threads, 5)
+	bwTime := time.Since(t)
+	gemm, err := probe.MeasureGEMM(probe.DefaultGEMM, threads, 10)
+	if err != nil {
+		return probe.Machine{}, nil, err
+	}
+	info := &bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Bandwidth: bw, GEMM: gemm, BandwidthTime: bwTime}
+	if shapes.Int8() {
+		if info.GEMMInt8, err = probe.MeasureGEMMInt8(probe.DefaultGEMM, threads, 10); err != nil {
+			return probe.Machine{}, nil, err
+		}
+	}
+	return probe.Machine{Bandwidth: bw.Best, GEMM: gemm.Best, GEMMInt8: info.GEMMInt8.Best}, info, nil
+}
+
+// probeDevice measures the device of the session's execution provider (the
+// GPU under cuda) through ORT with the engine's session options: the bounds
+// of GPU stages must come from the GPU, not the host.
+func probeDevice(mf *modelFlags, threads, probeMB int, shapes probe.Shapes) (probe.Machine, *bench.MachineInfo, error) {
+	o, err := mf.options()
+	if err != nil {
+		return probe.Machine{}, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: probing the %s device through ONNX Runtime (run overhead, weight streaming, matmul)...\n", o.Session.Provider)
+	dp := probe.DefaultDeviceProbe
+	if o.Session.Provider != engine.ProviderCUDA {
+		dp.GEMM = probe.DefaultGEMM // a GPU-sized product takes seconds on a CPU
+	}
+	dp.StreamMiB = probeMB
+	dp.Half = shapes.HalfVision || shapes.HalfText
+	dev, err := probe.MeasureDevice(o.Session.ORT, dp)
+	if err != nil {
+		return probe.Machine{}, nil, err
+	}
+	info := &bench.MachineInfo{CPU: probe.CPUName(), Threads: threads, Device: &dev, DeviceProvider: string(o.Session.Provider)}
+	return dev.Machine(), info, nil
 }
 
 // printJSON prints a report's JSON on stdout (--json, as in every command).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -23,4 +24,37 @@ func TestBenchJSONOnStdoutCLI(t *testing.T) {
 	}
 	_, stderr, code := runCLI(t, "bench", "--model", tinyBundle, "--json", "--benchstat", "-")
 	wantOneLineError(t, "", stderr, code, 2, "both print on stdout")
+}
+
+// --batch N measures N screens per PredictBatch and reports screens/s;
+// --probe-on device runs the device probe (the GPU's under cuda) through the
+// CPU provider here, labelled as such.
+func TestBenchBatchDeviceProbeCLI(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "bench", "--model", tinyBundle, "--runs", "2", "--warmup", "0", "--tokens", "4",
+		"--batch", "3", "--probe-on", "device", "--probe-mb", "4", "--threads", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Batch       int                `json:"batch"`
+		ScreensPerS map[string]float64 `json:"screens_per_s"`
+		Batches     []map[string]any   `json:"batches"`
+		Actions     []map[string]any   `json:"actions"`
+		Machine     map[string]any     `json:"machine"`
+		Limits      []map[string]any   `json:"limits"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("%v: %.300s", err, stdout)
+	}
+	if doc.Batch != 3 || len(doc.Batches) != 2 || len(doc.Actions) != 6 || doc.ScreensPerS["median"] <= 0 {
+		t.Fatalf("batch %d, %d batches, %d actions, screens/s %v", doc.Batch, len(doc.Batches), len(doc.Actions), doc.ScreensPerS)
+	}
+	if doc.Machine["probe"] != "device" || doc.Machine["provider"] != "cpu" || len(doc.Limits) == 0 {
+		t.Fatalf("machine %v, limits %v", doc.Machine, doc.Limits)
+	}
+	if !strings.Contains(stderr, "device probe, through ONNX Runtime's cpu provider") || !strings.Contains(stderr, "batch: 3 screens per PredictBatch") {
+		t.Fatalf("table: %s", stderr)
+	}
+	_, stderr, code = runCLI(t, "bench", "--model", tinyBundle, "--probe-on", "gpu")
+	wantOneLineError(t, "", stderr, code, 2, "--probe-on")
 }

@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/engine"
+)
+
+// fakeBatch answers a batch with fakePredictor's result for each request.
+type fakeBatch struct {
+	fakePredictor
+	calls []int // batch sizes seen
+	short bool  // return one result too few
+}
+
+func (f *fakeBatch) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	f.calls = append(f.calls, len(reqs))
+	var out []*engine.Result
+	for _, r := range reqs {
+		res, _ := f.Predict(ctx, r)
+		out = append(out, res)
+	}
+	if f.short {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+func TestRunBatch(t *testing.T) {
+	cases := smallCases(t)
+	f := &fakeBatch{}
+	actions, batches, err := RunBatch(context.Background(), f, cases, Options{Runs: 2, Warmup: 1, Tokens: 5, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 3 || f.calls[0] != 4 || len(batches) != 2 || len(actions) != 8 {
+		t.Fatalf("calls %v, %d batches, %d actions", f.calls, len(batches), len(actions))
+	}
+	// the cases round-robin: h0 h4 h8 h0, each screen decoded on its own
+	if ids := []string{actions[0].Case, actions[1].Case, actions[2].Case, actions[3].Case}; strings.Join(ids, " ") != "h0 h4 h8 h0" {
+		t.Fatalf("cases %v", ids)
+	}
+	for i, r := range f.reqs {
+		if r.Screen == nil || r.Goal != cases[i%4%len(cases)].Goal {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	b := batches[1]
+	if b.Run != 1 || b.Screens != 4 || b.Decode <= 0 || b.Wall < b.Decode || b.ScreensPerSecond() <= 0 {
+		t.Fatalf("batch %+v", b)
+	}
+	if actions[4].Run != 1 || actions[4].Stages[StageDecodeImage] != b.Decode {
+		t.Fatalf("action %+v", actions[4])
+	}
+
+	r := NewReport("autoui-go", "base", 2, "cpu", Options{Runs: 2, Tokens: 5, Batch: 4}, cases, actions)
+	r.Batches = batches
+	tp := r.Throughput()
+	if tp.Min > tp.Median || tp.Median > tp.Max || tp.Min <= 0 {
+		t.Fatalf("throughput %+v", tp)
+	}
+	js, err := r.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil || doc["batch"] != 4.0 || len(doc["batches"].([]any)) != 2 {
+		t.Fatalf("%v: %s", err, js)
+	}
+	var table strings.Builder
+	if err := r.WriteTable(&table); err != nil || !strings.Contains(table.String(), "batch: 4 screens per PredictBatch") {
+		t.Fatalf("%v: %s", err, table.String())
+	}
+
+	if _, _, err := RunBatch(context.Background(), &fakeBatch{short: true}, cases, Options{Runs: 1, Tokens: 5, Batch: 2}); err == nil || !strings.Contains(err.Error(), "1 results") {
+		t.Fatalf("short batch: %v", err)
+	}
+	if _, _, err := RunBatch(context.Background(), &fakeBatch{fakePredictor: fakePredictor{dropLast: true}}, cases, Options{Runs: 1, Tokens: 5, Batch: 2}); err == nil || !strings.Contains(err.Error(), "want exactly 5") {
+		t.Fatalf("short generation: %v", err)
+	}
+	if _, _, err := RunBatch(context.Background(), f, cases, Options{Runs: 1, Tokens: 5}); err == nil {
+		t.Fatal("batch 0 accepted")
+	}
+}
