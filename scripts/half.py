@@ -91,6 +91,13 @@ def blocked_nodes(graph: onnx.GraphProto, ranges: dict, limit: float) -> list[st
             if any(ranges.get(v, 0.0) > limit for v in list(n.input) + list(n.output) if v)]
 
 
+def fp16_peak(graph: onnx.GraphProto, ranges: dict, block) -> float:
+    """The largest measured |value| read or written by a node not in block (one left fp16)."""
+    block = set(block)
+    return max((ranges.get(v, 0.0) for n in graph.node if n.name not in block
+                for v in list(n.input) + list(n.output) if v), default=0.0)
+
+
 def half_model(model: onnx.ModelProto, block=()) -> onnx.ModelProto:
     """The converter on a model that carries its value types (load_with_shapes): fp16 weights
     and activations, float32 graph IO, the nodes named in block left fp32."""
@@ -278,6 +285,7 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
             model = load_with_shapes(src)
             name_nodes(model.graph)
             block = blocked_nodes(model.graph, ranges[role], limit)
+            peak = fp16_peak(model.graph, ranges[role], block)
             half = half_model(model, block)
             del model
             ext = export._save(half, dst)
@@ -286,9 +294,8 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
                 raise HalfError(f"{role}: fp16 graph IO differs from the manifest's")
             entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
             fp32_nodes[role] = block
-            peak = max((v for v in ranges[role].values() if v < float("inf")), default=0.0)
-            export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest finite |value| {peak:.4g}, "
-                       f"limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
+            export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
+                       f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
         else:
             for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
                 shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))

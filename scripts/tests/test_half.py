@@ -164,3 +164,9 @@ def test_runs_agreement(tmp_path, capsys):
     assert h.main(["--diff", a, os.path.join(b, "predictions.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out)["identical_outputs"] == 1
     assert h.main(["--diff", a]) == 2
+
+
+def test_fp16_peak_ignores_blocked_nodes():
+    g = helper.make_graph([helper.make_node("Mul", ["x", "c"], ["y"], name="big"),
+                           helper.make_node("Relu", ["x"], ["w"], name="small")], "g", [], [])
+    assert h.fp16_peak(g, {"x": 3.0, "c": 2.0, "y": 1e5, "w": 2.5}, ["big"]) == 3.0
