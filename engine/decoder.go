@@ -206,6 +206,27 @@ type callBufs struct {
 	bestT       []kv.Pinned
 	logitsT     []kv.Pinned
 	shape       ort.Shape
+	state       rowState // the cache
+}
+
+// rowState is what every kind of cache does alike for its calls.
+type rowState interface {
+	KeepRows(rows []int) error
+	Close()
+}
+
+// keepRows keeps the cache's given batch rows (ascending), in order.
+func (c *callBufs) keepRows(rows []int) error {
+	if err := c.state.KeepRows(rows); err != nil {
+		return err
+	}
+	c.setRows(len(rows))
+	return nil
+}
+
+func (c *callBufs) close() {
+	c.state.Close()
+	c.release()
 }
 
 func newCallBufs(B, width, vocab int) callBufs {
@@ -274,6 +295,7 @@ func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width 
 		if err != nil {
 			return nil, err
 		}
+		bufs.state = dev
 		return &deviceCall{callBufs: bufs, g: p.decoder, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
 	}
 	cross := p.decoderCross
@@ -288,6 +310,7 @@ func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width 
 		return nil, err
 	}
 	g := p.decoder
+	bufs.state = cache
 	return &hostCall{callBufs: bufs, g: g, sl: p.decoderSlots, cache: cache,
 		ins: make([]ort.Value, len(g.inputs)), outs: make([]ort.Value, len(g.outputs))}, nil
 }
@@ -340,19 +363,6 @@ func (c *hostCall) cached() int { return c.cache.Len() }
 func (c *hostCall) truncate(n int) error {
 	c.cache.Truncate(n)
 	return nil
-}
-
-func (c *hostCall) keepRows(rows []int) error {
-	if err := c.cache.KeepRows(rows); err != nil {
-		return err
-	}
-	c.setRows(len(rows))
-	return nil
-}
-
-func (c *hostCall) close() {
-	c.cache.Close()
-	c.release()
 }
 
 // deviceCall runs calls over a device-resident cache (kv.Device): per call
@@ -410,19 +420,6 @@ func (c *deviceCall) step(k int, wantLogits bool) (stepOut, error) {
 
 func (c *deviceCall) cached() int          { return c.dev.Len() }
 func (c *deviceCall) truncate(n int) error { return c.dev.Truncate(n) }
-
-func (c *deviceCall) keepRows(rows []int) error {
-	if err := c.dev.KeepRows(rows); err != nil {
-		return err
-	}
-	c.setRows(len(rows))
-	return nil
-}
-
-func (c *deviceCall) close() {
-	c.dev.Close()
-	c.release()
-}
 
 // deviceMemory is where a device-resident decode leaves the decoder's
 // outputs: the decoder session's CUDA device memory, or ORT's CPU memory on
