@@ -32,7 +32,7 @@ def preprocess(img, pp: dict) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
-def session(path: str, threads: int):
+def session(path: str, threads: int, provider: str = "cpu"):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -40,7 +40,8 @@ def session(path: str, threads: int):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
-    return ort.InferenceSession(path, sess_options=so, providers=["CPUExecutionProvider"])
+    providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if provider == "cuda" else ["CPUExecutionProvider"]
+    return ort.InferenceSession(path, sess_options=so, providers=providers)
 
 
 def load_manifest(bundle: str) -> dict:
@@ -52,15 +53,13 @@ def load_manifest(bundle: str) -> dict:
 
 
 class Runner:
-    def __init__(self, bundle: str, threads: int):
+    def __init__(self, bundle: str, threads: int, provider: str = "cpu"):
         from tokenizers import Tokenizer
         self.manifest = m = load_manifest(bundle)
         files = m["files"]
-        self.vision = session(os.path.join(bundle, files["vision"]["path"]), threads)
-        self.encoder = session(os.path.join(bundle, files["encoder"]["path"]), threads)
-        self.fusion = session(os.path.join(bundle, files["fusion"]["path"]), threads)
-        self.decoder = session(os.path.join(bundle, files["decoder"]["path"]), threads)
-        self.cross = session(os.path.join(bundle, files["decoder_cross"]["path"]), threads)
+        self.vision, self.encoder, self.fusion, self.decoder, self.cross = (
+            session(os.path.join(bundle, files[role]["path"]), threads, provider)
+            for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross"))
         self.tok = Tokenizer.from_file(os.path.join(bundle, files["tokenizer"]["path"]))
         self.tok.no_padding()
         self.tok.enable_truncation(m["prompt"]["max_source_tokens"])

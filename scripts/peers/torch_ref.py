@@ -30,7 +30,8 @@ def parse_source(source: str):
 
 
 class Runner:
-    def __init__(self, bundle: str, threads: int, checkpoint: str | None = None, vision: str | None = None):
+    def __init__(self, bundle: str, threads: int, checkpoint: str | None = None, vision: str | None = None,
+                 device: str = "cpu", dtype: str = "fp32"):
         import torch
         from .. import autoui_model as am
         from .. import vision as vis
@@ -59,7 +60,10 @@ class Runner:
                 raise SystemExit(f"bundle {bundle}: vision tower {m['vision']} is none of {sorted(vis.VISION_SIZES)}")
             vseed = src[1] if src else int(re.search(r"vision=random:\w+:seed=(\d+)", m["exporter"]["source"]).group(1))
             self.tower = vis.random_vision(vsize, vseed)
-        self.model.eval()
+        # cuda / bf16: the GPU peers (scripts.peers.gpu); hooks then synchronize to time the work
+        self.device, self.dtype = torch.device(device), {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        self.model.to(self.device, self.dtype).eval()
+        self.tower.to(self.device, self.dtype).eval()
         self.tok = am.load_tokenizer(os.path.join(bundle, m["files"]["tokenizer"]["path"]))
         self.max_source = m["prompt"]["max_source_tokens"]
         self.clk = None
@@ -71,11 +75,13 @@ class Runner:
 
         def pre(name):
             def f(_mod, _args, _kwargs=None):
+                self.sync()
                 starts[name] = time.perf_counter()
             return f
 
         def post(name):
             def f(_mod, _args, _out, _kwargs=None):
+                self.sync()
                 dt = time.perf_counter() - starts.pop(name)
                 if name == "encoder":
                     self.clk.add("encoder", dt)
@@ -102,6 +108,10 @@ class Runner:
 
         self.model.fuse = timed_fuse
 
+    def sync(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
     def one(self, case: dict, tokens: int) -> dict:
         from PIL import Image
         torch, am = self.torch, self.am
@@ -114,11 +124,12 @@ class Runner:
             return img.convert("RGB")
 
         img = clk.time("decode_image", load)
-        pixels = clk.time("preprocess", lambda: torch.from_numpy(self.vis.preprocess(img, self.tower.config.image_size))[None])
+        pixels = clk.time("preprocess", lambda: torch.from_numpy(self.vis.preprocess(img, self.tower.config.image_size))[None]
+                          .to(self.device, self.dtype))
         with torch.inference_mode():
-            feats = clk.time("vision", self.tower, pixels)
+            feats = clk.time("vision", lambda: (self.tower(pixels), self.sync())[0])
             ids, _ = clk.time("tokenize", am.encode_source, self.tok, case["source_text"], self.max_source)
-            input_ids = torch.tensor([ids], dtype=torch.long)
+            input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
             t = time.perf_counter()
             out = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                                       image_features=feats, max_new_tokens=tokens, min_new_tokens=tokens,
