@@ -190,9 +190,10 @@ def raw(a):
     for b in [int(x) for x in a.batches.split(",")]:
         srv = Server(a.model, b, extra=["--queue", "256", "--request-timeout", "300s"])
         out = os.path.join(a.out, "raw-b%d.json" % b)
-        subprocess.run([BIN, "bench", "serve", "--server", srv.url, "--concurrency", a.concurrency,
-                        "--duration", a.duration, "--warmup", "3s", "--max-new-tokens", str(a.max_new_tokens),
-                        "--json", out], check=True)
+        with open(out, "wb") as f:
+            subprocess.run([BIN, "bench", "serve", "--server", srv.url, "--concurrency", a.concurrency,
+                            "--duration", a.duration, "--warmup", "3s", "--max-new-tokens", str(a.max_new_tokens),
+                            "--json"], check=True, stdout=f)
         rss = srv.peak_rss_mb()
         srv.stop()
         with open(out) as f:

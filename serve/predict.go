@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -251,20 +252,43 @@ func parseRequest(raw []byte) (api.PredictRequest, *httpError) {
 		if errors.Is(err, io.EOF) {
 			return api.PredictRequest{}, badRequest("request body: empty; want a JSON object (api.PredictRequest)")
 		}
-		return api.PredictRequest{}, badRequest("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
+		return api.PredictRequest{}, badRequest("request body: %s", jsonProblem(err))
 	}
 	return wr.request(), nil
+}
+
+// jsonProblem says what is wrong with a body in JSON's terms, not Go's
+// (encoding/json names the Go struct and field types).
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := map[reflect.Kind]string{reflect.String: "a string", reflect.Int: "an integer", reflect.Bool: "true or false",
+			reflect.Float32: "a number", reflect.Float64: "a number", reflect.Struct: "an object", reflect.Slice: "an array"}[te.Type.Kind()]
+		switch {
+		case te.Type == reflect.TypeOf([]byte(nil)):
+			want = "a base64 string"
+		case te.Type.Kind() == reflect.Slice && te.Type.Elem().Kind() == reflect.Float32:
+			want = "an array of numbers"
+		case want == "":
+			want = "another type"
+		}
+		if te.Field == "" {
+			return fmt.Sprintf("want a JSON object (api.PredictRequest), got %s", te.Value)
+		}
+		return fmt.Sprintf("%s: want %s, got %s", te.Field, want, te.Value)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // wireRequest is api.PredictRequest with its history actions read strictly
 // too (action.Action's own UnmarshalJSON ignores unknown fields). A test
 // keeps the two types' fields the same.
 type wireRequest struct {
-	Goal     string         `json:"goal"`
-	Screen   []byte         `json:"screen,omitempty"`
-	Features []float32      `json:"features,omitempty"`
-	History  []strictAction `json:"history,omitempty"`
-	Options  api.Options    `json:"options"`
+	Goal     string          `json:"goal"`
+	Screen   []byte          `json:"screen,omitempty"`
+	Features []float32       `json:"features,omitempty"`
+	History  []action.Strict `json:"history,omitempty"`
+	Options  api.Options     `json:"options"`
 }
 
 func (w wireRequest) request() api.PredictRequest {
@@ -273,24 +297,6 @@ func (w wireRequest) request() api.PredictRequest {
 		pr.History = append(pr.History, a.Action)
 	}
 	return pr
-}
-
-// strictAction is an action.Action whose JSON may hold only its four fields.
-type strictAction struct{ action.Action }
-
-func (a *strictAction) UnmarshalJSON(data []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return fmt.Errorf("history action: %w", err)
-	}
-	for k := range fields {
-		switch k {
-		case "action_type", "touch_point", "lift_point", "typed_text":
-		default:
-			return fmt.Errorf("history action: unknown field %q", k)
-		}
-	}
-	return a.Action.UnmarshalJSON(data)
 }
 
 // check validates a request's wire form, passes it through the model's

@@ -353,6 +353,22 @@ func TestLimits(t *testing.T) {
 	wantError(t, resp, body, 400, KindBadRequest, `unknown field "beams"`)
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g"`)
 	wantError(t, resp, body, 400, KindBadRequest, "request body")
+	// Wrong JSON types are named in JSON's terms, not Go's (issue 22).
+	for raw, want := range map[string]string{
+		`{"goal": "g", "screen": 5}`:                                         "screen: want a base64 string, got number",
+		`{"goal": 1, "features": [0]}`:                                       "goal: want a string, got number",
+		`{"goal": "g", "features": "x"}`:                                     "features: want an array of numbers, got string",
+		`{"goal": "g", "features": [0], "options": {"max_new_tokens": "9"}}`: "options.max_new_tokens: want an integer, got string",
+		`[1]`: "want a JSON object (api.PredictRequest), got array",
+	} {
+		resp, body = post(t, ctx, ts.URL, raw)
+		wantError(t, resp, body, 400, KindBadRequest, want)
+		for _, goName := range []string{"wireRequest", "uint8", "float32", "of type"} {
+			if strings.Contains(string(body), goName) {
+				t.Errorf("%s: the answer names Go's %q: %s", raw, goName, body)
+			}
+		}
+	}
 	resp, body = post(t, ctx, ts.URL, ``)
 	wantError(t, resp, body, 400, KindBadRequest, "empty")
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0]} {}`)
@@ -370,7 +386,7 @@ func TestLimits(t *testing.T) {
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 2, X: 0.5}, Lift: action.Point{Y: 2, X: 0.5}}}})
 	wantError(t, resp, body, 400, KindBadRequest, "history action 0")
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "PRESS_BACK", "touch_point": [-1, -1], "lift": [0.5, 0.5]}]}`)
-	wantError(t, resp, body, 400, KindBadRequest, `history action: unknown field "lift"`)
+	wantError(t, resp, body, 400, KindBadRequest, `unknown field "lift"`)
 	resp, body = post(t, ctx, ts.URL, `{"goal": "g", "features": [0], "history": [{"action_type": "FLY"}]}`)
 	wantError(t, resp, body, 400, KindBadRequest, "request body")
 	resp, body = post(t, ctx, ts.URL, api.PredictRequest{Goal: "g", Features: feats, Options: api.Options{MaxNewTokens: -1}})

@@ -58,3 +58,23 @@ func TestBenchBatchDeviceProbeCLI(t *testing.T) {
 	_, stderr, code = runCLI(t, "bench", "--model", tinyBundle, "--probe-on", "gpu")
 	wantOneLineError(t, "", stderr, code, 2, "--probe-on")
 }
+
+// bench serve --json too: the levels as JSON on stdout, the table on stderr.
+func TestBenchServeJSONOnStdoutCLI(t *testing.T) {
+	url, stop := startServe(t, "127.0.0.1:0")
+	defer stop()
+	stdout, stderr, code := runCLI(t, "bench", "serve", "--server", url, "--concurrency", "1", "--duration", "300ms", "--warmup", "0s",
+		"--screen", sampleScreen, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Levels []map[string]any `json:"levels"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || len(doc.Levels) != 1 {
+		t.Errorf("stdout is not the levels' JSON (%v): %.300s", err, stdout)
+	}
+	if !strings.Contains(stderr, "concurrency") {
+		t.Errorf("no table on stderr: %q", stderr)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/bench"
 )
 
@@ -31,9 +30,9 @@ func runBenchServe(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 20*time.Second, "measured time per concurrency")
 	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured time before each concurrency")
 	maxNew := fs.Int("max-new-tokens", 0, "options.max_new_tokens of every request (0: the model's)")
-	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	asJSON := fs.Bool("json", false, "print the results as JSON on stdout (the table goes to stderr)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: autoui bench serve --server URL [--concurrency 1,2,4,8,16,32] [--duration 20s] [--screen PNG] [--json FILE]")
+		fmt.Fprintln(fs.Output(), "usage: autoui bench serve --server URL [--concurrency 1,2,4,8,16,32] [--duration 20s] [--screen PNG] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -90,7 +89,11 @@ func runBenchServe(ctx context.Context, args []string) error {
 		}
 		return p.Serve.BatchSize, nil
 	}
-	fmt.Printf("%-12s %10s %9s %9s %9s %9s %10s %7s\n", "concurrency", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "mean batch", "errors")
+	table := io.Writer(os.Stdout)
+	if *asJSON {
+		table = os.Stderr // stdout holds the JSON alone
+	}
+	fmt.Fprintf(table, "%-12s %10s %9s %9s %9s %9s %10s %7s\n", "concurrency", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "mean batch", "errors")
 	var results []bench.LoadResult
 	for _, c := range conc {
 		r := bench.RunLoad(ctx, bench.LoadOptions{Concurrency: c, Warmup: *warmup, Duration: *duration, Do: do})
@@ -98,18 +101,16 @@ func runBenchServe(ctx context.Context, args []string) error {
 			return interruptedError{detail: "the levels measured so far were printed"}
 		}
 		l := r.LatencyMS
-		fmt.Printf("%-12d %10.2f %9.1f %9.1f %9.1f %9.1f %10.2f %7d\n", c, r.PerSecond, l.P50, l.P90, l.P99, l.Max, r.MeanBatch, r.Errors)
+		fmt.Fprintf(table, "%-12d %10.2f %9.1f %9.1f %9.1f %9.1f %10.2f %7d\n", c, r.PerSecond, l.P50, l.P90, l.P99, l.Max, r.MeanBatch, r.Errors)
 		if r.FirstError != "" {
 			fmt.Fprintf(os.Stderr, "bench serve: concurrency %d: first error: %s\n", c, r.FirstError)
 		}
 		results = append(results, r)
 	}
-	if *jsonOut != "" {
-		raw, err := json.MarshalIndent(map[string]any{"server": *server, "screen": *screen, "duration_s": duration.Seconds(), "levels": results}, "", "  ")
-		if err != nil {
-			return err
-		}
-		return atomicfile.WriteBytes(*jsonOut, append(raw, '\n'))
+	if *asJSON {
+		return printJSON(func() ([]byte, error) {
+			return json.MarshalIndent(map[string]any{"server": *server, "screen": *screen, "duration_s": duration.Seconds(), "levels": results}, "", "  ")
+		})
 	}
 	return nil
 }
