@@ -21,10 +21,11 @@ Action mapping (Auto-UI -> android_world JSONAction), with points normalized
 =========================  ==============================================================
 DUAL_POINT, tap            ``click`` at x = round(x * W), y = round(y * H) (clamped to the
 (|lift - touch| <= 0.04)   screen); Auto-UI's tap rule is the distance threshold 0.04.
-DUAL_POINT, swipe          ``scroll`` with ``direction`` the way the *content* moves, the
-                           opposite of the finger: finger up -> "down", finger down ->
-                           "up", finger left -> "right", finger right -> "left" (the
-                           dominant axis of lift - touch decides, vertical on a tie).
+DUAL_POINT, swipe          ``scroll`` with ``direction`` the way the *view* moves through
+                           the content, the opposite of the finger: finger up -> "down"
+                           (what is below comes into view), finger down -> "up", finger
+                           left -> "right", finger right -> "left" (the dominant axis of
+                           lift - touch decides, vertical on a tie).
 TYPE                       ``input_text`` with ``text`` only (no x/y: the field Auto-UI
                            tapped before typing already has focus).
 PRESS_BACK                 ``navigate_back``
@@ -46,6 +47,9 @@ screen, so ``scroll`` with the content direction reproduces them.
 
 Note: android_world's ``input_text`` types the text and then presses Enter
 (``actuation.py``); a following Auto-UI PRESS_ENTER therefore presses it again.
+
+Auto-UI has no action that answers in words, so android_world tasks judged on an
+``answer`` JSONAction (information retrieval) cannot be completed by this agent.
 """
 
 from __future__ import annotations
@@ -175,9 +179,9 @@ log = logging.getLogger(__name__)
 
 
 def scroll_direction(action: Action) -> str:
-    """android_world's scroll direction for an Auto-UI swipe: the way the content
-    moves, opposite to the finger (touch -> lift), on the dominant axis (vertical
-    on a tie)."""
+    """android_world's scroll direction for an Auto-UI swipe: the way the view
+    moves through the content, opposite to the finger (touch -> lift), on the
+    dominant axis (vertical on a tie)."""
     dy = action.lift_point[0] - action.touch_point[0]
     dx = action.lift_point[1] - action.touch_point[1]
     if abs(dy) >= abs(dx):

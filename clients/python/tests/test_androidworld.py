@@ -42,7 +42,7 @@ def _fields(ja):
         (Action.swipe(0.5, 0.5, 0.53, 0.5), {"action_type": "click", "x": 540, "y": 1200}),  # 0.03 apart: a tap
         (Action.tap(1.0, 1.0), {"action_type": "click", "x": W - 1, "y": H - 1}),  # clamped onto the screen
         (Action.tap(0.0, 0.0), {"action_type": "click", "x": 0, "y": 0}),
-        # swipes: the content moves opposite to the finger
+        # swipes: the view moves through the content opposite to the finger
         (Action.swipe(0.8, 0.5, 0.2, 0.5), {"action_type": "scroll", "direction": "down"}),  # finger up
         (Action.swipe(0.2, 0.5, 0.8, 0.5), {"action_type": "scroll", "direction": "up"}),  # finger down
         (Action.swipe(0.5, 0.8, 0.5, 0.2), {"action_type": "scroll", "direction": "right"}),  # finger left
