@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -42,8 +41,7 @@ import onnx
 from onnx import TensorProto, shape_inference
 
 from . import export
-from .bundle_format import format_error
-from .quantize import GOLDEN, ROLE_GRAPHS
+from .quantize import GOLDEN, ROLE_GRAPHS, read_fp32_bundle, write_manifest, write_variant
 from .quantize import agreement as golden_agreement
 
 FP16_MAX = 65504.0
@@ -247,21 +245,10 @@ def check_finite(bundle_dir: str, steps: int = 32, threads: int = 2, screens_dir
 
 # ---------------------------------------------------------------- the bundle
 
-def _graph_bytes(spec: dict) -> int:
-    return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
-
-
 def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float = 8.0, steps: int = 32,
                 threads: int = 2, screens_dir: str = SCREENS) -> dict:
     """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest."""
-    with open(os.path.join(in_dir, "manifest.json")) as f:
-        manifest = json.load(f)
-    if err := format_error(in_dir, manifest):
-        raise HalfError(err)
-    if manifest.get("precision") != "fp32":
-        raise HalfError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
-    if os.path.abspath(in_dir) == os.path.abspath(out_dir):
-        raise HalfError("--out must differ from --in")
+    manifest = read_fp32_bundle(in_dir, out_dir, HalfError)
     if headroom < 1:
         raise HalfError(f"headroom {headroom}: want >= 1")
     for role in roles:
@@ -273,50 +260,28 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     t0 = time.time()
     ranges = calibrate(in_dir, graphs, steps, threads, screens_dir)
     export.log(f"  calibrated {', '.join(graphs)} in {time.time() - t0:.1f}s")
-    os.makedirs(out_dir, exist_ok=True)
-    new_files, fp32_nodes = {}, {}
-    for role, spec in files.items():
-        if role == "tokenizer":
-            continue
-        src, dst = os.path.join(in_dir, spec["path"]), os.path.join(out_dir, spec["path"])
-        entry = dict(spec)
-        if role in graphs:
-            t0 = time.time()
-            model = load_with_shapes(src)
-            name_nodes(model.graph)
-            block = blocked_nodes(model.graph, ranges[role], limit)
-            peak = fp16_peak(model.graph, ranges[role], block)
-            half = half_model(model, block)
-            del model
-            ext = export._save(half, dst)
-            ins, outs = export._io(onnx.load(dst, load_external_data=False))
-            if ins != spec["inputs"] or outs != spec["outputs"]:
-                raise HalfError(f"{role}: fp16 graph IO differs from the manifest's")
-            entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
-            fp32_nodes[role] = block
-            export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
-                       f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
-        else:
-            for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
-                shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
-        entry.update(export._file_entry(out_dir, spec["path"]))
-        new_files[role] = entry
-    shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
-    new_files["tokenizer"] = export._file_entry(out_dir, files["tokenizer"]["path"])
-    manifest["files"] = {role: new_files[role] for role in files}
+    fp32_nodes = {}
+
+    def convert(role, src):
+        t0 = time.time()
+        model = load_with_shapes(src)
+        name_nodes(model.graph)
+        fp32_nodes[role] = block = blocked_nodes(model.graph, ranges[role], limit)
+        peak = fp16_peak(model.graph, ranges[role], block)
+        export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
+                   f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
+        return half_model(model, block)
+
+    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "fp16", HalfError)
     manifest["precision"] = "fp16"
     manifest["half"] = {
         "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)",
         "graphs": graphs, "limit": limit,
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
         "fp32_nodes": fp32_nodes}
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
+    write_manifest(out_dir, manifest, files)
     check_finite(out_dir, steps, threads, screens_dir)
-    before = sum(_graph_bytes(s) for s in files.values())
-    after = sum(_graph_bytes(s) for s in manifest["files"].values())
-    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB), finite on the calibration inputs")
+    export.log(f"bundle {out_dir}: finite on the calibration inputs")
     return manifest
 
 

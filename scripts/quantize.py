@@ -203,25 +203,27 @@ def _graph_bytes(spec: dict) -> int:
     return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
 
 
-def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range: bool = False,
-                    embeddings: bool = True) -> dict:
-    """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
+def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
+    """The manifest of the fp32 bundle in_dir that a variant is made from, raising error(why)
+    for another format or precision, or an out_dir that is in_dir."""
     with open(os.path.join(in_dir, "manifest.json")) as f:
         manifest = json.load(f)
     if err := format_error(in_dir, manifest):
-        raise QuantizeError(err)
+        raise error(err)
     if manifest.get("precision") != "fp32":
-        raise QuantizeError(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
+        raise error(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
     if os.path.abspath(in_dir) == os.path.abspath(out_dir):
-        raise QuantizeError("--out must differ from --in")
-    for role in roles:
-        if role not in ROLE_GRAPHS:
-            raise QuantizeError(f"role {role!r}: want some of vision, encoder, fusion, decoder")
-    graphs = {g for role in roles for g in ROLE_GRAPHS[role]}
+        raise error("--out must differ from --in")
+    return manifest
+
+
+def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, what: str, error=RuntimeError) -> dict:
+    """Write the files of a variant of the bundle in_dir to out_dir: each role in graphs as
+    convert(role, path) returns it (its IO checked against the manifest's), the other graphs and
+    the tokenizer copied. Returns the manifest's new "files" (the caller writes the manifest)."""
     os.makedirs(out_dir, exist_ok=True)
     files = manifest["files"]
     new_files = {}
-    summary = {}
     for role, spec in files.items():
         if role == "tokenizer":
             continue
@@ -229,19 +231,11 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         dst = os.path.join(out_dir, spec["path"])
         entry = {k: v for k, v in spec.items()}
         if role in graphs:
-            t0 = time.time()
-            model = onnx.load(src)
-            q, stats = quantize_model(model, full_range=full_range, embeddings=embeddings, in_place=True)
-            del model
-            ext = export._save(q, dst)
+            ext = export._save(convert(role, src), dst)
             ins, outs = export._io(onnx.load(dst, load_external_data=False))
             if ins != spec["inputs"] or outs != spec["outputs"]:
-                raise QuantizeError(f"{role}: quantized graph IO differs from the manifest's")
+                raise error(f"{role}: {what} graph IO differs from the manifest's")
             entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
-            summary[role] = stats
-            export.log(f"  {role}: {stats['matmuls']} MatMuls ({stats['weights']} weights) and "
-                       f"{stats['embeddings']} embeddings, {stats['params'] / 1e6:.1f}M params, "
-                       f"quantized in {time.time() - t0:.1f}s")
         else:
             for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
                 shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
@@ -249,7 +243,37 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         new_files[role] = entry
     shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
     new_files["tokenizer"] = export._file_entry(out_dir, files["tokenizer"]["path"])
-    manifest["files"] = {role: new_files[role] for role in files}
+    return {role: new_files[role] for role in files}
+
+
+def write_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    before = sum(_graph_bytes(s) for s in fp32_files.values())
+    after = sum(_graph_bytes(s) for s in manifest["files"].values())
+    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")
+
+
+def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range: bool = False,
+                    embeddings: bool = True) -> dict:
+    """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
+    manifest = read_fp32_bundle(in_dir, out_dir, QuantizeError)
+    for role in roles:
+        if role not in ROLE_GRAPHS:
+            raise QuantizeError(f"role {role!r}: want some of vision, encoder, fusion, decoder")
+    graphs = {g for role in roles for g in ROLE_GRAPHS[role]}
+    files = manifest["files"]
+
+    def convert(role, src):
+        t0 = time.time()
+        q, stats = quantize_model(onnx.load(src), full_range=full_range, embeddings=embeddings, in_place=True)
+        export.log(f"  {role}: {stats['matmuls']} MatMuls ({stats['weights']} weights) and "
+                   f"{stats['embeddings']} embeddings, {stats['params'] / 1e6:.1f}M params, "
+                   f"quantized in {time.time() - t0:.1f}s")
+        return q
+
+    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "quantized", QuantizeError)
     manifest["precision"] = "int8"
     manifest["quantization"] = {
         "tool": "scripts.quantize", "method": "dynamic", "op": "com.microsoft.DynamicQuantizeMatMul",
@@ -258,12 +282,7 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
                        if embeddings else "float32"),
         "graphs": [r for r in files if r in graphs]}
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    before = sum(_graph_bytes(s) for r, s in files.items())
-    after = sum(_graph_bytes(s) for r, s in manifest["files"].items())
-    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")
+    write_manifest(out_dir, manifest, files)
     return manifest
 
 

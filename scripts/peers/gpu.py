@@ -48,10 +48,13 @@ def skip_reason(runner: str, device: str) -> Optional[str]:
         return None
     if runner == "ours":
         return None if os.path.exists("/dev/nvidia0") else "no GPU here (/dev/nvidia0)"
-    if runner.startswith("torch"):
-        import torch
-        return None if torch.cuda.is_available() else f"torch {torch.__version__} sees no CUDA device"
-    import onnxruntime as ort
+    try:
+        if runner.startswith("torch"):
+            import torch
+            return None if torch.cuda.is_available() else f"torch {torch.__version__} sees no CUDA device"
+        import onnxruntime as ort
+    except ImportError as e:
+        return f"not installed here ({e})"
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return f"onnxruntime {ort.__version__} here has no CUDA provider (the GPU build is onnxruntime-gpu)"
     return None
