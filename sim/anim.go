@@ -7,16 +7,17 @@ import (
 	"time"
 )
 
-// Animation timings (Options.Animate), close to Android's defaults: a page
-// slides in for 300 ms, the text cursor blinks 500 ms on and 500 ms off, an
-// indeterminate spinner turns an eighth of a turn every 100 ms while its arc
-// grows and shrinks (so its look repeats only every spinSteps steps, 4 s:
-// captures that happen to be a turn apart do not look still).
+// Animation timings (Options.Animate), close to Android's: a page slides
+// in for 300 ms, the text cursor blinks 500 ms on and 500 ms off, and an
+// indeterminate spinner moves every frame (60 per second) like Material's:
+// the ring turns 270 degrees a second while its arc's head runs ahead, then
+// its tail catches up, every 1333 ms. Moving every frame, it never looks
+// still to captures taken at any pace.
 const (
 	transitionDur = 300 * time.Millisecond
 	blinkHalf     = 500 * time.Millisecond
-	spinStep      = 100 * time.Millisecond
-	spinSteps     = 40 // lcm of 8 positions and 5 arc lengths
+	frameDur      = time.Second / 60
+	spinFrames    = 60 * 60 // the spinner's frame count wraps after a minute
 )
 
 // animPhase is what animations add to a screen at one moment. Equal phases
@@ -24,7 +25,7 @@ const (
 type animPhase struct {
 	slide  int  // pixels the page that just opened is still shifted right
 	cursor bool // the focused field's cursor is shown
-	spin   int  // the spinner's step, 0 to spinSteps-1
+	spin   int  // the spinner's frame, 0 to spinFrames-1
 }
 
 // still is the phase of a phone without animations: cursor always shown.
@@ -46,7 +47,7 @@ func (p *Phone) phaseLocked() animPhase {
 		ph.cursor = now.Sub(p.inputAt)/blinkHalf%2 == 0 // shown right after input, as on Android
 	}
 	if !p.frameLocked().spinner.empty() {
-		ph.spin = int(now.Sub(p.born)/spinStep) % spinSteps
+		ph.spin = int(now.Sub(p.born)/frameDur) % spinFrames
 	}
 	return ph
 }
@@ -95,13 +96,23 @@ func (p *Phone) animateLocked(cv *canvas, f *ui) {
 	}
 }
 
-// drawSpinner draws an indeterminate progress ring in r at a step: an arc
-// 4 dp thick from step%8 eighths of a turn, 2 to 6 eighths long.
-func drawSpinner(cv *canvas, r rectF, col color.RGBA, step int) {
+// drawSpinner draws an indeterminate progress ring in r at a frame: an arc
+// 4 dp thick whose head runs 250 degrees ahead in the first half of each
+// 1333 ms cycle and whose tail follows in the second, on a ring turning
+// 270 degrees a second.
+func drawSpinner(cv *canvas, r rectF, col color.RGBA, frame int) {
 	cx, cy := (r.x+r.w/2)*cv.s, (r.y+r.h/2)*cv.s
 	ro := r.w / 2 * cv.s
 	ri := ro - 4*cv.s
-	start, length := float64(step%8)*math.Pi/4, float64(2+step%5)*math.Pi/4
+	t := float64(frame) * frameDur.Seconds()
+	cycles := t / 1.333
+	k, c := math.Floor(cycles), cycles-math.Floor(cycles)
+	tail, head := k*250, k*250+10+500*c
+	if c >= 0.5 {
+		tail, head = k*250+500*(c-0.5), k*250+260
+	}
+	rad := math.Pi / 180
+	start, length := math.Mod(270*t+tail, 360)*rad, (head-tail)*rad
 	v := cv.index(col)
 	b := cv.rectPx(r).Intersect(cv.img.Rect)
 	for y := b.Min.Y; y < b.Max.Y; y++ {

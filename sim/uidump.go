@@ -94,24 +94,18 @@ func writeUINode(b *bytes.Buffer, n uiNode, closed bool) {
 		xml.EscapeText(b, []byte(v)) //nolint:errcheck // a bytes.Buffer does not fail
 		b.WriteString(`"`)
 	}
-	flag := func(name string, v bool) { attr(name, fmt.Sprint(v)) }
 	b.WriteString("<node")
 	attr("index", fmt.Sprint(n.index))
-	attr("text", n.text)
-	attr("resource-id", n.id)
-	attr("class", n.class)
-	attr("package", n.pkg)
-	attr("content-desc", n.desc)
-	flag("checkable", n.checkable)
-	flag("checked", n.checked)
-	flag("clickable", n.clickable)
-	flag("enabled", n.enabled)
-	flag("focusable", n.focusable)
-	flag("focused", n.focused)
-	flag("scrollable", n.scrollable)
-	flag("long-clickable", false)
-	flag("password", false)
-	flag("selected", false)
+	for _, kv := range [][2]string{{"text", n.text}, {"resource-id", n.id}, {"class", n.class}, {"package", n.pkg}, {"content-desc", n.desc}} {
+		attr(kv[0], kv[1])
+	}
+	for _, f := range []struct {
+		name string
+		v    bool
+	}{{"checkable", n.checkable}, {"checked", n.checked}, {"clickable", n.clickable}, {"enabled", n.enabled}, {"focusable", n.focusable},
+		{"focused", n.focused}, {"scrollable", n.scrollable}, {"long-clickable", false}, {"password", false}, {"selected", false}} {
+		attr(f.name, fmt.Sprint(f.v))
+	}
 	attr("bounds", fmt.Sprintf("[%d,%d][%d,%d]", n.bounds.Min.X, n.bounds.Min.Y, n.bounds.Max.X, n.bounds.Max.Y))
 	if closed {
 		b.WriteString(" />")

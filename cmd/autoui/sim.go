@@ -38,6 +38,12 @@ type simConfig struct {
 // receiver) a moment after the switch: text broadcast earlier is lost.
 const simIMESwitchDelay = 300 * time.Millisecond
 
+// simScreencapDelay is what a capture costs the animated sim: a phone
+// encodes its 1080x2400 screenshot in a few hundred ms, which is what lets
+// a spinner move between the captures of a pixel settle (the sim's own
+// capture takes a few ms).
+const simScreencapDelay = 200 * time.Millisecond
+
 // simServer is a running simulated phone.
 type simServer struct {
 	dev   *fakephone.Device
@@ -56,7 +62,7 @@ func runSim(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.family, "task", "", "start in the start state of a task of this `family` ("+strings.Join(tasks.Families, ", ")+") generated from --seed, print its goal, and report success on exit")
 	fs.IntVar(&cfg.android, "android", fakephone.DefaultAndroid, fmt.Sprintf("Android `version` (%d-%d) whose getprop and dumpsys output the phone prints; the default is the API level the dataset records", fakephone.MinAndroid, fakephone.MaxAndroid))
 	fs.BoolVar(&cfg.adbKeyboard, "adbkeyboard", false, "install the ADBKeyboard IME, so its ADB_INPUT_B64 broadcast types any text (without it, input text refuses non-ASCII like a phone)")
-	fs.BoolVar(&cfg.animate, "animate", false, "animate like a phone: pages slide in, a focused field's cursor blinks, list apps and web pages show a spinner (for trying autoui run's --settle modes; screens then differ from the dataset's)")
+	fs.BoolVar(&cfg.animate, "animate", false, "animate like a phone: pages slide in, a focused field's cursor blinks, list apps and web pages show a spinner, and a screenshot takes 200 ms as a phone's does (for trying autoui run's --settle modes; screens then differ from the dataset's)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui sim [--port P] [--seed S] [--size WxH] [--task FAMILY] [--android N] [--adbkeyboard] [--animate]\n\nflags:")
 		fs.PrintDefaults()
@@ -108,8 +114,12 @@ func startSim(ctx context.Context, cfg simConfig) (*simServer, error) {
 	} else {
 		s.phone = sim.New(sim.Options{Width: cfg.width, Height: cfg.height, Seed: cfg.seed, Animate: cfg.animate})
 	}
-	dev, err := fakephone.Start(fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
-		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay, ShellV2: true})
+	fo := fakephone.Options{Phone: s.phone, Product: "autoui_sim", Model: "AutoUI_Sim", DeviceName: "sim",
+		Manufacturer: "AutoUI", Android: cfg.android, ADBKeyboard: cfg.adbKeyboard, IMESwitchDelay: simIMESwitchDelay, ShellV2: true}
+	if cfg.animate {
+		fo.ScreencapDelay = simScreencapDelay
+	}
+	dev, err := fakephone.Start(fo)
 	if err != nil {
 		return nil, fmt.Errorf("start simulated device: %w", err)
 	}

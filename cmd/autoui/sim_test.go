@@ -115,23 +115,31 @@ func simTap(t *testing.T, d *device.Device, s *simServer, id string) {
 	t.Fatalf("no %s on the sim's screen", id)
 }
 
+// simInContactsSearch serves a sim for cfg, connects to it through the
+// adb server and, through adb, opens Contacts and focuses its search.
+func simInContactsSearch(t *testing.T, srv *fakephone.Server, cfg simConfig) (*simServer, *device.Device) {
+	t.Helper()
+	s := startTestSim(t, srv, cfg)
+	d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := s.phone.Size()
+	if err := d.Run(context.Background(), []string{fmt.Sprintf("input swipe %d %d %d %d 300", w/2, h*8/10, w/2, h*2/10)}); err != nil {
+		t.Fatal(err)
+	}
+	simTap(t, d, s, "app:contacts")
+	simTap(t, d, s, "field:contacts.search")
+	return s, d
+}
+
 // TestSimTypesNonASCII types into the sim's contacts search through the real
 // adb server: exactly with ADBKeyboard, folded to ASCII without it.
 func TestSimTypesNonASCII(t *testing.T) {
 	srv := phonetest.StartServer(t)
 	const text = "Zoë O'Brien; $(reboot) 日本"
 	for _, withIME := range []bool{true, false} {
-		s := startTestSim(t, srv, simConfig{android: 15, adbKeyboard: withIME})
-		d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, h := s.phone.Size()
-		if err := d.Run(context.Background(), []string{fmt.Sprintf("input swipe %d %d %d %d 300", w/2, h*8/10, w/2, h*2/10)}); err != nil {
-			t.Fatal(err)
-		}
-		simTap(t, d, s, "app:contacts")
-		simTap(t, d, s, "field:contacts.search")
+		s, d := simInContactsSearch(t, srv, simConfig{android: 15, adbKeyboard: withIME})
 		plan := d.PlanText(text)
 		if err := d.Run(context.Background(), plan.Commands); err != nil {
 			t.Fatal(err)
@@ -152,18 +160,7 @@ func TestSimTypesNonASCII(t *testing.T) {
 // changing, so --settle pixels waits out its timeout; the hierarchy stops
 // changing once the text is in, so --settle ui settles.
 func TestSimSettleModesOnAnimations(t *testing.T) {
-	srv := phonetest.StartServer(t)
-	s := startTestSim(t, srv, simConfig{android: fakephone.DefaultAndroid, animate: true})
-	d, err := device.Connect(context.Background(), device.Options{Host: srv.Host, Port: srv.Port, NoStartServer: true, Serial: s.addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, h := s.phone.Size()
-	if err := d.Run(context.Background(), []string{fmt.Sprintf("input swipe %d %d %d %d 300", w/2, h*8/10, w/2, h*2/10)}); err != nil {
-		t.Fatal(err)
-	}
-	simTap(t, d, s, "app:contacts")
-	simTap(t, d, s, "field:contacts.search")
+	s, d := simInContactsSearch(t, phonetest.StartServer(t), simConfig{android: fakephone.DefaultAndroid, animate: true})
 	typ := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "ab"}
 	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
 	for _, mode := range []string{"pixels", "ui"} {
@@ -172,9 +169,7 @@ func TestSimSettleModesOnAnimations(t *testing.T) {
 		rf := addRunFlags(fs)
 		args := []string{"--goal", "find", "--settle", mode, "--out", out, "--no-annotate"}
 		if mode == "pixels" {
-			// A phone's capture takes 100 ms or more; this small screen's a
-			// few: the pause keeps captures as far apart as on a phone.
-			args = append(args, "--settle-timeout", "2s", "--settle-interval", "120ms")
+			args = append(args, "--settle-timeout", "2s")
 		} else {
 			args = append(args, "--settle-timeout", "30s") // bounded but generous: adb is slow on a loaded machine
 		}

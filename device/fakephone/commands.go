@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // run executes one simple command the way the device's shell would and
@@ -152,6 +153,7 @@ func (d *Device) runScreencap(args []string, w io.Writer) int {
 		fmt.Fprintln(w, "screencap: the fake device only writes PNG (use -p)")
 		return 1
 	}
+	time.Sleep(d.opts.ScreencapDelay)
 	img, warn, err := d.screencapDisplay(display)
 	if err != nil {
 		fmt.Fprintf(w, "Error: %v\n", err)

@@ -105,6 +105,9 @@ type Options struct {
 	// one and ADBKeyboard's receiver is not registered (it registers in
 	// AdbIME.onCreate), so a broadcast types nothing yet still completes.
 	IMESwitchDelay time.Duration
+	// ScreencapDelay is how long `screencap` takes before it writes, as on
+	// a phone, where encoding a 1080x2400 PNG takes a few hundred ms.
+	ScreencapDelay time.Duration
 	// InjectDenied makes every `input` throw SecurityException (INJECT_EVENTS),
 	// like a Xiaomi/Redmi/POCO phone without "USB debugging (Security
 	// settings)".
