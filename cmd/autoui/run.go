@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -71,17 +70,6 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	return r
 }
 
-// parseRunSize reads "WxH".
-func parseRunSize(s string) (int, int, error) {
-	ws, hs, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
-	w, err1 := strconv.Atoi(ws)
-	h, err2 := strconv.Atoi(hs)
-	if !ok || err1 != nil || err2 != nil || w <= 0 || h <= 0 {
-		return 0, 0, usageErrorf("--size %q: want WIDTHxHEIGHT in pixels, e.g. 1080x2400", s)
-	}
-	return w, h, nil
-}
-
 func (r *runFlags) deviceOptions() (device.Options, error) {
 	o := device.Options{Host: r.adbHost, Port: r.adbPort, Serial: r.serial, SwipeDuration: time.Duration(r.swipeMs) * time.Millisecond,
 		NonASCII: r.nonASCII, CommandTimeout: r.adbTimeout}
@@ -98,7 +86,7 @@ func (r *runFlags) deviceOptions() (device.Options, error) {
 		return o, usageErrorf("--adb-timeout %s: must be > 0", r.adbTimeout)
 	}
 	if r.size != "" {
-		w, h, err := parseRunSize(r.size)
+		w, h, err := parseSize(r.size, anySize)
 		if err != nil {
 			return o, err
 		}

@@ -74,7 +74,7 @@ func runSim(ctx context.Context, args []string) error {
 		return usageErrorf("--port %d: want 0-65535", cfg.port)
 	}
 	var err error
-	if cfg.width, cfg.height, err = parseSize(*size); err != nil {
+	if cfg.width, cfg.height, err = parseSize(*size, simSizes); err != nil {
 		return err
 	}
 	s, err := startSim(ctx, cfg)
@@ -173,15 +173,4 @@ func forward(ctx context.Context, ln net.Listener, target string) {
 			wg.Wait()
 		}()
 	}
-}
-
-// parseSize reads "WIDTHxHEIGHT".
-func parseSize(s string) (int, int, error) {
-	ws, hs, ok := strings.Cut(strings.ToLower(s), "x")
-	w, err1 := strconv.Atoi(ws)
-	h, err2 := strconv.Atoi(hs)
-	if !ok || err1 != nil || err2 != nil || w < 90 || h < 160 || w > 4096 || h > 8192 {
-		return 0, 0, usageErrorf("--size %q: want WIDTHxHEIGHT from 90x160 to 4096x8192, e.g. 1080x2400", s)
-	}
-	return w, h, nil
 }

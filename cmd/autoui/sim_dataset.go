@@ -142,7 +142,7 @@ func runSimEval(ctx context.Context, args []string) error {
 // parseScreenAndFamilies reads --size and --families; a bad value is a
 // usage error.
 func parseScreenAndFamilies(size, families string) (w, h int, fams []string, err error) {
-	if w, h, err = parseSize(size); err != nil {
+	if w, h, err = parseSize(size, simSizes); err != nil {
 		return 0, 0, nil, usageError{err}
 	}
 	if fams, err = parseFamilies(families); err != nil {
