@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // PredictRequest is the body of POST /v1/predict. Exactly one of Screen
@@ -35,18 +35,18 @@ type Options struct {
 
 // Prediction is one predicted action with what produced it.
 type Prediction struct {
-	ActionType   string         `json:"action_type"`
-	TouchPoint   [2]float64     `json:"touch_point"`
-	LiftPoint    [2]float64     `json:"lift_point"`
-	TypedText    string         `json:"typed_text"`
-	Plan         []string       `json:"plan"`
-	Raw          string         `json:"raw"`
-	Tokens       int            `json:"tokens"`
-	Timings      engine.Timings `json:"timings_ms"`
-	SourceTokens int            `json:"source_tokens"`
-	SourceText   string         `json:"source_text"`
-	SourceIDs    []int64        `json:"source_ids"`
-	OutputIDs    []int64        `json:"output_ids"`
+	ActionType   string          `json:"action_type"`
+	TouchPoint   [2]float64      `json:"touch_point"`
+	LiftPoint    [2]float64      `json:"lift_point"`
+	TypedText    string          `json:"typed_text"`
+	Plan         []string        `json:"plan"`
+	Raw          string          `json:"raw"`
+	Tokens       int             `json:"tokens"`
+	Timings      predict.Timings `json:"timings_ms"`
+	SourceTokens int             `json:"source_tokens"`
+	SourceText   string          `json:"source_text"`
+	SourceIDs    []int64         `json:"source_ids"`
+	OutputIDs    []int64         `json:"output_ids"`
 	// Error says why Raw is not a valid action (then ActionType is empty
 	// and both points are [-1, -1]).
 	Error string `json:"error,omitempty"`
@@ -73,7 +73,7 @@ type ErrorBody struct {
 }
 
 // FromResult is the wire form of an engine result.
-func FromResult(res *engine.Result) Prediction {
+func FromResult(res *predict.Result) Prediction {
 	out := Prediction{
 		Raw: res.Raw, Tokens: len(res.TokenIDs), Timings: res.Timings, Plan: []string{},
 		SourceTokens: res.SourceTokens, SourceText: res.SourceText,
@@ -99,8 +99,8 @@ func FromResult(res *engine.Result) Prediction {
 // Result is the engine result a prediction describes (without features).
 // A prediction whose output did not parse has ParseErr set, as from the
 // engine; a malformed action is an error.
-func (p Prediction) Result() (*engine.Result, error) {
-	res := &engine.Result{
+func (p Prediction) Result() (*predict.Result, error) {
+	res := &predict.Result{
 		Raw: p.Raw, TokenIDs: p.OutputIDs, SourceText: p.SourceText, SourceTokens: p.SourceTokens,
 		SourceIDs: p.SourceIDs, Timings: p.Timings,
 	}

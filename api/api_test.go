@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 func TestPredictionRoundTrip(t *testing.T) {
-	results := []*engine.Result{
+	results := []*predict.Result{
 		{Action: action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.25, X: 0.5}, Lift: action.Point{Y: 0.25, X: 0.5}},
 			Plan: []action.Type{action.DualPoint, action.TypeText}, Raw: "r", TokenIDs: []int64{5, 1}, SourceIDs: []int64{3, 1},
-			SourceText: "Goal: x", SourceTokens: 2, Timings: engine.Timings{Total: 1500 * time.Microsecond, DecoderCalls: 2}},
+			SourceText: "Goal: x", SourceTokens: 2, Timings: predict.Timings{Total: 1500 * time.Microsecond, DecoderCalls: 2}},
 		{Raw: "garbage", ParseErr: errors.New("no action"), TokenIDs: []int64{9}, Action: action.Action{Touch: action.NoPoint, Lift: action.NoPoint}},
 	}
 	for _, in := range results {
@@ -37,7 +37,7 @@ func TestPredictionRoundTrip(t *testing.T) {
 		}
 	}
 	// An output that did not parse is no tap at the origin (issue 22).
-	unparsed := FromResult(&engine.Result{Raw: "{", ParseErr: errors.New("no action")})
+	unparsed := FromResult(&predict.Result{Raw: "{", ParseErr: errors.New("no action")})
 	if unparsed.ActionType != "" || unparsed.TouchPoint != [2]float64{-1, -1} || unparsed.LiftPoint != [2]float64{-1, -1} || unparsed.Error == "" {
 		t.Errorf("unparsed output: %+v", unparsed)
 	}

@@ -6,15 +6,9 @@ import (
 	"image"
 	"time"
 
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 )
-
-// BatchPredictor predicts several screens in one pass; *engine.Predictor
-// implements it.
-type BatchPredictor interface {
-	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
-}
 
 // Batch is one measured PredictBatch call and the decoding of its screens.
 type Batch struct {
@@ -32,7 +26,7 @@ func (b Batch) ScreensPerSecond() float64 { return float64(b.Screens) / b.Wall.S
 // opts.Warmup + opts.Runs times. It returns one Action per screen of the
 // measured batches (the stages of the batched calls are the calls' wall
 // times, as engine.PredictBatch reports them) and the batches.
-func RunBatch(ctx context.Context, p BatchPredictor, cases []Case, opts Options) ([]Action, []Batch, error) {
+func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, []Batch, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +49,7 @@ func RunBatch(ctx context.Context, p BatchPredictor, cases []Case, opts Options)
 			return nil, nil, err
 		}
 		decode := time.Since(t)
-		reqs := make([]engine.Request, len(items))
+		reqs := make([]predict.Request, len(items))
 		for i, c := range items {
 			reqs[i] = request(c, imgs[i], opts)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // fakeBatch answers a batch with fakePredictor's result for each request.
@@ -16,9 +16,9 @@ type fakeBatch struct {
 	short bool  // return one result too few
 }
 
-func (f *fakeBatch) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (f *fakeBatch) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	f.calls = append(f.calls, len(reqs))
-	var out []*engine.Result
+	var out []*predict.Result
 	for _, r := range reqs {
 		res, _ := f.Predict(ctx, r)
 		out = append(out, res)

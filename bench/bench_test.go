@@ -14,27 +14,32 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/bench/probe"
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // fakePredictor returns fixed timings that grow with the history length, and
 // records the requests it saw.
 type fakePredictor struct {
-	reqs     []engine.Request
+	reqs     []predict.Request
 	dropLast bool // generate one token too few, as if </s> were not suppressed
 }
 
-func (f *fakePredictor) Predict(_ context.Context, req engine.Request) (*engine.Result, error) {
+func (f *fakePredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, f, reqs)
+}
+
+func (f *fakePredictor) Predict(_ context.Context, req predict.Request) (*predict.Result, error) {
 	f.reqs = append(f.reqs, req)
 	n := req.MaxNewTokens
 	if f.dropLast {
 		n--
 	}
 	h := time.Duration(len(req.History))
-	return &engine.Result{
+	return &predict.Result{
 		TokenIDs: make([]int64, n), SourceTokens: 20 + 50*len(req.History), SourceText: "Goal: " + req.Goal,
-		Timings: engine.Timings{
+		Timings: predict.Timings{
 			Preprocess: time.Millisecond, Vision: 10 * time.Millisecond, Tokenize: time.Millisecond,
 			Encoder: (5 + h) * time.Millisecond, Fusion: time.Millisecond,
 			FirstStep: 3 * time.Millisecond, LaterSteps: time.Duration(n-1) * 2 * time.Millisecond,
@@ -174,7 +179,11 @@ func TestRunFixedLength(t *testing.T) {
 
 type failingPredictor struct{}
 
-func (failingPredictor) Predict(context.Context, engine.Request) (*engine.Result, error) {
+func (f failingPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, f, reqs)
+}
+
+func (failingPredictor) Predict(context.Context, predict.Request) (*predict.Result, error) {
 	return nil, errors.New("boom")
 }
 

@@ -10,8 +10,8 @@ import (
 	"image"
 	"time"
 
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 )
 
 // Stage names, shared with the peers' JSON (scripts/peers) and the report.
@@ -36,11 +36,6 @@ var Stages = []string{
 	StageFirstStep, StageDecodeStep, StageLaterSteps, StageParse, StageTextPath, StageTotal,
 }
 
-// Predictor is what the benchmark drives; *engine.Predictor implements it.
-type Predictor interface {
-	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
-}
-
 // Options say how much to measure.
 type Options struct {
 	// Runs is the number of measured passes over the cases; Warmup passes
@@ -50,7 +45,7 @@ type Options struct {
 	// tokens exist and generation stops there (random weights never emit a
 	// meaningful </s>, trained ones would at ~60-80 tokens).
 	Tokens int
-	// Replay, when set, is the action every case decodes (engine.Request.Replay,
+	// Replay, when set, is the action every case decodes (predict.Request.Replay,
 	// without </s>): real decoder calls with a realistic output, so speculative
 	// decoding needs the calls a trained model would. Tokens must be
 	// len(Replay)+1.
@@ -80,7 +75,7 @@ type Action struct {
 
 // Run predicts every case opts.Warmup + opts.Runs times and returns the
 // measured actions (warm-up excluded), in order.
-func Run(ctx context.Context, p Predictor, cases []Case, opts Options) ([]Action, error) {
+func Run(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, err
 	}
@@ -117,7 +112,7 @@ func check(cases []Case, opts Options) error {
 	return nil
 }
 
-func runOne(ctx context.Context, p Predictor, c Case, opts Options) (Action, error) {
+func runOne(ctx context.Context, p predict.Predictor, c Case, opts Options) (Action, error) {
 	t := time.Now()
 	img, err := decodeScreen(c)
 	if err != nil {
@@ -140,8 +135,8 @@ func decodeScreen(c Case) (image.Image, error) {
 }
 
 // request is the case's request for the fixed length or the replay.
-func request(c Case, img image.Image, opts Options) engine.Request {
-	req := engine.Request{
+func request(c Case, img image.Image, opts Options) predict.Request {
+	req := predict.Request{
 		Screen: img, Goal: c.Goal, History: c.History,
 		MaxNewTokens: opts.Tokens, MinNewTokens: opts.Tokens,
 	}
@@ -153,7 +148,7 @@ func request(c Case, img image.Image, opts Options) engine.Request {
 
 // screenAction is the measured action of a result from a screen decoded in
 // decode, after checking its length.
-func screenAction(c Case, res *engine.Result, decode time.Duration, opts Options) (Action, error) {
+func screenAction(c Case, res *predict.Result, decode time.Duration, opts Options) (Action, error) {
 	if len(res.TokenIDs) != opts.Tokens {
 		return Action{}, fmt.Errorf("generated %d tokens, want exactly %d (is </s> suppression working?)", len(res.TokenIDs), opts.Tokens)
 	}
@@ -168,7 +163,7 @@ func screenAction(c Case, res *engine.Result, decode time.Duration, opts Options
 
 // textAction is the measured action of a result: the text-path stages (the
 // part every runner has) and the token counts.
-func textAction(c Case, res *engine.Result) Action {
+func textAction(c Case, res *predict.Result) Action {
 	tm := res.Timings
 	a := Action{
 		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs,

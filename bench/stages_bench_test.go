@@ -11,6 +11,7 @@ import (
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // The testing.B benchmarks run on the tiny bundle (so they run anywhere);
@@ -114,8 +115,8 @@ func BenchmarkPredict(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := engine.Request{Screen: img, Goal: c.Goal, History: c.History, MaxNewTokens: 80, MinNewTokens: 80}
-			var sum engine.Timings
+			req := predict.Request{Screen: img, Goal: c.Goal, History: c.History, MaxNewTokens: 80, MinNewTokens: 80}
+			var sum predict.Timings
 			n := 0
 			for b.Loop() {
 				res, err := p.Predict(context.Background(), req)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // Setting is one combination of ONNX Runtime session settings the tuning
@@ -183,7 +184,7 @@ func splitList(s string) []string {
 
 // Opener starts a predictor with the given session options; the returned
 // func releases it.
-type Opener func(engine.SessionOptions) (Predictor, func(), error)
+type Opener func(engine.SessionOptions) (predict.Predictor, func(), error)
 
 // TuneOptions say what the sweep measures.
 type TuneOptions struct {
@@ -315,8 +316,8 @@ func tuneOne(ctx context.Context, open Opener, so engine.SessionOptions, cases [
 }
 
 // runText predicts one case from the given image features.
-func runText(ctx context.Context, p Predictor, c Case, features []float32, tokens int) (Action, error) {
-	res, err := p.Predict(ctx, engine.Request{
+func runText(ctx context.Context, p predict.Predictor, c Case, features []float32, tokens int) (Action, error) {
+	res, err := p.Predict(ctx, predict.Request{
 		Features: features, Goal: c.Goal, History: c.History,
 		MaxNewTokens: tokens, MinNewTokens: tokens,
 	})

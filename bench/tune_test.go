@@ -12,6 +12,8 @@ import (
 
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // tunePredictor fakes a predictor opened with some session options: its
@@ -22,7 +24,11 @@ type tunePredictor struct {
 	closed *int
 }
 
-func (f *tunePredictor) Predict(_ context.Context, req engine.Request) (*engine.Result, error) {
+func (f *tunePredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, f, reqs)
+}
+
+func (f *tunePredictor) Predict(_ context.Context, req predict.Request) (*predict.Result, error) {
 	ids := make([]int64, req.MaxNewTokens)
 	for i := range ids {
 		ids[i] = int64(10 + i + len(req.History))
@@ -38,15 +44,15 @@ func (f *tunePredictor) Predict(_ context.Context, req engine.Request) (*engine.
 		unit += 2 * time.Millisecond
 	}
 	n := len(ids)
-	return &engine.Result{TokenIDs: ids, SourceTokens: 20,
-		Timings: engine.Timings{Tokenize: unit, Encoder: 3 * unit, Fusion: unit, FirstStep: unit,
+	return &predict.Result{TokenIDs: ids, SourceTokens: 20,
+		Timings: predict.Timings{Tokenize: unit, Encoder: 3 * unit, Fusion: unit, FirstStep: unit,
 			LaterSteps: time.Duration(n-1) * unit, Parse: unit, DecoderCalls: n}}, nil
 }
 
 func TestTuneFakeSweep(t *testing.T) {
 	closed := 0
 	var seen []engine.SessionOptions
-	open := func(so engine.SessionOptions) (Predictor, func(), error) {
+	open := func(so engine.SessionOptions) (predict.Predictor, func(), error) {
 		seen = append(seen, so)
 		return &tunePredictor{so: so, closed: &closed}, func() { closed++ }, nil
 	}
@@ -197,7 +203,7 @@ func TestTuneTinyBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(so engine.SessionOptions) (Predictor, func(), error) {
+	open := func(so engine.SessionOptions) (predict.Predictor, func(), error) {
 		p, err := engine.NewPredictor(b, engine.Options{Session: so})
 		if err != nil {
 			return nil, nil, err

@@ -14,16 +14,10 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
 )
-
-// Predictor is what the agent needs from the engine; *engine.Predictor
-// satisfies it, tests use fakes.
-type Predictor interface {
-	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
-}
 
 // Decision is the answer to a confirmation prompt.
 type Decision int
@@ -86,12 +80,12 @@ type AgentOptions struct {
 // Agent runs closed-loop episodes on a device.
 type Agent struct {
 	dev  *Device
-	pred Predictor
+	pred predict.Predictor
 	opts AgentOptions
 }
 
 // NewAgent returns an agent for dev driven by pred.
-func NewAgent(dev *Device, pred Predictor, opts AgentOptions) *Agent {
+func NewAgent(dev *Device, pred predict.Predictor, opts AgentOptions) *Agent {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 30
 	}
@@ -272,7 +266,7 @@ func (e *episode) step(ctx context.Context, i int) (done bool, err error) {
 		return true, r.fail(err)
 	}
 	t0 := time.Now()
-	res, err := e.a.pred.Predict(ctx, engine.Request{Screen: e.shot.Image, Goal: o.Goal, History: e.history})
+	res, err := e.a.pred.Predict(ctx, predict.Request{Screen: e.shot.Image, Goal: o.Goal, History: e.history})
 	st.Timings.Predict = time.Since(t0)
 	if err != nil {
 		return true, r.fail(fmt.Errorf("step %d: predict: %w", i, err))

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/device/fakephone"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
 )
@@ -59,7 +59,7 @@ func TestAgentSettleWaitsAndMasksStatusBar(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
 	opts := AgentOptions{Goal: "g", OutDir: out, SettleMin: 150 * time.Millisecond, StableFrames: 3, SettleTimeout: 5 * time.Second}
-	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, opts).Run(context.Background())
+	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, opts).Run(context.Background())
 	if err != nil || sum.StopReason != StopComplete || sum.SettleTimeouts != 0 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -78,7 +78,7 @@ func TestAgentReportsBlackFrames(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: p})
 	out := t.TempDir()
 	var log strings.Builder
-	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, Log: &log})).Run(context.Background())
+	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, Log: &log})).Run(context.Background())
 	if err != nil || sum.BlackFrames != 2 || sum.Effects.Unknown != 1 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -108,7 +108,7 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 	} {
 		fake, d := fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
 		out := t.TempDir()
-		pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(done)}}
+		pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(done)}}
 		sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out, OnNoEffect: c.policy})).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	out := t.TempDir()
-	run := func(overwrite bool, answers ...engine.Result) error {
+	run := func(overwrite bool, answers ...predict.Result) error {
 		_, err := NewAgent(d, &scripted{answers: answers}, quick(AgentOptions{Goal: "g", OutDir: out, Overwrite: overwrite})).Run(context.Background())
 		return err
 	}
@@ -170,7 +170,7 @@ func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
 func TestAgentLogsOnlySentCommands(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	var log strings.Builder
-	pred := &scripted{answers: []engine.Result{res(tapB), res(tapA)}} // then tapA forever
+	pred := &scripted{answers: []predict.Result{res(tapB), res(tapA)}} // then tapA forever
 	if _, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Log: &log})).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 	i := 0
 	confirm := func(context.Context, *Step) (Decision, error) { i++; return answers[i-1], nil }
 	log.Reset()
-	pred = &scripted{answers: []engine.Result{res(tapA), res(tapB), res(back)}}
+	pred = &scripted{answers: []predict.Result{res(tapA), res(tapB), res(back)}}
 	if _, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Log: &log, Confirm: confirm})).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 // A dry run's screen never changes; a repeat ends it without an error.
 func TestAgentDryRunRepeatIsNotAFailure(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA)}}, quick(AgentOptions{Goal: "g", DryRun: true})).Run(context.Background())
+	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA)}}, quick(AgentOptions{Goal: "g", DryRun: true})).Run(context.Background())
 	if err != nil || sum.StopReason != StopDryRunRepeat || sum.Error != "" || sum.Steps != 3 {
 		t.Fatalf("%+v, %v", sum, err)
 	}

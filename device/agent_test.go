@@ -14,19 +14,24 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device/fakephone"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // scripted is a fake predictor that answers from a list (repeating the last
 // answer) and records the requests.
 type scripted struct {
 	mu      sync.Mutex
-	answers []engine.Result
-	reqs    []engine.Request
+	answers []predict.Result
+	reqs    []predict.Request
 	hook    func(i int) // called before answering request i
 }
 
-func (s *scripted) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (s *scripted) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, s, reqs)
+}
+
+func (s *scripted) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
 	s.mu.Lock()
 	i := len(s.reqs)
 	req.History = append([]action.Action(nil), req.History...)
@@ -43,8 +48,8 @@ func (s *scripted) Predict(ctx context.Context, req engine.Request) (*engine.Res
 	return &r, nil
 }
 
-func res(a action.Action) engine.Result {
-	return engine.Result{Action: a, Plan: []action.Type{a.Type}, Raw: "Action Plan: [" + a.Type.String() + "] ; Action Decision: " + a.String()}
+func res(a action.Action) predict.Result {
+	return predict.Result{Action: a, Plan: []action.Type{a.Type}, Raw: "Action Plan: [" + a.Type.String() + "] ; Action Decision: " + a.String()}
 }
 
 var (
@@ -107,7 +112,7 @@ func readSummary(t *testing.T, dir string) map[string]any {
 
 func TestAgentFullEpisode(t *testing.T) {
 	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	pred := &scripted{answers: []engine.Result{res(tapA), res(swipeUp), res(typeA), res(back), res(home), res(enter), res(done)}}
+	pred := &scripted{answers: []predict.Result{res(tapA), res(swipeUp), res(typeA), res(back), res(home), res(enter), res(done)}}
 	out := t.TempDir()
 	var log strings.Builder
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "order coffee", OutDir: out, Log: &log})).Run(context.Background())
@@ -211,7 +216,7 @@ func TestAgentFullEpisode(t *testing.T) {
 
 func TestAgentDryRunSendsNothing(t *testing.T) {
 	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	pred := &scripted{answers: []engine.Result{res(tapA), res(typeA), res(tapB), res(done)}}
+	pred := &scripted{answers: []predict.Result{res(tapA), res(typeA), res(tapB), res(done)}}
 	var log strings.Builder
 	out := t.TempDir()
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", DryRun: true, Log: &log, OutDir: out, NoAnnotate: true})).Run(context.Background())
@@ -242,7 +247,7 @@ func TestAgentDryRunSendsNothing(t *testing.T) {
 
 func TestAgentStopsOnRepeatedAction(t *testing.T) {
 	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	pred := &scripted{answers: []engine.Result{res(tapB), res(tapA)}} // then tapA forever
+	pred := &scripted{answers: []predict.Result{res(tapB), res(tapA)}} // then tapA forever
 	out := t.TempDir()
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
 	if err != nil {
@@ -265,8 +270,8 @@ func TestAgentStopsOnRepeatedAction(t *testing.T) {
 
 func TestAgentStopsOnUnparsableOutput(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	bad := engine.Result{Raw: "Action Plan: [DUAL_POINT] ; Action Decision: garbage", ParseErr: errors.New("no action_type")}
-	pred := &scripted{answers: []engine.Result{res(tapA), bad}}
+	bad := predict.Result{Raw: "Action Plan: [DUAL_POINT] ; Action Decision: garbage", ParseErr: errors.New("no action_type")}
+	pred := &scripted{answers: []predict.Result{res(tapA), bad}}
 	out := t.TempDir()
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
 	if err != nil {
@@ -283,11 +288,11 @@ func TestAgentStopsOnUnparsableOutput(t *testing.T) {
 
 func TestAgentStepBudgetAndImpossible(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(tapB)}}, quick(AgentOptions{Goal: "g", MaxSteps: 2})).Run(context.Background())
+	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(tapB)}}, quick(AgentOptions{Goal: "g", MaxSteps: 2})).Run(context.Background())
 	if err != nil || sum.StopReason != StopMaxSteps || sum.Steps != 2 {
 		t.Fatalf("budget: %+v, %v", sum, err)
 	}
-	sum, err = NewAgent(d, &scripted{answers: []engine.Result{res(nope)}}, quick(AgentOptions{Goal: "g"})).Run(context.Background())
+	sum, err = NewAgent(d, &scripted{answers: []predict.Result{res(nope)}}, quick(AgentOptions{Goal: "g"})).Run(context.Background())
 	if err != nil || sum.StopReason != StopImpossible || sum.Steps != 1 {
 		t.Fatalf("impossible: %+v, %v", sum, err)
 	}
@@ -304,7 +309,7 @@ func TestAgentDeviceDisconnectsMidEpisode(t *testing.T) {
 		}
 		return inputs == 3 // the phone is unplugged during the third action
 	}})
-	pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(swipeUp), res(tapA)}}
+	pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(swipeUp), res(tapA)}}
 	out := t.TempDir()
 	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
 	if err == nil {
@@ -329,7 +334,7 @@ func TestAgentInterruptKeepsTrajectory(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(swipeUp)}, hook: func(i int) {
+	pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(swipeUp)}, hook: func(i int) {
 		if i == 2 {
 			cancel() // Ctrl-C while the model thinks
 		}
@@ -352,7 +357,7 @@ func TestAgentInterruptKeepsTrajectory(t *testing.T) {
 
 func TestAgentConfirm(t *testing.T) {
 	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	pred := &scripted{answers: []engine.Result{res(tapA), res(tapB), res(back), res(home)}}
+	pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(back), res(home)}}
 	answers := []Decision{Proceed, Skip, Proceed, Quit}
 	var asked []string
 	confirm := func(_ context.Context, s *Step) (Decision, error) {
@@ -398,7 +403,7 @@ func TestAgentSettleTimeout(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
 	// A 1 ns budget: the first differing pair ends the wait, unsettled.
-	sum, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, SettleTimeout: 1})).Run(context.Background())
+	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, SettleTimeout: 1})).Run(context.Background())
 	if err != nil || sum.StopReason != StopComplete {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -436,7 +441,7 @@ func TestAgentExportsAnActionSentBeforeAFailedSettle(t *testing.T) {
 		return tapped && strings.Contains(line, "screencap")
 	}})
 	out := t.TempDir()
-	_, err := NewAgent(d, &scripted{answers: []engine.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	_, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "settle") {
 		t.Fatalf("err = %v", err)
 	}

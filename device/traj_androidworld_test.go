@@ -10,7 +10,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device/fakephone"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 )
@@ -111,7 +111,7 @@ func TestAWExportReplaysOnSim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var answers []engine.Result
+		var answers []predict.Result
 		for _, a := range task.Solve(solver, 40) {
 			answers = append(answers, res(a))
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/atomicfile"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
 )
@@ -48,7 +48,7 @@ type GestureRecord struct {
 type StepTimings struct {
 	Capture  time.Duration
 	Predict  time.Duration
-	Engine   engine.Timings // the predictor's own breakdown
+	Engine   predict.Timings // the predictor's own breakdown
 	Dispatch time.Duration
 	Settle   time.Duration
 	Total    time.Duration
@@ -59,12 +59,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // MarshalJSON writes milliseconds.
 func (t StepTimings) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Capture  float64        `json:"capture_ms"`
-		Predict  float64        `json:"predict_ms"`
-		Engine   engine.Timings `json:"engine"`
-		Dispatch float64        `json:"dispatch_ms"`
-		Settle   float64        `json:"settle_ms"`
-		Total    float64        `json:"total_ms"`
+		Capture  float64         `json:"capture_ms"`
+		Predict  float64         `json:"predict_ms"`
+		Engine   predict.Timings `json:"engine"`
+		Dispatch float64         `json:"dispatch_ms"`
+		Settle   float64         `json:"settle_ms"`
+		Total    float64         `json:"total_ms"`
 	}{ms(t.Capture), ms(t.Predict), t.Engine, ms(t.Dispatch), ms(t.Settle), ms(t.Total)})
 }
 

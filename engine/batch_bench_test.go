@@ -9,6 +9,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // BenchmarkPredictBatch measures throughput by batch size on the tiny
@@ -20,9 +21,9 @@ import (
 func BenchmarkPredictBatch(b *testing.B) {
 	p := tiny(b)
 	cases := loadGolden(b)
-	reqs := make([]Request, len(cases))
+	reqs := make([]predict.Request, len(cases))
 	for i, c := range cases {
-		reqs[i] = Request{Features: loadNpy(b, c.Tensors["image_features"]), Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: c.MaxNewTokens}
+		reqs[i] = predict.Request{Features: loadNpy(b, c.Tensors["image_features"]), Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: c.MaxNewTokens}
 	}
 	benchBatches(b, p, reqs)
 }
@@ -32,9 +33,9 @@ func BenchmarkPredictBatch(b *testing.B) {
 func BenchmarkPredictBatchScreens(b *testing.B) {
 	p := tiny(b)
 	cases := loadGolden(b)
-	reqs := make([]Request, len(cases))
+	reqs := make([]predict.Request, len(cases))
 	for i, c := range cases {
-		reqs[i] = Request{Screen: screen(b, c.Screen), Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: c.MaxNewTokens}
+		reqs[i] = predict.Request{Screen: screen(b, c.Screen), Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: c.MaxNewTokens}
 	}
 	benchBatches(b, p, reqs)
 }
@@ -60,7 +61,7 @@ func BenchmarkPredictBatchBase(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	var reqs []Request
+	var reqs []predict.Request
 	for _, c := range loadGolden(b) {
 		if len(c.InputIDs) > 100 {
 			continue
@@ -69,7 +70,7 @@ func BenchmarkPredictBatchBase(b *testing.B) {
 		for i := range feat {
 			feat[i] = float32(i%7) / 7
 		}
-		reqs = append(reqs, Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: 64, MinNewTokens: 64})
+		reqs = append(reqs, predict.Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: 64, MinNewTokens: 64})
 	}
 	benchBatches(b, p, reqs)
 }
@@ -77,7 +78,7 @@ func BenchmarkPredictBatchBase(b *testing.B) {
 // benchBatches runs every request once per iteration, in batches of each
 // size, so sizes are compared on the same work (prompts of mixed lengths:
 // a batch is padded to its longest).
-func benchBatches(b *testing.B, p *Predictor, reqs []Request) {
+func benchBatches(b *testing.B, p *Predictor, reqs []predict.Request) {
 	ctx := context.Background()
 	for _, size := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {

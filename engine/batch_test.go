@@ -14,10 +14,11 @@ import (
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // sameResult reports how a batched result differs from the single one ("" if not).
-func sameResult(got, want *Result) string {
+func sameResult(got, want *predict.Result) string {
 	switch {
 	case !slices.Equal(got.TokenIDs, want.TokenIDs):
 		return "token ids"
@@ -51,11 +52,11 @@ func TestPredictBatchGolden(t *testing.T) {
 	p := tiny(t)
 	ctx := context.Background()
 	cases := loadGolden(t)
-	reqs := make([]Request, len(cases))
+	reqs := make([]predict.Request, len(cases))
 	for i, c := range cases {
-		reqs[i] = Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		reqs[i] = predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
 	}
-	singles := make([]*Result, len(cases))
+	singles := make([]*predict.Result, len(cases))
 	for _, size := range []int{1, 2, 3, 8} {
 		for lo := 0; lo < len(cases); lo += size {
 			hi := min(lo+size, len(cases))
@@ -94,10 +95,10 @@ func TestPredictBatchTokenLimits(t *testing.T) {
 	p := tiny(t)
 	ctx := context.Background()
 	cases := loadGolden(t)
-	var reqs []Request
+	var reqs []predict.Request
 	for i, lim := range []struct{ max, min int }{{5, 0}, {0, 0}, {1, 0}, {40, 40}, {12, 0}} {
 		c := cases[i*4]
-		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+		reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
 			MaxNewTokens: lim.max, MinNewTokens: lim.min})
 	}
 	got, err := p.PredictBatch(ctx, reqs)
@@ -131,10 +132,10 @@ func TestPredictBatchMixedFeatures(t *testing.T) {
 	cases := loadGolden(t)
 	// odd items are screenshots (small ones, to keep -race runs short)
 	picks := []int{2, 1, 11, 3, 21}
-	var reqs []Request
+	var reqs []predict.Request
 	for k, i := range picks {
 		c := cases[i]
-		req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		req := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
 		if k%2 == 1 {
 			req.Screen, req.Features = screen(t, c.Screen), nil
 		}
@@ -162,11 +163,11 @@ func TestPredictBatchConcurrent(t *testing.T) {
 	p := tiny(t)
 	ctx := context.Background()
 	cases := loadGolden(t)
-	var reqs []Request
+	var reqs []predict.Request
 	for _, c := range cases[:6] {
-		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 16})
+		reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 16})
 	}
-	want := make([]*Result, len(reqs))
+	want := make([]*predict.Result, len(reqs))
 	for i, req := range reqs {
 		res, err := p.Predict(ctx, req)
 		if err != nil {
@@ -185,7 +186,7 @@ func TestPredictBatchConcurrent(t *testing.T) {
 			if g == 3 { // single requests beside the batches
 				idxs = []int{g}
 			}
-			var batch []Request
+			var batch []predict.Request
 			for _, i := range idxs {
 				batch = append(batch, reqs[i])
 			}
@@ -215,15 +216,15 @@ func TestPredictBatchErrors(t *testing.T) {
 	if _, err := p.PredictBatch(ctx, nil); err == nil || !strings.Contains(err.Error(), "empty batch") {
 		t.Errorf("empty batch: %v", err)
 	}
-	_, err := p.PredictBatch(ctx, []Request{{Features: feat, Goal: "a"}, {Features: feat, Goal: "b"}, {Features: []float32{1, 2}, Goal: "c"}})
+	_, err := p.PredictBatch(ctx, []predict.Request{{Features: feat, Goal: "a"}, {Features: feat, Goal: "b"}, {Features: []float32{1, 2}, Goal: "c"}})
 	if err == nil || !strings.Contains(err.Error(), "item 2") || !strings.Contains(err.Error(), "image_dim") {
 		t.Errorf("bad features length: %v", err)
 	}
-	_, err = p.PredictBatch(ctx, []Request{{Features: feat, Goal: "a"}, {Goal: "no screen"}})
+	_, err = p.PredictBatch(ctx, []predict.Request{{Features: feat, Goal: "a"}, {Goal: "no screen"}})
 	if err == nil || !strings.Contains(err.Error(), "item 1") {
 		t.Errorf("no screen: %v", err)
 	}
-	_, err = p.PredictBatch(ctx, []Request{{Goal: "no screen"}})
+	_, err = p.PredictBatch(ctx, []predict.Request{{Goal: "no screen"}})
 	if err == nil || strings.Contains(err.Error(), "item") || !strings.Contains(err.Error(), "no screen") {
 		t.Errorf("no screen, batch of one (Predict's message, no index): %v", err)
 	}
@@ -250,10 +251,10 @@ func (c *countdownCtx) Err() error {
 func TestPredictBatchCancel(t *testing.T) {
 	p := tiny(t)
 	feat := make([]float32, p.cfg.ImageDim)
-	reqs := []Request{{Features: feat, Goal: "open settings", MinNewTokens: 30, MaxNewTokens: 30}, {Features: feat, Goal: "go home"}}
+	reqs := []predict.Request{{Features: feat, Goal: "open settings", MinNewTokens: 30, MaxNewTokens: 30}, {Features: feat, Goal: "go home"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, batch := range [][]Request{reqs, reqs[:1]} {
+	for _, batch := range [][]predict.Request{reqs, reqs[:1]} {
 		if _, err := p.PredictBatch(ctx, batch); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled before the call, batch of %d: got %v", len(batch), err)
 		}
@@ -296,18 +297,18 @@ func TestPredictBatchDefaultModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := p.Predict(ctx, Request{Features: feat, Goal: "Open Settings"})
+	first, err := p.Predict(ctx, predict.Request{Features: feat, Goal: "Open Settings"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := []Request{
+	reqs := []predict.Request{
 		{Screen: img, Goal: "Open Settings"},
 		{Features: feat, Goal: "Turn on wi-fi"},
 		{Features: feat, Goal: "Search for hotels in Paris"},
 		{Features: feat, Goal: "Go back to the home screen"},
 	}
 	if first.ParseErr == nil { // a later step: history makes a longer prompt
-		reqs = append(reqs, Request{Features: feat, Goal: "Open Settings", History: []action.Action{first.Action, first.Action}})
+		reqs = append(reqs, predict.Request{Features: feat, Goal: "Open Settings", History: []action.Action{first.Action, first.Action}})
 	}
 	got, err := p.PredictBatch(ctx, reqs)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // decodeInputs encodes and fuses a fixed prompt: the first golden case's on
@@ -128,7 +129,7 @@ func BenchmarkDecoderStep(b *testing.B) {
 		b.Run(dec.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				s := &sequence{tokens: []int64{p.bundle.Manifest.Tokens.DecoderStartID}, limit: 32, tm: &Timings{},
+				s := &sequence{tokens: []int64{p.bundle.Manifest.Tokens.DecoderStartID}, limit: 32, tm: &predict.Timings{},
 					choose: sample.MinLength{N: 32, EOS: p.bundle.Manifest.Tokens.EOSID, Next: sample.Argmax{}}}
 				if dec.draft {
 					s.draft = p.drafts

@@ -13,6 +13,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/tokenizer"
 )
 
@@ -55,9 +56,9 @@ func TestDecodeTable(t *testing.T) {
 	}
 	eos := tiny(t).bundle.Manifest.Tokens.EOSID
 	grammarMin := tiny(t).grammars.MinTokens()
-	request := func(i int, chooser string) Request {
+	request := func(i int, chooser string) predict.Request {
 		c := cases[i]
-		r := Request{Features: feats[i], Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		r := predict.Request{Features: feats[i], Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
 		if chooser == "replay" {
 			// a goal the model would answer differently: the replay decides
 			r.Goal, r.History = "something else entirely", nil
@@ -77,8 +78,8 @@ func TestDecodeTable(t *testing.T) {
 		chooser, draft string
 	}
 	preds := map[key]*Predictor{}
-	results := map[string][]*Result{} // by configuration name
-	var ref []*Result                 // grammar reference: host, B=1, no drafter
+	results := map[string][]*predict.Result{} // by configuration name
+	var ref []*predict.Result                 // grammar reference: host, B=1, no drafter
 	for _, place := range []placement{placeHost, placeDevice} {
 		for _, chooser := range []string{"argmax", "grammar", "replay"} {
 			for _, draft := range []string{"none", "ngram"} {
@@ -96,9 +97,9 @@ func TestDecodeTable(t *testing.T) {
 				for _, B := range []int{1, 3} {
 					name := fmt.Sprintf("%s/%s/B=%d/%s", map[placement]string{placeHost: "host", placeDevice: "device"}[place], chooser, B, draft)
 					p := preds[key{place, chooser, draft}]
-					var got []*Result
+					var got []*predict.Result
 					for lo := 0; lo < len(cases); lo += B {
-						var reqs []Request
+						var reqs []predict.Request
 						for i := lo; i < lo+B; i++ {
 							reqs = append(reqs, request(i, chooser))
 						}
@@ -183,7 +184,7 @@ func TestGrammarWithinLimit(t *testing.T) {
 	checked := 0
 	for limit := 5; limit <= 85; limit += 4 {
 		for _, c := range []goldenCase{cases[0], cases[5], cases[12]} {
-			req := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: limit}
+			req := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: limit}
 			res, err := p.Predict(ctx, req)
 			if limit < need {
 				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at least %d tokens", need)) {
@@ -214,32 +215,32 @@ func TestRequestValidation(t *testing.T) {
 	nan := append([]float32(nil), feat...)
 	nan[7] = float32(inf())
 	bad := []struct {
-		req  Request
+		req  predict.Request
 		want string
 	}{
-		{Request{Goal: "x"}, "no screen"},
-		{Request{Features: []float32{1}, Goal: "x"}, "image_dim"},
-		{Request{Features: nan, Goal: "x"}, "image feature 7"},
-		{Request{Features: feat, Goal: "x", MaxNewTokens: -1}, "negative"},
-		{Request{Features: feat, Goal: "x", Replay: make([]int64, 20), MaxNewTokens: 20}, "does not fit"},
-		{Request{Features: feat, Goal: "x", Replay: []int64{-3}}, "outside the vocabulary"},
-		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 1.5}, Lift: action.Point{}}}}, "history action 0"},
+		{predict.Request{Goal: "x"}, "no screen"},
+		{predict.Request{Features: []float32{1}, Goal: "x"}, "image_dim"},
+		{predict.Request{Features: nan, Goal: "x"}, "image feature 7"},
+		{predict.Request{Features: feat, Goal: "x", MaxNewTokens: -1}, "negative"},
+		{predict.Request{Features: feat, Goal: "x", Replay: make([]int64, 20), MaxNewTokens: 20}, "does not fit"},
+		{predict.Request{Features: feat, Goal: "x", Replay: []int64{-3}}, "outside the vocabulary"},
+		{predict.Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 1.5}, Lift: action.Point{}}}}, "history action 0"},
 		// Limits that bound memory (issue 22: 1e8 tokens allocated ~77 GB).
-		{Request{Features: feat, Goal: "x", MaxNewTokens: 100000000}, "max_new_tokens 100000000 is over this model's limit of 127"},
-		{Request{Features: feat, Goal: "x", MaxNewTokens: 128}, "limit of 127"},
-		{Request{Features: feat, Goal: strings.Repeat("g", MaxGoalBytes+1)}, "goal is 8193 bytes, over the limit of 8192"},
-		{Request{Features: feat, Goal: "x", History: make([]action.Action, MaxHistory+1)}, "1001 actions, over the limit of 1000"},
-		{Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: strings.Repeat("t", MaxTypedTextBytes+1)}}}, "typed_text is 8193 bytes"},
+		{predict.Request{Features: feat, Goal: "x", MaxNewTokens: 100000000}, "max_new_tokens 100000000 is over this model's limit of 127"},
+		{predict.Request{Features: feat, Goal: "x", MaxNewTokens: 128}, "limit of 127"},
+		{predict.Request{Features: feat, Goal: strings.Repeat("g", predict.MaxGoalBytes+1)}, "goal is 8193 bytes, over the limit of 8192"},
+		{predict.Request{Features: feat, Goal: "x", History: make([]action.Action, predict.MaxHistory+1)}, "1001 actions, over the limit of 1000"},
+		{predict.Request{Features: feat, Goal: "x", History: []action.Action{{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: strings.Repeat("t", predict.MaxTypedTextBytes+1)}}}, "typed_text is 8193 bytes"},
 	}
-	for _, ok := range []Request{
+	for _, ok := range []predict.Request{
 		{Features: feat, Goal: "x", MaxNewTokens: 127},
-		{Features: feat, Goal: strings.Repeat("g", MaxGoalBytes)},
+		{Features: feat, Goal: strings.Repeat("g", predict.MaxGoalBytes)},
 	} {
 		if err := p.Check(ok); err != nil {
 			t.Errorf("Check refused a request at the limits: %v", err)
 		}
 	}
-	if err := p.Check(Request{Features: feat, Goal: "ok"}); err != nil {
+	if err := p.Check(predict.Request{Features: feat, Goal: "ok"}); err != nil {
 		t.Errorf("Check refused a good request: %v", err)
 	}
 	for _, b := range bad {
@@ -247,14 +248,14 @@ func TestRequestValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("alone: want %q, got %v", b.want, err)
 		}
-		var rerr *RequestError
+		var rerr *predict.RequestError
 		if !errors.As(err, &rerr) {
 			t.Errorf("%q: not a RequestError: %T", b.want, err)
 		}
 		if cerr := p.Check(b.req); cerr == nil || err == nil || cerr.Error() != err.Error() {
 			t.Errorf("Check: %v, Predict: %v", cerr, err)
 		}
-		_, err = p.PredictBatch(context.Background(), []Request{{Features: feat, Goal: "ok"}, b.req})
+		_, err = p.PredictBatch(context.Background(), []predict.Request{{Features: feat, Goal: "ok"}, b.req})
 		if err == nil || !strings.Contains(err.Error(), "item 1") || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("in a batch: want item 1 and %q, got %v", b.want, err)
 		}
@@ -397,9 +398,9 @@ func TestConstrainedPerRequest(t *testing.T) {
 	free := tiny(t)
 	cons := placed(t, placeHost, Options{Constrained: true})
 	ctx := context.Background()
-	var reqs []Request
+	var reqs []predict.Request
 	for i, c := range loadGolden(t)[:4] {
-		reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+		reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
 			MaxNewTokens: 80, Constrained: i%2 == 1})
 	}
 	got, err := free.PredictBatch(ctx, reqs)
@@ -423,12 +424,12 @@ func TestConstrainedPerRequest(t *testing.T) {
 }
 
 func TestTimingsJSONRoundTrip(t *testing.T) {
-	in := Timings{Preprocess: 1500 * time.Microsecond, Total: 2 * time.Second, DecoderCalls: 7, LaterSteps: 3 * time.Millisecond}
+	in := predict.Timings{Preprocess: 1500 * time.Microsecond, Total: 2 * time.Second, DecoderCalls: 7, LaterSteps: 3 * time.Millisecond}
 	raw, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Timings
+	var out predict.Timings
 	if err := json.Unmarshal(raw, &out); err != nil || out != in {
 		t.Fatalf("%s -> %+v (%v)", raw, out, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/predict"
 )
 
 // sequence is one item's decoding: its tokens so far and its own policy.
@@ -16,8 +17,8 @@ type sequence struct {
 	tokens []int64 // decoder start token + generated tokens
 	limit  int     // most tokens to generate
 	choose sample.Chooser
-	draft  sample.Drafter // nil: one token per call
-	tm     *Timings       // the item's decoder calls are counted here
+	draft  sample.Drafter   // nil: one token per call
+	tm     *predict.Timings // the item's decoder calls are counted here
 	done   bool
 }
 
@@ -114,7 +115,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 
 		keep := -1 // positions confirmed for every sequence still active
 		for i, s := range rows {
-			s.tm.addDecoderCall(dt)
+			addDecoderCall(s.tm, dt)
 			// row pending-1 predicts the token after the last known one;
 			// each accepted draft moves one row on
 			pending := len(s.tokens) - past
@@ -436,4 +437,15 @@ func deviceMemory(o SessionOptions) (*ort.MemoryInfo, error) {
 		return mi, nil
 	}
 	return nil, fmt.Errorf("unknown execution provider %q", o.Provider)
+}
+
+// addDecoderCall counts one sequential decoder call of duration d: the first
+// is FirstStep (with the cross graph's run before it), the rest add up.
+func addDecoderCall(t *predict.Timings, d time.Duration) {
+	if t.DecoderCalls == 0 {
+		t.FirstStep = d
+	} else {
+		t.LaterSteps += d
+	}
+	t.DecoderCalls++
 }

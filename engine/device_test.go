@@ -9,6 +9,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/engine/kv"
+	"github.com/autoui/autoui/predict"
 )
 
 // withoutArgmax reopens p's decoder without its logits_argmax output, as a
@@ -60,9 +61,9 @@ func TestDeviceDecodeGolden(t *testing.T) {
 			for _, B := range []int{1, 3, 8} {
 				name := fmt.Sprintf("argmax=%v/%s/B=%d", argmax, dec, B)
 				for lo := 0; lo < len(cases); lo += B {
-					var reqs []Request
+					var reqs []predict.Request
 					for _, c := range cases[lo:min(lo+B, len(cases))] {
-						reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal,
+						reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal,
 							History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 					}
 					got, err := p.PredictBatch(ctx, reqs)
@@ -99,8 +100,8 @@ func TestDeviceFetchesLogitsOnlyWhereNeeded(t *testing.T) {
 		if !tc.argmax {
 			withoutArgmax(t, p)
 		}
-		s, err := p.sequence(Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
-			MaxNewTokens: max(c.MaxNewTokens, p.grammars.MinTokens())}, &Timings{})
+		s, err := p.sequence(predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+			MaxNewTokens: max(c.MaxNewTokens, p.grammars.MinTokens())}, &predict.Timings{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/npy"
+	"github.com/autoui/autoui/predict"
 )
 
 const testdata = "../models/testdata"
@@ -266,7 +267,7 @@ func TestGoldenParity(t *testing.T) {
 				tok = c.GeneratedIDs[s]
 			}
 			// the whole pipeline from the screenshot
-			res, err := p.Predict(ctx, Request{Screen: img, Goal: c.Goal, History: hist, MaxNewTokens: c.MaxNewTokens})
+			res, err := p.Predict(ctx, predict.Request{Screen: img, Goal: c.Goal, History: hist, MaxNewTokens: c.MaxNewTokens})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // The CUDA path, where a GPU exists. ORT loads one library per process, so
@@ -67,7 +68,7 @@ func TestCUDAGoldenTokens(t *testing.T) {
 	}
 	p := cudaPredictor(t)
 	for _, c := range loadGolden(t) {
-		res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+		res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,9 +104,9 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 			}
 			for _, B := range []int{1, 3, 8} {
 				for lo := 0; lo < len(cases); lo += B {
-					var reqs []Request
+					var reqs []predict.Request
 					for _, c := range cases[lo:min(lo+B, len(cases))] {
-						reqs = append(reqs, Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+						reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 					}
 					got, err := dev.PredictBatch(context.Background(), reqs)
 					if err != nil {
@@ -128,7 +129,7 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 	hostCons, devCons := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true})
 	hostCons.cachePlace = placeHost
 	for _, c := range cases[:6] {
-		r := Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
+		r := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
 		a, err := hostCons.Predict(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)

@@ -14,12 +14,18 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/tokenizer"
 )
 
+// MaxNewTokensLimit bounds Options.MaxNewTokens: the self-attention cache is
+// sized by it. (A request's own limits are in predict.)
+const MaxNewTokensLimit = models.MaxTargetTokensLimit
+
 // Predict returns the next action for one screen: PredictBatch of one.
-func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
-	res, err := p.PredictBatch(ctx, []Request{req})
+func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	res, err := p.PredictBatch(ctx, []predict.Request{req})
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +54,7 @@ func (p *Predictor) Predict(ctx context.Context, req Request) (*Result, error) {
 //
 // The results are in request order. A bad request fails the whole batch with
 // an error naming its index (in batches of more than one).
-func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result, error) {
+func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	if len(reqs) == 0 {
 		return nil, errors.New("predict batch: empty batch")
 	}
@@ -66,10 +72,10 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result
 		}
 		return fmt.Errorf("predict batch of %d: %w", B, err)
 	}
-	res := make([]*Result, B)
+	res := make([]*predict.Result, B)
 	seqs := make([]*sequence, B)
 	for i, r := range reqs {
-		res[i] = &Result{}
+		res[i] = &predict.Result{}
 		var err error
 		if seqs[i], err = p.sequence(r, &res[i].Timings); err != nil {
 			return nil, itemErr(i, err)
@@ -152,8 +158,8 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []Request) ([]*Result
 // Check reports whether PredictBatch would take r, with the error it would
 // give: a caller that batches requests of its own (a server) checks each
 // alone, so that one bad request does not fail a batch.
-func (p *Predictor) Check(r Request) error {
-	_, err := p.sequence(r, &Timings{})
+func (p *Predictor) Check(r predict.Request) error {
+	_, err := p.sequence(r, &predict.Timings{})
 	return err
 }
 
@@ -161,16 +167,16 @@ func (p *Predictor) Check(r Request) error {
 // decoding state: the token limit and the chooser and drafter its options
 // ask for. Its errors are RequestErrors: the request, not the engine, is
 // at fault.
-func (p *Predictor) sequence(r Request, tm *Timings) (*sequence, error) {
+func (p *Predictor) sequence(r predict.Request, tm *predict.Timings) (*sequence, error) {
 	s, err := p.newSequence(r, tm)
 	if err != nil {
-		return nil, &RequestError{Err: err}
+		return nil, &predict.RequestError{Err: err}
 	}
 	return s, nil
 }
 
-func (p *Predictor) newSequence(r Request, tm *Timings) (*sequence, error) {
-	if err := r.checkSize(); err != nil {
+func (p *Predictor) newSequence(r predict.Request, tm *predict.Timings) (*sequence, error) {
+	if err := r.CheckSize(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -235,7 +241,7 @@ func (p *Predictor) newSequence(r Request, tm *Timings) (*sequence, error) {
 // parse detokenizes the result's tokens as Auto-UI does and parses the
 // action; an unparsable output is recorded, not an error. It closes the
 // timings (Total from start).
-func (p *Predictor) parse(res *Result, start time.Time) {
+func (p *Predictor) parse(res *predict.Result, start time.Time) {
 	t := time.Now()
 	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
 	out, perr := action.ParseOutput(res.Raw)
@@ -254,8 +260,8 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 	if img == nil {
 		return nil, errors.New("no screen given")
 	}
-	res := []*Result{{}}
-	if err := p.features(ctx, []Request{{Screen: img}}, res); err != nil {
+	res := []*predict.Result{{}}
+	if err := p.features(ctx, []predict.Request{{Screen: img}}, res); err != nil {
 		return nil, err
 	}
 	return res[0].Features, nil
@@ -263,7 +269,7 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 
 // features fills res[i].Features: given features as they are, screens
 // preprocessed in parallel and run through the vision tower in one call.
-func (p *Predictor) features(ctx context.Context, reqs []Request, res []*Result) error {
+func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []*predict.Result) error {
 	var need []int
 	for i, r := range reqs {
 		if r.Features != nil {

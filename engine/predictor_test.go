@@ -12,6 +12,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // Same tokens with 1 and 2 intra-op threads, and whoever spins.
@@ -30,7 +31,7 @@ func TestThreadCountsAgree(t *testing.T) {
 			t.Errorf("%+v: settings say spin %q, want %q", so, got, want)
 		}
 		for _, c := range cases {
-			res, err := p.Predict(context.Background(), Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+			res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +46,7 @@ func TestThreadCountsAgree(t *testing.T) {
 func TestPrecomputedFeatures(t *testing.T) {
 	p := tiny(t)
 	c := loadGolden(t)[0]
-	res, err := p.Predict(context.Background(), Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	res, err := p.Predict(context.Background(), predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +56,11 @@ func TestPrecomputedFeatures(t *testing.T) {
 	if res.Timings.Vision != 0 {
 		t.Error("vision ran although features were given")
 	}
-	_, err = p.Predict(context.Background(), Request{Features: []float32{1, 2, 3}, Goal: "x"})
+	_, err = p.Predict(context.Background(), predict.Request{Features: []float32{1, 2, 3}, Goal: "x"})
 	if err == nil || !strings.Contains(err.Error(), "image_dim") {
 		t.Fatalf("wrong feature length: %v", err)
 	}
-	if _, err := p.Predict(context.Background(), Request{Goal: "x"}); err == nil {
+	if _, err := p.Predict(context.Background(), predict.Request{Goal: "x"}); err == nil {
 		t.Fatal("no screen and no features accepted")
 	}
 }
@@ -68,7 +69,7 @@ func TestCancelledContext(t *testing.T) {
 	p := tiny(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := p.Predict(ctx, Request{Features: make([]float32, p.cfg.ImageDim), Goal: "open settings"})
+	_, err := p.Predict(ctx, predict.Request{Features: make([]float32, p.cfg.ImageDim), Goal: "open settings"})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
@@ -138,7 +139,7 @@ func TestBundleErrors(t *testing.T) {
 func TestUnparsedOutputHasNoPoint(t *testing.T) {
 	p := tiny(t)
 	c := loadGolden(t)[0]
-	res, err := p.Predict(context.Background(), Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, MaxNewTokens: 3})
+	res, err := p.Predict(context.Background(), predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, MaxNewTokens: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

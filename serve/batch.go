@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // batcher is the one goroutine that runs the engine: it takes the first
@@ -13,7 +13,7 @@ import (
 // within BatchWait) up to MaxBatch, and runs them in one engine call. It
 // returns when Shutdown has closed the queue and everything in it is
 // answered.
-func (s *Server) batcher(e Engine) {
+func (s *Server) batcher(e predict.Predictor) {
 	defer close(s.done)
 	var seq uint64
 	for first := range s.queue {
@@ -58,7 +58,7 @@ func (s *Server) gather(batch []*job) []*job {
 // run drops the jobs nobody waits for any more and predicts the rest in one
 // engine call. If that call fails for a batch of several, each job is
 // retried alone, so a request the engine refuses fails only itself.
-func (s *Server) run(e Engine, batch []*job, seq *uint64) {
+func (s *Server) run(e predict.Predictor, batch []*job, seq *uint64) {
 	live := batch[:0]
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
@@ -92,13 +92,13 @@ func (s *Server) run(e Engine, batch []*job, seq *uint64) {
 }
 
 // call runs one engine call and answers its jobs when it succeeds.
-func (s *Server) call(e Engine, jobs []*job, seq *uint64) error {
+func (s *Server) call(e predict.Predictor, jobs []*job, seq *uint64) error {
 	*seq++
 	n := len(jobs)
 	if s.beforeBatch != nil {
 		s.beforeBatch(n)
 	}
-	reqs := make([]engine.Request, n)
+	reqs := make([]predict.Request, n)
 	for i, j := range jobs {
 		reqs[i] = j.req
 	}

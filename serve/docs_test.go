@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // docBlock is the fenced block after the marker comment in docs/serve.md.
@@ -74,7 +74,7 @@ func TestDocs(t *testing.T) {
 	_, ts := start(t, Config{}, &m)
 	resp, body := post(t, context.Background(), ts.URL, []byte(docBlock(t, doc, "example: predict-request")))
 	got := wantPrediction(t, resp.StatusCode, body)
-	got.Serve, got.Timings, want.Serve, want.Timings = nil, engine.Timings{}, nil, engine.Timings{}
+	got.Serve, got.Timings, want.Serve, want.Timings = nil, predict.Timings{}, nil, predict.Timings{}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the documented request now answers\n%+v\nnot the documented\n%+v", got, want)
 	}

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess/imagetest"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve/client"
 )
 
@@ -67,12 +67,12 @@ func TestHostileLoad(t *testing.T) {
 	cases := goldenCases(t)
 	type want struct {
 		req api.PredictRequest
-		res *engine.Result
+		res *predict.Result
 	}
 	var wants []want
 	for i, c := range cases {
 		b := screenBytes(t, filepath.Base(c.Screen))
-		res, err := p.Predict(context.Background(), engine.Request{Screen: decodeScreen(t, b), Goal: c.Goal, History: c.History})
+		res, err := p.Predict(context.Background(), predict.Request{Screen: decodeScreen(t, b), Goal: c.Goal, History: c.History})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // metrics are the server's Prometheus metrics, on a registry of its own.
@@ -43,12 +43,12 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 		}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "autoui_stage_seconds",
-			Help:    "Per-request engine time by stage (engine.Timings; batched stages count the shared call's full time).",
+			Help:    "Per-request engine time by stage (predict.Timings; batched stages count the shared call's full time).",
 			Buckets: engineBuckets,
 		}, []string{"stage"}),
 		engine: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "autoui_engine_seconds",
-			Help:    "Per-request engine time, all stages (engine.Timings.Total).",
+			Help:    "Per-request engine time, all stages (predict.Timings.Total).",
 			Buckets: engineBuckets,
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -89,7 +89,7 @@ func (m *metrics) handler() http.Handler {
 }
 
 // observeStages records one result's stage times.
-func (m *metrics) observeStages(t engine.Timings) {
+func (m *metrics) observeStages(t predict.Timings) {
 	for i, d := range []time.Duration{t.Preprocess, t.Vision, t.Tokenize, t.Encoder, t.Fusion,
 		t.FirstStep + t.LaterSteps} {
 		m.stage.WithLabelValues(Stages[i]).Observe(d.Seconds())

@@ -17,20 +17,20 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 )
 
 // job is one decoded request waiting for, or in, a batch.
 type job struct {
 	ctx     context.Context
-	req     engine.Request
+	req     predict.Request
 	arrived time.Time
 	done    chan answer // buffered: the batcher never blocks on it
 }
 
 type answer struct {
-	res  *engine.Result
+	res  *predict.Result
 	info api.ServeInfo
 	err  error
 }
@@ -169,19 +169,19 @@ func (s *Server) tooLarge() *httpError {
 // readRequest reads the body, takes a queue slot, and checks and decodes
 // the request into an engine request, so that the batcher only runs the
 // engine. On success the request holds a slot until the batcher takes it.
-func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, m *Model) (engine.Request, *httpError) {
+func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, m *Model) (predict.Request, *httpError) {
 	raw, release, herr := s.readBody(w, r)
 	defer release()
 	if herr != nil {
 		herr.unread = true
-		return engine.Request{}, herr
+		return predict.Request{}, herr
 	}
 	if herr := s.admit(); herr != nil {
-		return engine.Request{}, herr
+		return predict.Request{}, herr
 	}
 	pr, herr := parseRequest(raw)
 	raw = nil
-	var req engine.Request
+	var req predict.Request
 	if herr == nil {
 		req, herr = s.check(ctx, pr, m)
 	}
@@ -302,21 +302,21 @@ func (w wireRequest) request() api.PredictRequest {
 // check validates a request's wire form, passes it through the model's
 // own check, and decodes its screen: a request the model refuses costs no
 // decode.
-func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (engine.Request, *httpError) {
+func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (predict.Request, *httpError) {
 	if strings.TrimSpace(pr.Goal) == "" {
-		return engine.Request{}, badRequest("goal is required")
+		return predict.Request{}, badRequest("goal is required")
 	}
 	hasScreen, hasFeatures := len(pr.Screen) > 0, len(pr.Features) > 0
 	switch {
 	case hasScreen && hasFeatures:
-		return engine.Request{}, badRequest("give screen or features, not both")
+		return predict.Request{}, badRequest("give screen or features, not both")
 	case !hasScreen && !hasFeatures:
-		return engine.Request{}, badRequest("screen (base64 PNG or JPEG) or features is required")
+		return predict.Request{}, badRequest("screen (base64 PNG or JPEG) or features is required")
 	}
 	if pr.Options.MaxNewTokens < 0 {
-		return engine.Request{}, badRequest("options.max_new_tokens %d: must be >= 0", pr.Options.MaxNewTokens)
+		return predict.Request{}, badRequest("options.max_new_tokens %d: must be >= 0", pr.Options.MaxNewTokens)
 	}
-	req := engine.Request{Goal: pr.Goal, History: pr.History, MaxNewTokens: pr.Options.MaxNewTokens, Constrained: pr.Options.Constrain}
+	req := predict.Request{Goal: pr.Goal, History: pr.History, MaxNewTokens: pr.Options.MaxNewTokens, Constrained: pr.Options.Constrain}
 	if hasFeatures {
 		req.Features = pr.Features
 	} else {
@@ -324,13 +324,13 @@ func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (en
 	}
 	if m.Check != nil {
 		if err := m.Check(req); err != nil {
-			return engine.Request{}, badRequest("%v", err)
+			return predict.Request{}, badRequest("%v", err)
 		}
 	}
 	if hasScreen {
 		img, herr := s.decode(ctx, pr.Screen)
 		if herr != nil {
-			return engine.Request{}, herr
+			return predict.Request{}, herr
 		}
 		req.Screen = img
 	}

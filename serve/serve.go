@@ -28,6 +28,7 @@ import (
 
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 )
 
 // Defaults of Config's zero fields (and of autoui serve's flags).
@@ -109,19 +110,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Engine runs batches of requests; *engine.Predictor is one.
-type Engine interface {
-	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
-}
-
 // Model is the engine a server runs and the check every request passes
 // before it is queued (so one bad request cannot fail a batch).
 type Model struct {
-	Engine Engine
+	Engine predict.Predictor
 	// Name says which model this is (the bundle's name or directory).
 	Name string
 	// Check is the engine's own request validation (nil: none here).
-	Check func(engine.Request) error
+	Check func(predict.Request) error
 }
 
 // ModelOf describes a predictor; name is shown in logs (e.g. the bundle

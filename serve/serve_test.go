@@ -26,6 +26,8 @@ import (
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/engine/preprocess/imagetest"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 const testdata = "../models/testdata"
@@ -177,10 +179,10 @@ func wantError(t testing.TB, resp *http.Response, body []byte, status int, kind,
 
 // sameResult checks that a served prediction is the engine's own result:
 // the wire form of both, timings and serve info aside.
-func sameResult(t testing.TB, what string, got api.Prediction, want *engine.Result) {
+func sameResult(t testing.TB, what string, got api.Prediction, want *predict.Result) {
 	t.Helper()
 	w := api.FromResult(want)
-	got.Serve, got.Timings, w.Timings = nil, engine.Timings{}, engine.Timings{}
+	got.Serve, got.Timings, w.Timings = nil, predict.Timings{}, predict.Timings{}
 	if !reflect.DeepEqual(got, w) {
 		t.Errorf("%s: served %+v\nengine %+v", what, got, w)
 	}
@@ -192,7 +194,7 @@ func TestPredictScreenAndFeatures(t *testing.T) {
 	p := tiny(t)
 	png := screenBytes(t, "home_1080x2400.png")
 	history := []action.Action{{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.25}, Lift: action.Point{Y: 0.5, X: 0.25}}}
-	want, err := p.Predict(context.Background(), engine.Request{Screen: decodeScreen(t, png), Goal: "Open the settings app", History: history})
+	want, err := p.Predict(context.Background(), predict.Request{Screen: decodeScreen(t, png), Goal: "Open the settings app", History: history})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +209,7 @@ func TestPredictScreenAndFeatures(t *testing.T) {
 	sameResult(t, "features", wantPrediction(t, resp.StatusCode, body), want)
 
 	// Options reach the engine: a token limit and the grammar.
-	opt := engine.Request{Features: want.Features, Goal: "Open Chrome", MaxNewTokens: 80, Constrained: true}
+	opt := predict.Request{Features: want.Features, Goal: "Open Chrome", MaxNewTokens: 80, Constrained: true}
 	want, err = p.Predict(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +267,7 @@ func TestBatchingEquivalence(t *testing.T) {
 	p := tiny(t)
 	cases := goldenCases(t)[:12]
 	feats := map[string][]float32{}
-	want := make([]*engine.Result, len(cases))
+	want := make([]*predict.Result, len(cases))
 	reqs := make([]api.PredictRequest, len(cases))
 	for i, c := range cases {
 		if feats[c.Screen] == nil {
@@ -277,7 +279,7 @@ func TestBatchingEquivalence(t *testing.T) {
 		}
 		reqs[i] = api.PredictRequest{Goal: c.Goal, Features: feats[c.Screen], History: c.History}
 		var err error
-		if want[i], err = p.Predict(context.Background(), engine.Request{Goal: c.Goal, Features: feats[c.Screen], History: c.History}); err != nil {
+		if want[i], err = p.Predict(context.Background(), predict.Request{Goal: c.Goal, Features: feats[c.Screen], History: c.History}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -624,7 +626,7 @@ func TestShutdownTimeout(t *testing.T) {
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	s, ts := start(t, Config{}, nil)
-	s.SetModel(Model{Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	s.SetModel(Model{Engine: engineFunc(func(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 		entered <- struct{}{}
 		select {
 		case <-gate:
@@ -649,9 +651,13 @@ func TestShutdownTimeout(t *testing.T) {
 	<-done
 }
 
-type engineFunc func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
+type engineFunc func(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error)
 
-func (f engineFunc) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (f engineFunc) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, f, req)
+}
+
+func (f engineFunc) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	return f(ctx, reqs)
 }
 
@@ -716,7 +722,7 @@ func TestBatchErrorRetriedAlone(t *testing.T) {
 	var calls []int
 	var mu sync.Mutex
 	s, ts := start(t, Config{MaxBatch: 4, BatchWait: 200 * time.Millisecond}, nil)
-	s.SetModel(Model{Check: m.Check, Engine: engineFunc(func(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+	s.SetModel(Model{Check: m.Check, Engine: engineFunc(func(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 		mu.Lock()
 		calls = append(calls, len(reqs))
 		mu.Unlock()

@@ -13,6 +13,8 @@ import (
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // BenchmarkRunBatch measures `eval run` throughput (steps/s) by batch size
@@ -21,7 +23,7 @@ import (
 // 55 fixture steps. Features come from a pre-filled feature cache, so no
 // step runs vision: the text path alone, as from Auto-UI's pickles. Random
 // weights never stop by themselves, so every step replays
-// bench.TypicalAction (engine.Request.Replay: real decoder calls, a trained
+// bench.TypicalAction (predict.Request.Replay: real decoder calls, a trained
 // model's output and speculative acceptance) with the limit at its length +
 // </s>. Each iteration runs every batch size in turn, so on a shared machine
 // the sizes see the same load; the metrics are steps/s and decoder calls
@@ -102,13 +104,17 @@ func loadAverage() string {
 }
 
 // replayPredictor makes every request decode the given tokens (see
-// engine.Request.Replay), then </s>.
+// predict.Request.Replay), then </s>.
 type replayPredictor struct {
 	p      *engine.Predictor
 	replay []int64
 }
 
-func (r replayPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (r replayPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, r, req)
+}
+
+func (r replayPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	for i := range reqs {
 		reqs[i].Replay, reqs[i].MaxNewTokens = r.replay, len(r.replay)+1
 	}

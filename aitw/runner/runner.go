@@ -15,16 +15,9 @@ import (
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/aitw/runinfo"
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 )
-
-// Predictor is what a run needs from a model (engine.Predictor has it). A
-// batch of one is a single prediction; requests without features carry the
-// screen, and the result returns the features computed for it.
-type Predictor interface {
-	PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error)
-}
 
 // History says which previous actions the model sees.
 type History string
@@ -112,7 +105,7 @@ type DecodeStats struct {
 // item the full time of each shared call it took part in, so the shared
 // stages are taken once: encoder and fusion from any item, decoding from
 // the item that decoded longest (it took part in every decoder call).
-func (d *DecodeStats) addBatch(res []*engine.Result) {
+func (d *DecodeStats) addBatch(res []*predict.Result) {
 	var calls int
 	var decode time.Duration
 	for _, r := range res {
@@ -131,8 +124,10 @@ func (d *DecodeStats) addBatch(res []*engine.Result) {
 var errStop = errors.New("stop")
 
 // Run predicts the selected episodes' steps not yet in OutDir's
-// predictions file, appending as it goes.
-func Run(ctx context.Context, p Predictor, opts Options) (Summary, error) {
+// predictions file, appending as it goes. A batch of one is a single
+// prediction; p must return the features it computed for a request that
+// carried its screen (the engine does, a server does not).
+func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error) {
 	var sum Summary
 	if opts.History == "" {
 		opts.History = HistoryGold
@@ -215,7 +210,7 @@ type scheduler interface {
 // run is the state one Run shares with its scheduler.
 type run struct {
 	ctx   context.Context
-	p     Predictor
+	p     predict.Predictor
 	opts  Options
 	done  *aitw.PredictionSet
 	w     *aitw.PredictionWriter
@@ -229,7 +224,7 @@ type run struct {
 type job struct {
 	episode aitw.Episode // ID and Subset only: Steps is not kept
 	step    aitw.Step    // a copy: holds this step's pixels only
-	req     engine.Request
+	req     predict.Request
 	// cache is where the features computed for this step go ("" when they
 	// were given or found, or the cache is off).
 	cache string
@@ -273,7 +268,7 @@ func (r *run) stop() error {
 // (batched with the others) and the run then caches.
 func (r *run) newJob(ep aitw.Episode, s aitw.Step, history []action.Action) job {
 	j := job{episode: aitw.Episode{ID: ep.ID, Subset: ep.Subset}, step: s}
-	j.req = engine.Request{Goal: s.Goal, History: history, Features: s.Features}
+	j.req = predict.Request{Goal: s.Goal, History: history, Features: s.Features}
 	if s.Features != nil || r.cache == nil {
 		return j
 	}
@@ -316,8 +311,8 @@ func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
 // requests are the jobs' requests, with the screen decoded for those whose
 // features the engine must compute, spread over the cores (a batch of full
 // screenshots is tens of megabytes to convert).
-func requests(jobs []job) ([]engine.Request, error) {
-	reqs := make([]engine.Request, len(jobs))
+func requests(jobs []job) ([]predict.Request, error) {
+	reqs := make([]predict.Request, len(jobs))
 	err := preprocess.Parallel(len(jobs), func(i int) error {
 		j := &jobs[i]
 		reqs[i] = j.req
@@ -339,7 +334,7 @@ func requests(jobs []job) ([]engine.Request, error) {
 }
 
 // write caches the step's computed features and appends its prediction.
-func (r *run) write(j *job, res *engine.Result) (aitw.Prediction, error) {
+func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
 	if j.req.Features == nil {
 		if len(res.Features) == 0 {
 			return aitw.Prediction{}, fmt.Errorf("%s: the predictor returned no vision features", j)

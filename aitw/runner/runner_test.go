@@ -16,7 +16,8 @@ import (
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/runinfo"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // fakePredictor answers deterministically from the request: a tap whose y
@@ -32,11 +33,15 @@ type fakePredictor struct {
 	lastFeature []float32
 }
 
-func (f *fakePredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (f *fakePredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, f, req)
+}
+
+func (f *fakePredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.batches = append(f.batches, len(reqs))
-	out := make([]*engine.Result, len(reqs))
+	out := make([]*predict.Result, len(reqs))
 	for i, req := range reqs {
 		f.predicts++
 		if f.cancelAt > 0 && f.predicts == f.cancelAt {
@@ -62,11 +67,11 @@ func fakeFeatures(img image.Image) []float32 {
 	return []float32{float32(r >> 8), float32(g >> 8), float32(bl >> 8), float32(b.Dx()), float32(b.Dy())}
 }
 
-func fakeResult(req engine.Request) *engine.Result {
+func fakeResult(req predict.Request) *predict.Result {
 	y := 0.01 + 0.1*float64(len(req.History))
 	a := action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.5}, Lift: action.Point{Y: y, X: 0.5}}
-	res := &engine.Result{Action: a, Raw: "raw", TokenIDs: []int64{5, 6, 7, 1}, Features: req.Features,
-		Timings: engine.Timings{DecoderCalls: 2, Encoder: 3 * time.Millisecond, FirstStep: time.Millisecond, LaterSteps: time.Millisecond}}
+	res := &predict.Result{Action: a, Raw: "raw", TokenIDs: []int64{5, 6, 7, 1}, Features: req.Features,
+		Timings: predict.Timings{DecoderCalls: 2, Encoder: 3 * time.Millisecond, FirstStep: time.Millisecond, LaterSteps: time.Millisecond}}
 	if len(req.History) == 2 {
 		res.Action = action.Action{}
 		res.ParseErr = fmt.Errorf("bad text")
@@ -272,10 +277,10 @@ func TestLimitExact(t *testing.T) {
 // from any item, decoding from the item that took part in every call.
 func TestDecodeStatsBatch(t *testing.T) {
 	ms := time.Millisecond
-	res := []*engine.Result{
-		{TokenIDs: make([]int64, 10), Timings: engine.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 8 * ms, DecoderCalls: 9}},
-		{TokenIDs: make([]int64, 20), Timings: engine.Timings{Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 18 * ms, DecoderCalls: 19}},
-		{TokenIDs: make([]int64, 5), Timings: engine.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 3 * ms, DecoderCalls: 4}},
+	res := []*predict.Result{
+		{TokenIDs: make([]int64, 10), Timings: predict.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 8 * ms, DecoderCalls: 9}},
+		{TokenIDs: make([]int64, 20), Timings: predict.Timings{Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 18 * ms, DecoderCalls: 19}},
+		{TokenIDs: make([]int64, 5), Timings: predict.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 3 * ms, DecoderCalls: 4}},
 	}
 	var d DecodeStats
 	d.addBatch(res)
@@ -305,21 +310,25 @@ func (r *recordingPredictor) answer(ep string, step int) action.Action {
 	return action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.1}, Lift: action.Point{Y: y, X: 0.1}}
 }
 
-func (r *recordingPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (r *recordingPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, r, req)
+}
+
+func (r *recordingPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {
 		r.seen = map[string][]action.Action{}
 	}
 	r.batches = append(r.batches, nil)
-	out := make([]*engine.Result, len(reqs))
+	out := make([]*predict.Result, len(reqs))
 	for i, req := range reqs {
 		// The goal identifies the episode (the fixtures' goals are unique);
 		// the history length is the step.
 		id := r.goals[req.Goal]
 		r.batches[len(r.batches)-1] = append(r.batches[len(r.batches)-1], id)
 		r.seen[id+"/"+fmt.Sprint(len(req.History))] = append([]action.Action(nil), req.History...)
-		out[i] = &engine.Result{Action: r.answer(id, len(req.History)), Features: []float32{1}}
+		out[i] = &predict.Result{Action: r.answer(id, len(req.History)), Features: []float32{1}}
 	}
 	return out, nil
 }
@@ -402,7 +411,11 @@ type failingPredictor struct {
 	n int
 }
 
-func (f *failingPredictor) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (f *failingPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, f, req)
+}
+
+func (f *failingPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	f.mu.Lock()
 	seen := f.predicts
 	f.mu.Unlock()

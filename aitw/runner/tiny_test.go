@@ -13,6 +13,7 @@ import (
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // End to end with the real tiny bundle: batched runs write what Batch 1
@@ -35,7 +36,7 @@ func tinyPredictor(t *testing.T, opts engine.Options) *engine.Predictor {
 
 // tinyRun runs the tiny bundle on files into a fresh output directory,
 // with the feature cache in cache.
-func tinyRun(t *testing.T, p Predictor, files []string, cache string, mode History, batch int) Summary {
+func tinyRun(t *testing.T, p predict.Predictor, files []string, cache string, mode History, batch int) Summary {
 	t.Helper()
 	opts := Options{Files: files, OutDir: t.TempDir(), CacheDir: cache, CacheKey: "tiny", History: mode, Batch: batch}
 	sum, err := Run(context.Background(), p, opts)
@@ -139,12 +140,12 @@ func TestBatchSameAsOneTiny(t *testing.T) {
 // cancelOn cancels the run's context as its n-th engine call starts, so
 // the engine sees a cancelled context mid-run.
 type cancelOn struct {
-	Predictor
+	predict.Predictor
 	n, calls int
 	cancel   context.CancelFunc
 }
 
-func (c *cancelOn) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*engine.Result, error) {
+func (c *cancelOn) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	if c.calls++; c.calls == c.n {
 		c.cancel()
 	}
@@ -153,7 +154,7 @@ func (c *cancelOn) PredictBatch(ctx context.Context, reqs []engine.Request) ([]*
 
 // A batched run stopped at --limit, then cancelled, then resumed at another
 // batch size ends with Batch 1's predictions; every line on the way is whole.
-func testLimitCancelResume(t *testing.T, p Predictor, files []string, cache string, mode History, want string) {
+func testLimitCancelResume(t *testing.T, p predict.Predictor, files []string, cache string, mode History, want string) {
 	t.Helper()
 	opts := Options{Files: files, OutDir: t.TempDir(), CacheDir: cache, CacheKey: "tiny", History: mode, Batch: 4, Limit: 10}
 	sum, err := Run(context.Background(), p, opts)

@@ -12,6 +12,7 @@ import (
 	"github.com/autoui/autoui/bench/probe"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 func init() {
@@ -319,7 +320,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.Features = bench.SyntheticFeatures(b.Manifest.Model.ImageDim)
-	open := func(so engine.SessionOptions) (bench.Predictor, func(), error) {
+	open := func(so engine.SessionOptions) (predict.Predictor, func(), error) {
 		o := base
 		o.Session = so
 		p, err := engine.NewPredictor(b, o)

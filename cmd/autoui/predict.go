@@ -20,9 +20,9 @@ import (
 	"github.com/autoui/autoui/annotate"
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/atomicfile"
-	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/npy"
+	"github.com/autoui/autoui/predict"
 )
 
 func init() {
@@ -80,7 +80,7 @@ func runPredict(ctx context.Context, args []string) error {
 		}
 		history = append(h, history...)
 	}
-	req := engine.Request{Goal: *goal, History: history}
+	req := predict.Request{Goal: *goal, History: history}
 	if *screen != "" {
 		dopts, err := mf.decodeOptions()
 		if err != nil {
@@ -106,7 +106,7 @@ func runPredict(ctx context.Context, args []string) error {
 	}
 	defer closeFn()
 	res, err := p.Predict(ctx, req)
-	var bad *engine.RequestError
+	var bad *predict.RequestError
 	if errors.As(err, &bad) {
 		return usageError{err} // a limit or value the flags gave
 	}
@@ -136,14 +136,14 @@ func runPredict(ctx context.Context, args []string) error {
 	return nil
 }
 
-func printPredictionJSON(w io.Writer, res *engine.Result) error {
+func printPredictionJSON(w io.Writer, res *predict.Result) error {
 	out := api.FromResult(res)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func printPrediction(w io.Writer, res *engine.Result) {
+func printPrediction(w io.Writer, res *predict.Result) {
 	if res.ParseErr != nil {
 		fmt.Fprintf(w, "action:  (unparseable model output)\n")
 	} else {

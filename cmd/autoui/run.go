@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 )
 
@@ -216,7 +217,7 @@ func runCmd(ctx context.Context, args []string) error {
 // runEpisode plays the episode and prints the summary. Split from runCmd so
 // tests drive it with a fake predictor. A dry run ends without error on its
 // budget, on a repeat or on a stop status: it only shows what would be sent.
-func runEpisode(ctx context.Context, dev *device.Device, pred device.Predictor, rf *runFlags, stdin io.Reader, prompt, out io.Writer) error {
+func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor, rf *runFlags, stdin io.Reader, prompt, out io.Writer) error {
 	mode := ""
 	if rf.dryRun {
 		mode = " (dry run: nothing is sent)"

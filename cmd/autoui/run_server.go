@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/autoui/autoui/device"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve/client"
 )
 
@@ -38,16 +38,33 @@ type remotePredictor struct {
 	constrain bool
 }
 
-func (r remotePredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
-	if req.MaxNewTokens == 0 {
-		req.MaxNewTokens = r.maxTokens
-	}
-	req.Constrained = req.Constrained || r.constrain
-	res, err := r.c.Predict(ctx, req)
+func (r remotePredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	res, err := r.c.Predict(ctx, r.settings(req))
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	return res, nil
+}
+
+func (r remotePredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	reqs = slices.Clone(reqs)
+	for i := range reqs {
+		reqs[i] = r.settings(reqs[i])
+	}
+	res, err := r.c.PredictBatch(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return res, nil
+}
+
+// settings gives req this command's token limit and grammar.
+func (r remotePredictor) settings(req predict.Request) predict.Request {
+	if req.MaxNewTokens == 0 {
+		req.MaxNewTokens = r.maxTokens
+	}
+	req.Constrained = req.Constrained || r.constrain
+	return req
 }
 
 // validate refuses flag combinations before anything slow happens: with
@@ -85,7 +102,7 @@ func (s *serverFlags) validate(fs *flag.FlagSet, mf *modelFlags) error {
 
 // open returns the predictor `run` uses: the server's when --server is
 // given, else the local model's (validate first).
-func (s *serverFlags) open(mf *modelFlags) (device.Predictor, func(), error) {
+func (s *serverFlags) open(mf *modelFlags) (predict.Predictor, func(), error) {
 	if s.url == "" {
 		p, closeP, err := mf.open()
 		if err != nil {

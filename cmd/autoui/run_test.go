@@ -15,14 +15,19 @@ import (
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 type cannedPredictor struct{ answers []action.Action }
 
-func (c *cannedPredictor) Predict(_ context.Context, req engine.Request) (*engine.Result, error) {
+func (c *cannedPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, c, reqs)
+}
+
+func (c *cannedPredictor) Predict(_ context.Context, req predict.Request) (*predict.Result, error) {
 	a := c.answers[min(len(req.History), len(c.answers)-1)]
-	return &engine.Result{Action: a, Raw: a.String()}, nil
+	return &predict.Result{Action: a, Raw: a.String()}, nil
 }
 
 func parseRunFlags(t *testing.T, args ...string) *runFlags {

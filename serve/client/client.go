@@ -1,5 +1,5 @@
 // Package client calls an `autoui serve` server. A *Client is a
-// device.Predictor: the agent loop runs near the phone and predicts on the
+// predict.Predictor: the agent loop runs near the phone and predicts on the
 // server, retrying with backoff while the server restarts or is busy.
 package client
 
@@ -15,10 +15,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/autoui/autoui/api"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 // Options tune a Client. Zero fields take the defaults.
@@ -105,7 +106,7 @@ func (e *Error) Temporary() bool {
 
 // Request is the wire form of an engine request: a screen as lossless PNG
 // (so the server predicts on the same pixels), or the features.
-func Request(req engine.Request) (api.PredictRequest, error) {
+func Request(req predict.Request) (api.PredictRequest, error) {
 	out := api.PredictRequest{Goal: req.Goal, History: req.History,
 		Options: api.Options{MaxNewTokens: req.MaxNewTokens, Constrain: req.Constrained}}
 	switch {
@@ -131,7 +132,7 @@ func Request(req engine.Request) (api.PredictRequest, error) {
 // jitter, after the server's Retry-After) on connection errors, 429,
 // 503, 502 and 504 until MaxWait has passed; other errors are returned at
 // once. A server error is an *Error. The result has no Features.
-func (c *Client) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (c *Client) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
 	pr, err := Request(req)
 	if err != nil {
 		return nil, err
@@ -141,6 +142,58 @@ func (c *Client) Predict(ctx context.Context, req engine.Request) (*engine.Resul
 		return nil, err
 	}
 	return p.Result()
+}
+
+// PredictBatch predicts each request on the server, all at once (the
+// server batches them with its other work), with Predict's retries. The
+// results are in request order; a request that cannot be sent fails the
+// batch before anything is sent, and the first failure cancels the rest.
+func (c *Client) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	prs := make([]api.PredictRequest, len(reqs))
+	for i, r := range reqs {
+		pr, err := Request(r)
+		if err != nil {
+			return nil, batchErr(len(reqs), i, err)
+		}
+		prs[i] = pr
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := make([]*predict.Result, len(reqs))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for i, pr := range prs {
+		wg.Go(func() {
+			p, err := c.PredictRaw(ctx, pr)
+			if err == nil {
+				res[i], err = p.Result()
+			}
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = batchErr(len(reqs), i, err)
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return res, nil
+}
+
+// batchErr names the failing request of a batch of more than one.
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("request %d: %w", i, err)
 }
 
 // PredictRaw sends a wire request, with Predict's retries, and returns the

@@ -17,15 +17,15 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve/servetest"
 )
 
 const testdata = "../../models/testdata"
 
-var _ device.Predictor = (*Client)(nil)
+var _ predict.Predictor = (*Client)(nil)
 
 func tinyServer(t *testing.T) (*engine.Predictor, http.Handler) {
 	t.Helper()
@@ -33,7 +33,7 @@ func tinyServer(t *testing.T) (*engine.Predictor, http.Handler) {
 	return p, s.Handler()
 }
 
-func same(t *testing.T, what string, got, want *engine.Result) {
+func same(t *testing.T, what string, got, want *predict.Result) {
 	t.Helper()
 	if !slices.Equal(got.TokenIDs, want.TokenIDs) || got.Raw != want.Raw || !slices.Equal(got.SourceIDs, want.SourceIDs) ||
 		got.SourceText != want.SourceText || got.Action != want.Action || !slices.Equal(got.Plan, want.Plan) ||
@@ -53,7 +53,7 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	history := []action.Action{{Type: action.PressBack, Touch: action.Point{Y: -1, X: -1}, Lift: action.Point{Y: -1, X: -1}}}
-	req := engine.Request{Screen: img, Goal: "Turn on wifi", History: history}
+	req := predict.Request{Screen: img, Goal: "Turn on wifi", History: history}
 	want, err := p.Predict(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestClient(t *testing.T) {
 	}
 
 	// Features.
-	got, err = c.Predict(context.Background(), engine.Request{Features: want.Features, Goal: "Turn on wifi", History: history})
+	got, err = c.Predict(context.Background(), predict.Request{Features: want.Features, Goal: "Turn on wifi", History: history})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +102,57 @@ func TestClient(t *testing.T) {
 
 	// A request the server refuses is not retried, and says why.
 	before := calls.Load()
-	_, err = c.Predict(context.Background(), engine.Request{Features: want.Features[1:], Goal: "Turn on wifi"})
+	_, err = c.Predict(context.Background(), predict.Request{Features: want.Features[1:], Goal: "Turn on wifi"})
 	var se *Error
 	if !errors.As(err, &se) || se.Status != 400 || se.Kind != "bad_request" || se.Temporary() {
 		t.Fatalf("error %v, want a 400 bad_request *Error", err)
 	}
 	if n := calls.Load() - before; n != 1 {
 		t.Errorf("a 400 was sent %d times", n)
+	}
+}
+
+// TestClientBatch: PredictBatch answers each request as Predict does, in
+// order; a request that cannot be sent or that the server refuses fails
+// the batch, naming it.
+func TestClientBatch(t *testing.T) {
+	p, h := tinyServer(t)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	c, err := New(ts.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	feat := make([]float32, p.Bundle().Manifest.Model.ImageDim)
+	var reqs []predict.Request
+	for _, goal := range []string{"Turn on wifi", "Open settings", "Go home"} {
+		reqs = append(reqs, predict.Request{Features: feat, Goal: goal})
+	}
+	want, err := p.PredictBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.PredictBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d results for %d requests", len(got), len(want))
+	}
+	for i := range got {
+		same(t, reqs[i].Goal, got[i], want[i])
+	}
+
+	bad := slices.Clone(reqs)
+	bad[1].Features = feat[1:]
+	var se *Error
+	if _, err := c.PredictBatch(ctx, bad); !errors.As(err, &se) || se.Kind != "bad_request" || !strings.HasPrefix(err.Error(), "request 1: ") {
+		t.Errorf("refused request: %v", err)
+	}
+	bad[1] = predict.Request{Goal: "no screen"}
+	if _, err := c.PredictBatch(ctx, bad); err == nil || !strings.HasPrefix(err.Error(), "request 1: no screen") {
+		t.Errorf("unsendable request: %v", err)
 	}
 }
 
@@ -125,7 +169,7 @@ func TestClientNoRetry(t *testing.T) {
 			w.Write([]byte(`{"error": "no", "kind": "k"}`))
 		}))
 		c, _ := New(ts.URL+"/", Options{Token: "tok", MinBackoff: time.Millisecond})
-		_, err := c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+		_, err := c.Predict(context.Background(), predict.Request{Features: []float32{1}, Goal: "g"})
 		var se *Error
 		if !errors.As(err, &se) || se.Status != status || se.Kind != "k" || se.Message != "no" {
 			t.Errorf("%d: error %v", status, err)
@@ -147,7 +191,7 @@ func TestClientGivesUp(t *testing.T) {
 	l.Close() // nothing listens: connection refused
 	c, _ := New("http://"+addr, Options{MaxWait: 300 * time.Millisecond, MinBackoff: 10 * time.Millisecond})
 	start := time.Now()
-	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	_, err = c.Predict(context.Background(), predict.Request{Features: []float32{1}, Goal: "g"})
 	if err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("error %v after %v", err, time.Since(start))
 	}
@@ -167,7 +211,7 @@ func TestClientGivesUp(t *testing.T) {
 	defer close(hang)
 	c, _ = New(hs.URL, Options{MaxWait: 200 * time.Millisecond})
 	start = time.Now()
-	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	_, err = c.Predict(context.Background(), predict.Request{Features: []float32{1}, Goal: "g"})
 	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 2*time.Second {
 		t.Errorf("hanging server: error %v after %v", err, time.Since(start))
 	}
@@ -181,7 +225,7 @@ func TestClientGivesUp(t *testing.T) {
 	defer ts.Close()
 	c, _ = New(ts.URL, Options{MaxWait: time.Second})
 	start = time.Now()
-	_, err = c.Predict(context.Background(), engine.Request{Features: []float32{1}, Goal: "g"})
+	_, err = c.Predict(context.Background(), predict.Request{Features: []float32{1}, Goal: "g"})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != "shutting_down" || se.RetryAfter != 30*time.Second || time.Since(start) > 500*time.Millisecond {
 		t.Errorf("error %v after %v", err, time.Since(start))
@@ -194,14 +238,14 @@ func TestClientGivesUp(t *testing.T) {
 
 func TestRequestWireForm(t *testing.T) {
 	h := []action.Action{{Type: action.PressHome, Touch: action.Point{Y: -1, X: -1}, Lift: action.Point{Y: -1, X: -1}}}
-	pr, err := Request(engine.Request{Features: []float32{0.5, -1e-7}, Goal: "g", History: h, MaxNewTokens: 90, Constrained: true})
+	pr, err := Request(predict.Request{Features: []float32{0.5, -1e-7}, Goal: "g", History: h, MaxNewTokens: 90, Constrained: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(pr.Features, []float32{0.5, -1e-7}) || pr.Options.MaxNewTokens != 90 || !pr.Options.Constrain || !reflect.DeepEqual(pr.History, h) {
 		t.Errorf("%+v", pr)
 	}
-	if _, err := Request(engine.Request{Goal: "g"}); err == nil {
+	if _, err := Request(predict.Request{Goal: "g"}); err == nil {
 		t.Error("no screen, no features: no error")
 	}
 	if _, err := New("127.0.0.1:8080", Options{}); err == nil {

@@ -7,18 +7,12 @@ import (
 	"sort"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 	"github.com/autoui/autoui/stoprule"
 )
-
-// Predictor is what online evaluation needs from the engine;
-// *engine.Predictor satisfies it.
-type Predictor interface {
-	Predict(ctx context.Context, req engine.Request) (*engine.Result, error)
-}
 
 // OnlineOptions configure closed-loop episodes on the simulator.
 type OnlineOptions struct {
@@ -60,7 +54,7 @@ type Episode struct {
 // emits something unparsable, or runs out of steps, on the stop rules
 // `autoui run` shares (package stoprule). Success is the task's state-based
 // check at the end, whatever the model claimed.
-func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOptions) (Episode, error) {
+func RunOnline(ctx context.Context, pred predict.Predictor, t tasks.Task, o OnlineOptions) (Episode, error) {
 	if o.Width == 0 && o.Height == 0 {
 		o.Width, o.Height = 360, 800
 	}
@@ -78,7 +72,7 @@ func RunOnline(ctx context.Context, pred Predictor, t tasks.Task, o OnlineOption
 		if err := ctx.Err(); err != nil {
 			return ep, err
 		}
-		res, err := pred.Predict(ctx, engine.Request{Screen: p.Image(), Goal: t.Goal, History: history})
+		res, err := pred.Predict(ctx, predict.Request{Screen: p.Image(), Goal: t.Goal, History: history})
 		if err != nil {
 			return ep, fmt.Errorf("task %s/%d step %d: predict: %w", t.Family, t.Seed, ep.Steps, err)
 		}

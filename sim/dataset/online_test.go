@@ -13,6 +13,8 @@ import (
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 	"github.com/autoui/autoui/sim/tasks"
 	"github.com/autoui/autoui/stoprule"
 )
@@ -23,7 +25,11 @@ type replayPredictor struct {
 	i   int
 }
 
-func (r *replayPredictor) Predict(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (r *replayPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	return predicttest.Each(ctx, r, reqs)
+}
+
+func (r *replayPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
 	if r.i >= len(r.raw) {
 		return nil, errors.New("no more answers")
 	}
@@ -31,9 +37,9 @@ func (r *replayPredictor) Predict(ctx context.Context, req engine.Request) (*eng
 	r.i++
 	out, err := action.ParseOutput(raw)
 	if err != nil {
-		return &engine.Result{Raw: raw, ParseErr: err}, nil
+		return &predict.Result{Raw: raw, ParseErr: err}, nil
 	}
-	return &engine.Result{Raw: raw, Action: out.Action, Plan: out.Plan}, nil
+	return &predict.Result{Raw: raw, Action: out.Action, Plan: out.Plan}, nil
 }
 
 func answer(a action.Action) string { return action.Target([]action.Type{a.Type}, a) }

@@ -1,4 +1,4 @@
-package engine
+package predict
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
-	"github.com/autoui/autoui/models"
 )
 
 // Request is one prediction: a screen (or its precomputed vision features),
@@ -25,7 +24,7 @@ type Request struct {
 	// MaxNewTokens overrides the predictor's generated-token limit when > 0.
 	MaxNewTokens int
 	// Constrained decodes this request under the output grammar, as
-	// Options.Constrained does for every request.
+	// engine.Options.Constrained does for every request.
 	Constrained bool
 	// MinNewTokens masks </s> until this many tokens are generated. Benchmarks
 	// of random-weight bundles use it to generate a fixed length; it changes
@@ -76,17 +75,6 @@ type Timings struct {
 	Total      time.Duration
 	// DecoderCalls counts sequential decoder runs.
 	DecoderCalls int
-}
-
-// addDecoderCall counts one sequential decoder call of duration d: the first
-// is FirstStep (with the cross graph's run before it), the rest add up.
-func (t *Timings) addDecoderCall(d time.Duration) {
-	if t.DecoderCalls == 0 {
-		t.FirstStep = d
-	} else {
-		t.LaterSteps += d
-	}
-	t.DecoderCalls++
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (to the microsecond).
@@ -140,9 +128,6 @@ const (
 	MaxHistory = 1000
 	// MaxTypedTextBytes bounds each history action's typed text.
 	MaxTypedTextBytes = 8 << 10
-	// MaxNewTokensLimit bounds Options.MaxNewTokens: the self-attention
-	// cache is sized by it.
-	MaxNewTokensLimit = models.MaxTargetTokensLimit
 )
 
 // RequestError is a request the engine refuses (a limit, a bad value): the
@@ -152,8 +137,8 @@ type RequestError struct{ Err error }
 func (e *RequestError) Error() string { return e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// checkSize refuses goals and histories over the limits above.
-func (r Request) checkSize() error {
+// CheckSize refuses goals and histories over the limits above.
+func (r Request) CheckSize() error {
 	if n := len(r.Goal); n > MaxGoalBytes {
 		return fmt.Errorf("goal is %d bytes, over the limit of %d", n, MaxGoalBytes)
 	}
