@@ -23,7 +23,7 @@ import (
 // sweep measures.
 type Setting struct {
 	Threads    int // intra-op threads
-	Spin       bool
+	Spin       engine.Spin
 	Arena      bool
 	MemPattern bool
 	// Prepack lets kernels keep weights in their own layout (a copy).
@@ -33,7 +33,7 @@ type Setting struct {
 
 // DefaultSetting is what a predictor uses when no session option is given.
 func DefaultSetting() Setting {
-	return Setting{Threads: engine.PhysicalCores(), Spin: false, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
+	return Setting{Threads: engine.PhysicalCores(), Spin: engine.SpinOff, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
 }
 
 // Name is the setting as benchmark-name keys, e.g.
@@ -41,7 +41,7 @@ func DefaultSetting() Setting {
 // only when off),
 // so benchstat can group by any of them (-col /opt).
 func (s Setting) Name() string {
-	name := fmt.Sprintf("threads=%d/spin=%s/arena=%s/opt=%s", s.Threads, onOff(s.Spin), onOff(s.Arena), s.Opt)
+	name := fmt.Sprintf("threads=%d/spin=%s/arena=%s/opt=%s", s.Threads, s.Spin, onOff(s.Arena), s.Opt)
 	if !s.MemPattern {
 		name += "/mempattern=off"
 	}
@@ -72,7 +72,7 @@ func onOff(b bool) string {
 // Grid is the set of values per setting; the sweep runs every combination.
 type Grid struct {
 	Threads    []int
-	Spin       []bool
+	Spin       []engine.Spin
 	Arena      []bool
 	MemPattern []bool
 	Prepack    []bool
@@ -84,7 +84,7 @@ type Grid struct {
 func DefaultGrid() Grid {
 	return Grid{
 		Threads:    []int{1, 2},
-		Spin:       []bool{true, false},
+		Spin:       []engine.Spin{engine.SpinOn, engine.SpinOff},
 		Arena:      []bool{true, false},
 		MemPattern: []bool{true},
 		Prepack:    []bool{true},
@@ -151,6 +151,30 @@ func ParseOnOff(s string) ([]bool, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no on/off values in %q", s)
+	}
+	return out, nil
+}
+
+// ParseSpins reads a comma-separated list of --spin values ("on,off"); on
+// and off are also read as ParseOnOff reads them.
+func ParseSpins(s string) ([]engine.Spin, error) {
+	var out []engine.Spin
+	for _, f := range splitList(s) {
+		sp, err := engine.ParseSpin(f)
+		if err != nil {
+			on, err2 := ParseOnOff(f)
+			if err2 != nil {
+				return nil, err
+			}
+			sp = engine.SpinOff
+			if on[0] {
+				sp = engine.SpinOn
+			}
+		}
+		out = append(out, sp)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no spin values in %q", s)
 	}
 	return out, nil
 }
@@ -484,7 +508,7 @@ func (r *TuneReport) JSON() ([]byte, error) {
 	type result struct {
 		Setting      string             `json:"setting"`
 		Threads      int                `json:"threads"`
-		Spin         bool               `json:"spin"`
+		Spin         string             `json:"spin"`
 		Arena        bool               `json:"arena"`
 		MemPattern   bool               `json:"mem_pattern"`
 		Prepack      bool               `json:"prepack"`
@@ -518,7 +542,7 @@ func (r *TuneReport) JSON() ([]byte, error) {
 	}
 	for _, res := range r.Results {
 		s := res.Setting
-		out := result{Setting: s.Name(), Threads: s.Threads, Spin: s.Spin, Arena: s.Arena, MemPattern: s.MemPattern, Prepack: s.Prepack, Opt: string(s.Opt),
+		out := result{Setting: s.Name(), Threads: s.Threads, Spin: s.Spin.String(), Arena: s.Arena, MemPattern: s.MemPattern, Prepack: s.Prepack, Opt: string(s.Opt),
 			MedianPassMS: round3(ms(res.Median())), StagesMS: map[string]float64{}, PeakRSSMB: round3(mb(res.PeakRSS)),
 			Identical: res.Mismatch == "", Mismatch: res.Mismatch}
 		for _, p := range res.Passes {

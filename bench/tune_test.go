@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,9 +61,9 @@ func TestTuneFakeSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grid := Grid{Threads: []int{1, 2}, Spin: []bool{true}, Arena: []bool{true, false}, MemPattern: []bool{true},
+	grid := Grid{Threads: []int{1, 2}, Spin: []engine.Spin{engine.SpinOn}, Arena: []bool{true, false}, MemPattern: []bool{true},
 		Opt: []engine.GraphOptimization{engine.OptimizeBasic, engine.OptimizeAll}}
-	ref := Setting{Threads: 2, Spin: true, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
+	ref := Setting{Threads: 2, Spin: engine.SpinOn, Arena: true, MemPattern: true, Prepack: true, Opt: engine.OptimizeAll}
 	var progress bytes.Buffer
 	rep, err := Tune(context.Background(), open, engine.SessionOptions{Provider: engine.ProviderCPU}, cases, grid.Settings(),
 		TuneOptions{Options: Options{Runs: 2, Warmup: 1, Tokens: 5}, Features: SyntheticFeatures(4), Reference: ref, Progress: &progress})
@@ -170,8 +171,8 @@ func TestGridAndParsing(t *testing.T) {
 	if n := (Setting{Threads: 1, Opt: engine.OptimizeAll}).Name(); n != "threads=1/spin=off/arena=off/opt=all/mempattern=off/prepack=off" {
 		t.Fatalf("name %q", n)
 	}
-	so := Setting{Threads: 1, Spin: false, Arena: false, MemPattern: true, Opt: engine.OptimizeBasic}.Session(engine.SessionOptions{CUDADevice: 3})
-	if so.IntraOpThreads != 1 || so.Spin || !so.DisableMemArena || so.DisableMemPattern || !so.DisablePrepacking || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
+	so := Setting{Threads: 1, Spin: engine.SpinOff, Arena: false, MemPattern: true, Opt: engine.OptimizeBasic}.Session(engine.SessionOptions{CUDADevice: 3})
+	if so.IntraOpThreads != 1 || so.Spin != engine.SpinOff || !so.DisableMemArena || so.DisableMemPattern || !so.DisablePrepacking || so.GraphOptimization != engine.OptimizeBasic || so.CUDADevice != 3 {
 		t.Fatalf("session options %+v", so)
 	}
 	if th, err := ParseThreads(" 1, 2,4"); err != nil || len(th) != 3 || th[2] != 4 {
@@ -180,6 +181,9 @@ func TestGridAndParsing(t *testing.T) {
 	if oo, err := ParseOnOff("on,OFF"); err != nil || len(oo) != 2 || oo[0] != true || oo[1] != false {
 		t.Fatalf("on/off %v %v", oo, err)
 	}
+	if sp, err := ParseSpins("on, decoder,OFF,true"); err != nil || !slices.Equal(sp, []engine.Spin{engine.SpinOn, engine.SpinDecoder, engine.SpinOff, engine.SpinOn}) {
+		t.Fatalf("spins %v %v", sp, err)
+	}
 	if op, err := ParseOpts("basic,all"); err != nil || len(op) != 2 {
 		t.Fatalf("opts %v %v", op, err)
 	}
@@ -187,6 +191,8 @@ func TestGridAndParsing(t *testing.T) {
 		func() error { _, err := ParseThreads("0"); return err },
 		func() error { _, err := ParseThreads(""); return err },
 		func() error { _, err := ParseOnOff("maybe"); return err },
+		func() error { _, err := ParseSpins("maybe"); return err },
+		func() error { _, err := ParseSpins(","); return err },
 		func() error { _, err := ParseOpts("max"); return err },
 	} {
 		if bad() == nil {
@@ -219,7 +225,7 @@ func TestTuneTinyBundle(t *testing.T) {
 		closeFn()
 	}
 	cases := screenCases(t)[:2]
-	grid := Grid{Threads: []int{1}, Spin: []bool{false}, Arena: []bool{true, false}, MemPattern: []bool{false},
+	grid := Grid{Threads: []int{1}, Spin: []engine.Spin{engine.SpinOff}, Arena: []bool{true, false}, MemPattern: []bool{false},
 		Opt: []engine.GraphOptimization{engine.OptimizeBasic}}
 	rep, err := Tune(context.Background(), open, engine.SessionOptions{}, cases, grid.Settings(),
 		TuneOptions{Options: Options{Runs: 1, Tokens: 6}, Features: SyntheticFeatures(b.Manifest.Model.ImageDim), Reference: DefaultSetting()})

@@ -135,9 +135,9 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Session.SpinDecoder && !opts.Session.Spin {
+	if opts.Session.Spin == SpinDecoder {
 		o := opts.Session
-		o.Spin = true
+		o.Spin = SpinOn
 		if p.decoderSO, err = o.build(); err != nil {
 			p.Close()
 			return nil, err
@@ -218,9 +218,9 @@ type Settings struct {
 	Provider          Provider
 	GraphOptimization GraphOptimization
 	// Threads and Spin are the intra-op thread count and whose workers
-	// spin-wait (off, decoder or on): they change speed, never tokens.
+	// spin-wait: they change speed, never tokens.
 	Threads int
-	Spin    string
+	Spin    Spin
 }
 
 // Settings returns the effective settings.
@@ -229,7 +229,7 @@ func (p *Predictor) Settings() Settings {
 		HistoryWindow: p.window, MaxNewTokens: p.maxNew, Truncation: p.opts.Truncation,
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
-		Threads: p.opts.Session.threads(), Spin: p.opts.Session.SpinMode(),
+		Threads: p.opts.Session.threads(), Spin: p.opts.Session.Spin,
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU

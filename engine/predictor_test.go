@@ -22,12 +22,12 @@ func TestThreadCountsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, so := range []SessionOptions{{IntraOpThreads: 1}, {IntraOpThreads: 2}, {IntraOpThreads: 2, SpinDecoder: true}, {IntraOpThreads: 2, Spin: true}} {
+	for _, so := range []SessionOptions{{IntraOpThreads: 1}, {IntraOpThreads: 2}, {IntraOpThreads: 2, Spin: SpinDecoder}, {IntraOpThreads: 2, Spin: SpinOn}} {
 		p, err := NewPredictor(b, Options{Truncation: TruncateRight, Session: so})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.Settings().Spin, so.SpinMode(); got != want || (so.SpinDecoder && got != "decoder") {
+		if got, want := p.Settings().Spin, so.Spin; got != want || (so.Spin == SpinDecoder && got.String() != "decoder") {
 			t.Errorf("%+v: settings say spin %q, want %q", so, got, want)
 		}
 		for _, c := range cases {

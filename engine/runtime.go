@@ -179,6 +179,44 @@ const (
 	OptimizeAll      GraphOptimization = "all"
 )
 
+// Spin is whose ONNX Runtime worker threads spin-wait between operators
+// instead of sleeping: the --spin flag's off, decoder or on.
+type Spin int
+
+const (
+	// SpinOff: none (the default). On shared cores spinning made evaluation
+	// 1.8-2.7x slower, and on a quiet machine it gained at most a few
+	// percent (docs/eval.md).
+	SpinOff Spin = iota
+	// SpinDecoder: only the decoder session's, whose calls come back to
+	// back, while every session spinning after its one run per action
+	// steals the cores from the next (base, quiet machine: decoder calls 12%
+	// faster, text path 5%; docs/decoding.md).
+	SpinDecoder
+	// SpinOn: every session's.
+	SpinOn
+)
+
+// ParseSpin reads "off", "decoder" or "on".
+func ParseSpin(s string) (Spin, error) {
+	for sp := SpinOff; sp <= SpinOn; sp++ {
+		if s == sp.String() {
+			return sp, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown spin %q (want off, decoder or on)", s)
+}
+
+func (s Spin) String() string {
+	switch s {
+	case SpinDecoder:
+		return "decoder"
+	case SpinOn:
+		return "on"
+	}
+	return "off"
+}
+
 // SessionOptions configure every session a predictor opens.
 type SessionOptions struct {
 	// IntraOpThreads is the thread count inside one operator; 0 means the
@@ -190,15 +228,9 @@ type SessionOptions struct {
 	// DisableMemArena turns off ORT's CPU arena allocator (lower peak RSS,
 	// more allocation per run).
 	DisableMemArena bool
-	// Spin lets ORT's worker threads spin-wait between operators. Off by
-	// default: on shared cores spinning made evaluation 1.8-2.7x slower, and
-	// on a quiet machine it gained at most a few percent (docs/eval.md).
-	Spin bool
-	// SpinDecoder lets only the decoder session's workers spin: its calls
-	// come back to back, while every session spinning after its one run per
-	// action steals the cores from the next (base, quiet machine: decoder
-	// calls 12% faster, text path 5%; docs/decoding.md). Implied by Spin.
-	SpinDecoder bool
+	// Spin says whose worker threads spin-wait between operators (default
+	// SpinOff).
+	Spin Spin
 	// DisableMemPattern turns off ORT's memory-pattern planning (one block
 	// per run, planned per set of input shapes; the decoder's shapes change
 	// on every call).
@@ -210,17 +242,6 @@ type SessionOptions struct {
 	Provider Provider
 	// CUDADevice is the GPU ordinal for the cuda provider.
 	CUDADevice int
-}
-
-// SpinMode names the spinning setting: off, decoder or on.
-func (o SessionOptions) SpinMode() string {
-	switch {
-	case o.Spin:
-		return "on"
-	case o.SpinDecoder:
-		return "decoder"
-	}
-	return "off"
 }
 
 func (o SessionOptions) threads() int {
@@ -271,7 +292,7 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 			return fail("prepacking", err)
 		}
 	}
-	if !o.Spin {
+	if o.Spin != SpinOn {
 		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
 			return fail("spinning", err)
 		}

@@ -241,7 +241,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	ncases := fs.Int("cases", 3, "prompts per pass: the first N of the fixed cases (0, 4 and 8 previous actions)")
 	quick := fs.Bool("quick", false, "smoke test: 2 cases, 8 tokens, 1 run, no warm-up (overrides --runs, --warmup, --tokens, --cases)")
 	tryThreads := fs.String("try-threads", "1,2", "intra-op thread counts to try")
-	trySpin := fs.String("try-spin", "on,off", "intra-op spin-waiting values to try")
+	trySpin := fs.String("try-spin", "on,off", "intra-op spin-waiting values to try (off, decoder, on)")
 	tryArena := fs.String("try-arena", "on,off", "CPU memory arena values to try")
 	tryMemPattern := fs.String("try-mempattern", "on", "memory pattern values to try")
 	tryPrepack := fs.String("try-prepack", "on", "weight prepacking values to try (off: kernels use the initializers as stored)")
@@ -274,7 +274,7 @@ func runBenchTune(ctx context.Context, args []string) error {
 	if grid.Threads, err = bench.ParseThreads(*tryThreads); err != nil {
 		return usageErrorf("--try-threads: %w", err)
 	}
-	if grid.Spin, err = bench.ParseOnOff(*trySpin); err != nil {
+	if grid.Spin, err = bench.ParseSpins(*trySpin); err != nil {
 		return usageErrorf("--try-spin: %w", err)
 	}
 	if grid.Arena, err = bench.ParseOnOff(*tryArena); err != nil {

@@ -90,9 +90,9 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		}
 		m.threads = max
 	}
-	spin, spinDecoder, err := parseSpin(m.spin)
+	spin, err := engine.ParseSpin(m.spin)
 	if err != nil {
-		return engine.Options{}, err
+		return engine.Options{}, fmt.Errorf("--spin: %w", err)
 	}
 	return engine.Options{
 		Session: engine.SessionOptions{
@@ -100,7 +100,6 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 			Provider:          prov,
 			GraphOptimization: engine.GraphOptimization(m.optimize),
 			Spin:              spin,
-			SpinDecoder:       spinDecoder,
 		},
 		Truncation:    trunc,
 		HistoryWindow: m.history,
@@ -147,17 +146,3 @@ func (m *modelFlags) open() (*engine.Predictor, func(), error) {
 // defaultSpin is --spin's default, chosen by measurement (docs/eval.md,
 // "Spin-waiting").
 const defaultSpin = "off"
-
-// parseSpin reads a --spin value: whether every session's workers spin,
-// and whether the decoder's do.
-func parseSpin(s string) (all, decoder bool, err error) {
-	switch s {
-	case "on":
-		return true, false, nil
-	case "decoder":
-		return false, true, nil
-	case "off":
-		return false, false, nil
-	}
-	return false, false, fmt.Errorf("--spin %q: want off, decoder or on", s)
-}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/npy"
 	"github.com/autoui/autoui/tokenizer"
@@ -182,15 +183,15 @@ func TestThreadsCappedAndSpinDefault(t *testing.T) {
 	if strings.Count(string(warn), "\n") != 1 {
 		t.Fatalf("want one warning line, got %q", warn)
 	}
-	if wantOn := defaultSpin == "on"; o1.Session.Spin != wantOn {
+	if o1.Session.Spin.String() != defaultSpin {
 		t.Fatalf("default --spin %s gave Spin %v", defaultSpin, o1.Session.Spin)
 	}
 	m = &modelFlags{spin: "on", provider: "cpu", truncation: "keep-goal", decoding: "greedy"}
-	if o, err := m.options(); err != nil || !o.Session.Spin || o.Session.IntraOpThreads != 0 {
+	if o, err := m.options(); err != nil || o.Session.Spin != engine.SpinOn || o.Session.IntraOpThreads != 0 {
 		t.Fatalf("--spin on, --threads 0: %+v %v", o.Session, err)
 	}
 	m.spin = "off"
-	if o, err := m.options(); err != nil || o.Session.Spin {
+	if o, err := m.options(); err != nil || o.Session.Spin != engine.SpinOff {
 		t.Fatalf("--spin off: %+v %v", o.Session, err)
 	}
 }

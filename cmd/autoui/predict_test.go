@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 )
 
@@ -126,13 +127,13 @@ func TestDatasetRejectsUnknownFamily(t *testing.T) {
 }
 
 func TestParseSpin(t *testing.T) {
-	for in, want := range map[string][2]bool{"off": {false, false}, "decoder": {false, true}, "on": {true, false}} {
-		all, dec, err := parseSpin(in)
-		if err != nil || all != want[0] || dec != want[1] {
-			t.Errorf("--spin %s: all=%v decoder=%v err=%v, want %v", in, all, dec, err, want)
+	for in, want := range map[string]engine.Spin{"off": engine.SpinOff, "decoder": engine.SpinDecoder, "on": engine.SpinOn} {
+		if got, err := engine.ParseSpin(in); err != nil || got != want || got.String() != in {
+			t.Errorf("--spin %s: %v %v, want %v", in, got, err, want)
 		}
 	}
-	if _, _, err := parseSpin("yes"); err == nil || !strings.Contains(err.Error(), "off, decoder or on") {
+	m := &modelFlags{spin: "yes", provider: "cpu", truncation: "keep-goal", decoding: "greedy"}
+	if _, err := m.options(); err == nil || !strings.Contains(err.Error(), "off, decoder or on") || exitCode(err) != 2 {
 		t.Errorf("--spin yes: %v", err)
 	}
 }
