@@ -14,13 +14,16 @@ import (
 	"github.com/autoui/autoui/tokenizer"
 )
 
-// Options configure a Predictor. The zero value uses the bundle's settings.
+// Options configure a Predictor. The zero value uses the bundle's settings:
+// a numeric field's 0 means its default, a negative value is refused, and
+// the one "none" is HistoryWindow's NoHistory. The CLI's flags read the
+// same way.
 type Options struct {
 	Session SessionOptions
 	// Truncation is the prompt truncation policy (default KeepGoal).
 	Truncation Truncation
-	// HistoryWindow overrides the bundle's history window when > 0; negative
-	// means no history (the "Goal: ..." prompt).
+	// HistoryWindow is how many previous actions the prompt shows: 0 the
+	// bundle's (8 for Auto-UI), NoHistory none (the "Goal: ..." prompt).
 	HistoryWindow int
 	// MaxNewTokens overrides the bundle's max_target_tokens when > 0.
 	MaxNewTokens int
@@ -32,6 +35,10 @@ type Options struct {
 	// so every output parses. Opt-in: it can change what the model says.
 	Constrained bool
 }
+
+// NoHistory is Options.HistoryWindow for a prompt without previous actions
+// (--history-window -1).
+const NoHistory = -1
 
 // Predictor runs a bundle. It is safe for concurrent use: sessions are
 // shared, every request has its own buffers.
@@ -113,11 +120,13 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	switch {
 	case opts.HistoryWindow > 0:
 		p.window = opts.HistoryWindow
-	case opts.HistoryWindow < 0:
+	case opts.HistoryWindow == NoHistory:
 		p.window = 0
+	case opts.HistoryWindow < 0:
+		return nil, fmt.Errorf("history window %d: want NoHistory (-1), 0 (the bundle's) or more", opts.HistoryWindow)
 	}
-	if opts.MaxNewTokens > MaxNewTokensLimit {
-		return nil, fmt.Errorf("max new tokens %d is over the limit of %d", opts.MaxNewTokens, MaxNewTokensLimit)
+	if opts.MaxNewTokens < 0 || opts.MaxNewTokens > MaxNewTokensLimit {
+		return nil, fmt.Errorf("max new tokens %d: want 0 (the bundle's) to %d", opts.MaxNewTokens, MaxNewTokensLimit)
 	}
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens

@@ -260,6 +260,9 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 		so.Destroy()
 		return nil, fmt.Errorf("session options: %s: %w", what, err)
 	}
+	if o.IntraOpThreads < 0 {
+		return fail("intra-op threads", fmt.Errorf("%d: want 0 (one per physical core) or more", o.IntraOpThreads))
+	}
 	if err := so.SetIntraOpNumThreads(o.threads()); err != nil {
 		return fail("intra-op threads", err)
 	}

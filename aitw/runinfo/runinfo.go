@@ -51,9 +51,11 @@ type Model struct {
 }
 
 // Options are the settings that change predictions (and the batch size,
-// which does not).
+// which does not), as in effect: the bundle's defaults filled in.
 type Options struct {
-	History       string `json:"history"`
+	History string `json:"history"`
+	// HistoryWindow is the previous actions the prompt showed: 0 is none
+	// (--history-window -1), never "the bundle's".
 	HistoryWindow int    `json:"history_window"`
 	Truncation    string `json:"truncation"`
 	MaxNewTokens  int    `json:"max_new_tokens"`

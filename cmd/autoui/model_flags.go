@@ -77,7 +77,7 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 	if m.maxTokens < 0 || m.maxTokens > engine.MaxNewTokensLimit {
 		return engine.Options{}, usageErrorf("--max-new-tokens %d: want 0 (the bundle's limit) to %d", m.maxTokens, engine.MaxNewTokensLimit)
 	}
-	if m.history < -1 {
+	if m.history < engine.NoHistory {
 		return engine.Options{}, fmt.Errorf("--history-window %d: want -1 (none), 0 (the bundle's) or more", m.history)
 	}
 	if m.threads < 0 {
