@@ -37,7 +37,7 @@ def source(size: str, vision: str) -> str:
 
 
 def up_to_date(path: str, size: str, vision: str) -> bool:
-    from .export import FORMAT_VERSION, GRAPHS_REVISION
+    from .bundle_format import FORMAT_VERSION, GRAPHS_REVISION
     try:
         with open(os.path.join(path, "manifest.json")) as f:
             m = json.load(f)

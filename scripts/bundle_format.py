@@ -1,11 +1,19 @@
-"""The bundle format version this repository reads and writes (docs/bundle-format.md), and the
-one-line refusal of any other, for every Python reader: the exporter and quantizer, and the
+"""The bundle format version this repository reads and writes (docs/bundle-format.md), its file
+names and the exporter's graphs revision, and the one-line refusal of any other version, for every
+Python reader and writer: the exporter and quantizer, and the
 torch-free ones (the reference ORT pipeline, the peers), which is why this module imports
 nothing."""
 
 from __future__ import annotations
 
 FORMAT_VERSION = 2
+# Each graph role's file in a bundle, in the manifest's order.
+FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
+         "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
+# Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
+# scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
+# 3: the with-past decoder has a logits_argmax output (add_argmax; scripts.upgrade_bundle adds it).
+GRAPHS_REVISION = 3
 # The with-past decoder's argmax output (exporter graphs revision 3): int64 token ids per position.
 ARGMAX_OUTPUT = "logits_argmax"
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -35,43 +34,16 @@ from onnx import TensorProto, helper
 
 from . import autoui_model as am
 from . import vision as vis
-from .bundle_format import ARGMAX_OUTPUT, FORMAT_VERSION
+from .bundle_files import file_entry, graph_io, log, save_graph, strip_graph, save_manifest
+from .bundle_format import FILES, FORMAT_VERSION, GRAPHS_REVISION
 from .decoder_split import split_decoder
+from .graph_check import TOLERANCES, ExportCheckError, check_argmax, compare, past_feed, session
 from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, add_argmax, contrib_attention, fuse_vision_norms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
-FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
-         "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
-# Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
-# scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
-# 3: the with-past decoder has a logits_argmax output (add_argmax; scripts.upgrade_bundle adds it).
-GRAPHS_REVISION = 3
-EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
-# Weights of at least this size go to the external-data file, at offsets ONNX Runtime can map.
-EXTERNAL_MIN_BYTES = 4096
-EXTERNAL_ALIGN = 4096
-
-# ORT vs PyTorch, fp32 on CPU: |ort - torch| <= atol + rtol * max|torch| per output.
-# Measured worst cases are reported by check_*; these bounds leave ~10-100x headroom.
-TOLERANCES = {
-    "vision": {"atol": 1e-4, "rtol": 1e-4},
-    "encoder": {"atol": 1e-4, "rtol": 1e-4},
-    "fusion": {"atol": 1e-5, "rtol": 1e-5},
-    "decoder": {"atol": 1e-4, "rtol": 1e-4},
-}
-
-
-class ExportCheckError(RuntimeError):
-    pass
-
-
 # manifest exporter.tokenizer_source for a tokenizer.json taken as is (the checkpoint's or --tokenizer)
 TOKENIZER_JSON = "tokenizer.json"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- onnx helpers
@@ -86,32 +58,6 @@ def _torch_export(module, args, path, input_names, output_names, dynamic_axes, o
                           dynamic_axes=dynamic_axes, opset_version=opset, do_constant_folding=True,
                           export_params=True, verbose=False)
     return onnx.load(path)
-
-
-def _strip(model: onnx.ModelProto, graph_name: str) -> onnx.ModelProto:
-    """Remove doc strings (they can carry source paths) and make the metadata fixed."""
-    def graph_walk(g):
-        g.doc_string = ""
-        for n in g.node:
-            n.doc_string = ""
-            for a in n.attribute:
-                a.doc_string = ""
-                if a.type == onnx.AttributeProto.GRAPH:
-                    graph_walk(a.g)
-                for sg in a.graphs:
-                    graph_walk(sg)
-        for coll in (g.input, g.output, g.value_info):
-            for v in coll:
-                v.doc_string = ""
-        for t in g.initializer:
-            t.doc_string = ""
-    graph_walk(model.graph)
-    model.doc_string = ""
-    model.graph.name = graph_name
-    model.producer_name = "autoui-scripts.export"
-    model.producer_version = "1"
-    del model.metadata_props[:]
-    return model
 
 
 def _ensure_inputs(model: onnx.ModelProto, specs: list[tuple[str, int, list]]) -> None:
@@ -135,81 +81,6 @@ def _set_output_dims(model: onnx.ModelProto, dims: dict) -> None:
                     dim.dim_param = d
                 else:
                     dim.dim_value = d
-
-
-def _initializer_bytes(model: onnx.ModelProto) -> int:
-    """Bytes of weights inside the protobuf (external data not counted)."""
-    total = 0
-    def walk(g):
-        nonlocal total
-        for t in g.initializer:
-            if t.data_location == TensorProto.EXTERNAL:
-                continue
-            total += len(t.raw_data) if t.raw_data else onnx.numpy_helper.to_array(t).nbytes
-        for n in g.node:
-            for a in n.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    walk(a.g)
-    walk(model.graph)
-    return total
-
-
-def _save(model: onnx.ModelProto, path: str) -> list[str]:
-    """Save the graph with its weights in one external-data file beside it, each tensor at a
-    4 KiB-aligned offset: ONNX Runtime then maps them from the file instead of copying them
-    out of the protobuf (T5-base decoder: 734 -> 578 MB resident after load and runs, peak
-    827 -> 631 MB), and no graph meets protobuf's 2 GiB limit. The model's initializers are
-    moved out (their raw_data cleared). Returns the data file's name, or none when no
-    tensor is large enough to move."""
-    data_name = os.path.basename(path) + ".data"
-    data_path = os.path.join(os.path.dirname(path), data_name)
-    for p in (path, data_path):
-        if os.path.exists(p):
-            os.remove(p)
-    off = 0
-    with open(data_path, "wb") as f:
-        for t in model.graph.initializer:
-            raw = t.raw_data
-            if t.data_location == TensorProto.EXTERNAL or len(raw) < EXTERNAL_MIN_BYTES:
-                continue
-            pad = -off % EXTERNAL_ALIGN
-            f.write(b"\0" * pad)
-            off += pad
-            f.write(raw)
-            del t.external_data[:]
-            for k, v in (("location", data_name), ("offset", str(off)), ("length", str(len(raw)))):
-                e = t.external_data.add()
-                e.key, e.value = k, v
-            t.data_location = TensorProto.EXTERNAL
-            t.ClearField("raw_data")
-            off += len(raw)
-    if off == 0:
-        os.remove(data_path)
-    if _initializer_bytes(model) > EXTERNAL_DATA_BYTES:
-        raise ExportCheckError(f"{path}: {_initializer_bytes(model)} bytes of weights stay inside the protobuf")
-    onnx.save_model(model, path)
-    onnx.checker.check_model(path)
-    return [data_name] if off else []
-
-
-def _dims(vi: onnx.ValueInfoProto) -> list:
-    out = []
-    for d in vi.type.tensor_type.shape.dim:
-        out.append(d.dim_param if d.dim_param else int(d.dim_value))
-    return out
-
-
-_DTYPES = {TensorProto.FLOAT: "float32", TensorProto.INT64: "int64", TensorProto.BOOL: "bool",
-           TensorProto.INT32: "int32", TensorProto.FLOAT16: "float16"}
-
-
-def _io(model: onnx.ModelProto) -> tuple[list, list]:
-    inits = {t.name for t in model.graph.initializer}
-    ins = [{"name": v.name, "dtype": _DTYPES[v.type.tensor_type.elem_type], "dims": _dims(v)}
-           for v in model.graph.input if v.name not in inits]
-    outs = [{"name": v.name, "dtype": _DTYPES[v.type.tensor_type.elem_type], "dims": _dims(v)}
-            for v in model.graph.output]
-    return ins, outs
 
 
 # ---------------------------------------------------------------- export
@@ -296,41 +167,6 @@ def _export_graphs(model: am.AutoUIModel, tower: vis.VisionTower, tmp: str, opse
 
 # ---------------------------------------------------------------- checks
 
-def _session(path: str):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def _compare(what: str, got: np.ndarray, want: np.ndarray, tol: dict, report: dict, ref: str = "PyTorch") -> None:
-    """Raises ExportCheckError when ORT's output is off the reference's (ref names it) by more
-    than atol + rtol * max|want|; report[first word of what] keeps the worst |diff|."""
-    want = np.asarray(want, dtype=np.float32)
-    if got.shape != want.shape:
-        raise ExportCheckError(f"{what}: shape {got.shape}, {ref} gives {want.shape}")
-    diff = float(np.max(np.abs(got - want))) if got.size else 0.0
-    scale = float(np.max(np.abs(want))) if want.size else 0.0
-    bound = tol["atol"] + tol["rtol"] * scale
-    key = what.split(" ")[0]
-    report[key] = max(report.get(key, 0.0), diff)
-    if not np.isfinite(got).all() or diff > bound:
-        raise ExportCheckError(f"{what}: ORT worst |diff| {diff:.3g} > {bound:.3g} against {ref} "
-                               f"(atol {tol['atol']}, rtol {tol['rtol']}, max|ref| {scale:.3g})")
-
-
-def _past_feed(self_kv: list, cross_kv: list, n_layers: int) -> dict:
-    """The decoder's past inputs: per layer self-attention key, value, then cross key, value."""
-    feed = {}
-    for i in range(n_layers):
-        for j, kv in enumerate(("key", "value")):
-            feed[f"past_key_values.{i}.decoder.{kv}"] = np.ascontiguousarray(self_kv[2 * i + j], dtype=np.float32)
-            feed[f"past_key_values.{i}.encoder.{kv}"] = np.ascontiguousarray(cross_kv[2 * i + j], dtype=np.float32)
-    return feed
-
-
 @torch.no_grad()
 def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, seed: int = 1234) -> dict:
     """ORT vs PyTorch on random inputs at two sizes per graph; raises ExportCheckError. The decoder:
@@ -343,17 +179,17 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
     L, H, dkv = cfg.num_decoder_layers, cfg.num_heads, cfg.d_kv
     report: dict = {}
 
-    sess = _session(os.path.join(out_dir, FILES["vision"]))
+    sess = session(os.path.join(out_dir, FILES["vision"]))
     for b in (1, 2):
         px = torch.randn(b, 3, tower.config.image_size, tower.config.image_size, generator=g)
         got = sess.run(["image_features"], {"pixel_values": px.numpy()})[0]
-        _compare(f"vision batch={b}", got, tower(px).numpy(), TOLERANCES["vision"], report)
+        compare(f"vision batch={b}", got, tower(px).numpy(), TOLERANCES["vision"], report)
     del sess
 
-    enc = _session(os.path.join(out_dir, FILES["encoder"]))
-    fus = _session(os.path.join(out_dir, FILES["fusion"]))
-    dec = _session(os.path.join(out_dir, FILES["decoder"]))
-    cross = _session(os.path.join(out_dir, FILES["decoder_cross"]))
+    enc = session(os.path.join(out_dir, FILES["encoder"]))
+    fus = session(os.path.join(out_dir, FILES["fusion"]))
+    dec = session(os.path.join(out_dir, FILES["decoder"]))
+    cross = session(os.path.join(out_dir, FILES["decoder_cross"]))
     dec_names = [o.name for o in dec.get_outputs()]
     cross_names = [o.name for o in cross.get_outputs()]
     for n in (7, 23):
@@ -364,13 +200,13 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
         feed = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
         got = enc.run(["last_hidden_state"], feed)[0]
         ref = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        _compare(f"encoder n={n}", got, ref.numpy(), TOLERANCES["encoder"], report)
+        compare(f"encoder n={n}", got, ref.numpy(), TOLERANCES["encoder"], report)
 
         img = torch.randn(2, model.image_dim, generator=g)
         got = fus.run(["fused_hidden_states"], {"encoder_hidden_states": ref.numpy(), "attention_mask": mask.numpy(),
                                                 "image_features": img.numpy()})[0]
         fused = model.fuse(ref, img)
-        _compare(f"fusion n={n}", got, fused.numpy(), TOLERANCES["fusion"], report)
+        compare(f"fusion n={n}", got, fused.numpy(), TOLERANCES["fusion"], report)
 
         # Decoder: reference is the HF decoder run on the whole sequence without a cache.
         def reference(dec_ids):
@@ -386,7 +222,7 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
         _, pkv = reference(torch.zeros(2, 1, dtype=torch.long))
         for i in range(L):
             for j in range(2):
-                _compare(f"decoder cross {cross_names[2 * i + j]}", cross_kv[2 * i + j], pkv[i][2 + j].numpy(),
+                compare(f"decoder cross {cross_names[2 * i + j]}", cross_kv[2 * i + j], pkv[i][2 + j].numpy(),
                          TOLERANCES["decoder"], report)
         empty = np.zeros((2, H, 0, dkv), np.float32)
         seq = torch.cat([torch.zeros(2, 1, dtype=torch.long), torch.randint(3, cfg.vocab_size, (2, 7), generator=g)], 1)
@@ -395,27 +231,19 @@ def check_bundle(out_dir: str, model: am.AutoUIModel, tower: vis.VisionTower, se
             start = 0
             for new in (k_first, 1, 4):
                 feed = {"input_ids": seq[:, start:start + new].numpy(), "encoder_attention_mask": mask.numpy()}
-                feed.update(_past_feed(past, cross_kv, L))
+                feed.update(past_feed(past, cross_kv, L))
                 outs = dict(zip(dec_names, dec.run(None, feed)))
                 logits, pkv = reference(seq[:, :start + new])
                 what = f"decoder n={n} past={start} new={new}"
-                _compare(f"{what} logits", outs["logits"], logits[:, start:].numpy(), TOLERANCES["decoder"], report)
+                compare(f"{what} logits", outs["logits"], logits[:, start:].numpy(), TOLERANCES["decoder"], report)
                 check_argmax(what, outs)
                 for i in range(L):
                     for j, kv in enumerate(("key", "value")):
-                        _compare(f"{what} present.{i}.decoder.{kv}", outs[f"present.{i}.decoder.{kv}"],
+                        compare(f"{what} present.{i}.decoder.{kv}", outs[f"present.{i}.decoder.{kv}"],
                                  pkv[i][j].numpy(), TOLERANCES["decoder"], report)
                 past = [outs[f"present.{i}.decoder.{kv}"] for i in range(L) for kv in ("key", "value")]
                 start += new
     return report
-
-
-def check_argmax(what: str, outs: dict) -> None:
-    """The graph's logits_argmax is exactly numpy's argmax of its own logits (first index of a tie)."""
-    want = np.argmax(outs["logits"], axis=-1)
-    got = outs.get(ARGMAX_OUTPUT)
-    if got is None or got.dtype != np.int64 or not np.array_equal(got, want):
-        raise ExportCheckError(f"{what}: {ARGMAX_OUTPUT} is not the argmax of the logits")
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -485,19 +313,6 @@ def checkpoint_tokenizer(ckpt_dir: str, explicit: str | None, tmp: str) -> tuple
 
 # ---------------------------------------------------------------- manifest
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _file_entry(out_dir: str, name: str) -> dict:
-    p = os.path.join(out_dir, name)
-    return {"path": name, "sha256": sha256_file(p), "size": os.path.getsize(p)}
-
-
 def size_label(cfg) -> str:
     for name, s in am.T5_SIZES.items():
         if all(getattr(cfg, k) == v for k, v in s.items()):
@@ -520,12 +335,12 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
     cfg, vcfg = model.config, tower.config
     files = {}
     for role, fname in FILES.items():
-        entry = _file_entry(out_dir, fname)
-        entry["external_data"] = [_file_entry(out_dir, e) for e in graphs_ext[role]]
+        entry = file_entry(out_dir, fname)
+        entry["external_data"] = [file_entry(out_dir, e) for e in graphs_ext[role]]
         m = onnx.load(os.path.join(out_dir, fname), load_external_data=False)
-        entry["inputs"], entry["outputs"] = _io(m)
+        entry["inputs"], entry["outputs"] = graph_io(m)
         files[role] = entry
-    files["tokenizer"] = _file_entry(out_dir, "tokenizer.json")
+    files["tokenizer"] = file_entry(out_dir, "tokenizer.json")
     manifest = {
         "format": "autoui-bundle", "format_version": FORMAT_VERSION, "name": name,
         "model": {"size": size_label(cfg), "d_model": cfg.d_model, "d_kv": cfg.d_kv, "d_ff": cfg.d_ff,
@@ -549,9 +364,7 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
         "exporter": {"tool": "scripts.export", "source": source, "tokenizer_source": tokenizer_source,
                      "opset": opset, "graphs_revision": GRAPHS_REVISION, "versions": versions()},
     }
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
+    save_manifest(out_dir, manifest)
     return manifest
 
 
@@ -575,7 +388,7 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
     with tempfile.TemporaryDirectory(prefix="autoui-export-") as tmp:
         graphs = _export_graphs(model, tower, tmp, opset)
         for role, m in graphs.items():
-            ext[role] = _save(_strip(m, role), os.path.join(out_dir, FILES[role]))
+            ext[role] = save_graph(strip_graph(m, role), os.path.join(out_dir, FILES[role]))
     shutil.copyfile(tokenizer_path, os.path.join(out_dir, "tokenizer.json"))
     log(f"exported graphs in {time.time() - t0:.1f}s")
     if check:

@@ -40,14 +40,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, shape_inference
 
-from . import export
-from .quantize import GOLDEN, ROLE_GRAPHS, read_fp32_bundle, write_manifest, write_variant
+from .bundle_files import ROLE_GRAPHS, log, read_fp32_bundle, save_variant_manifest, write_variant
+from .quantize import GOLDEN
 from .quantize import agreement as golden_agreement
 
 FP16_MAX = 65504.0
 DEFAULT_ROLES = ("vision",)
 ALL_ROLES = ("vision", "encoder", "fusion", "decoder")
-SCREENS = os.path.join(export.ROOT, "models", "testdata", "screens")
+SCREENS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "testdata", "screens")
 CONVERTER = "onnxruntime.transformers.float16.convert_float_to_float16"
 
 # Calibration prompts: the bench's three histories (0, 4, 8 previous actions), Auto-UI's format.
@@ -259,7 +259,7 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     limit = FP16_MAX / headroom
     t0 = time.time()
     ranges = calibrate(in_dir, graphs, steps, threads, screens_dir)
-    export.log(f"  calibrated {', '.join(graphs)} in {time.time() - t0:.1f}s")
+    log(f"  calibrated {', '.join(graphs)} in {time.time() - t0:.1f}s")
     fp32_nodes = {}
 
     def convert(role, src):
@@ -268,7 +268,7 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         name_nodes(model.graph)
         fp32_nodes[role] = block = blocked_nodes(model.graph, ranges[role], limit)
         peak = fp16_peak(model.graph, ranges[role], block)
-        export.log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
+        log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
                    f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
         return half_model(model, block)
 
@@ -279,9 +279,9 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         "graphs": graphs, "limit": limit,
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
         "fp32_nodes": fp32_nodes}
-    write_manifest(out_dir, manifest, files)
+    save_variant_manifest(out_dir, manifest, files)
     check_finite(out_dir, steps, threads, screens_dir)
-    export.log(f"bundle {out_dir}: finite on the calibration inputs")
+    log(f"bundle {out_dir}: finite on the calibration inputs")
     return manifest
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -46,13 +45,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from . import export
-from .bundle_format import format_error
+from .bundle_files import ROLE_GRAPHS, log, read_fp32_bundle, save_variant_manifest, write_variant
 
 QUANTIZED_ROLES = ("vision", "encoder", "decoder")
-# A role named on the command line stands for these graphs (the cross graph is the decoder's).
-ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
-               "decoder": ("decoder", "decoder_cross")}
 MS_DOMAIN = "com.microsoft"
 
 
@@ -199,62 +194,6 @@ def quantize_model(model: onnx.ModelProto, full_range: bool = False, embeddings:
     return out, stats
 
 
-def _graph_bytes(spec: dict) -> int:
-    return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
-
-
-def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
-    """The manifest of the fp32 bundle in_dir that a variant is made from, raising error(why)
-    for another format or precision, or an out_dir that is in_dir."""
-    with open(os.path.join(in_dir, "manifest.json")) as f:
-        manifest = json.load(f)
-    if err := format_error(in_dir, manifest):
-        raise error(err)
-    if manifest.get("precision") != "fp32":
-        raise error(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
-    if os.path.abspath(in_dir) == os.path.abspath(out_dir):
-        raise error("--out must differ from --in")
-    return manifest
-
-
-def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, what: str, error=RuntimeError) -> dict:
-    """Write the files of a variant of the bundle in_dir to out_dir: each role in graphs as
-    convert(role, path) returns it (its IO checked against the manifest's), the other graphs and
-    the tokenizer copied. Returns the manifest's new "files" (the caller writes the manifest)."""
-    os.makedirs(out_dir, exist_ok=True)
-    files = manifest["files"]
-    new_files = {}
-    for role, spec in files.items():
-        if role == "tokenizer":
-            continue
-        src = os.path.join(in_dir, spec["path"])
-        dst = os.path.join(out_dir, spec["path"])
-        entry = {k: v for k, v in spec.items()}
-        if role in graphs:
-            ext = export._save(convert(role, src), dst)
-            ins, outs = export._io(onnx.load(dst, load_external_data=False))
-            if ins != spec["inputs"] or outs != spec["outputs"]:
-                raise error(f"{role}: {what} graph IO differs from the manifest's")
-            entry["external_data"] = [export._file_entry(out_dir, e) for e in ext]
-        else:
-            for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
-                shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
-        entry.update(export._file_entry(out_dir, spec["path"]))
-        new_files[role] = entry
-    shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
-    new_files["tokenizer"] = export._file_entry(out_dir, files["tokenizer"]["path"])
-    return {role: new_files[role] for role in files}
-
-
-def write_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    before = sum(_graph_bytes(s) for s in fp32_files.values())
-    after = sum(_graph_bytes(s) for s in manifest["files"].values())
-    export.log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")
-
-
 def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range: bool = False,
                     embeddings: bool = True) -> dict:
     """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
@@ -268,7 +207,7 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
     def convert(role, src):
         t0 = time.time()
         q, stats = quantize_model(onnx.load(src), full_range=full_range, embeddings=embeddings, in_place=True)
-        export.log(f"  {role}: {stats['matmuls']} MatMuls ({stats['weights']} weights) and "
+        log(f"  {role}: {stats['matmuls']} MatMuls ({stats['weights']} weights) and "
                    f"{stats['embeddings']} embeddings, {stats['params'] / 1e6:.1f}M params, "
                    f"quantized in {time.time() - t0:.1f}s")
         return q
@@ -282,13 +221,14 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
         "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
                        if embeddings else "float32"),
         "graphs": [r for r in files if r in graphs]}
-    write_manifest(out_dir, manifest, files)
+    save_variant_manifest(out_dir, manifest, files)
     return manifest
 
 
 # ---------------------------------------------------------------- agreement with fp32
 
-GOLDEN = os.path.join(export.ROOT, "models", "testdata", "golden", "cases.json")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "models", "testdata", "golden", "cases.json")
 
 
 def _teacher_forced_logits(bundle, input_ids, image_features, target) -> np.ndarray:

@@ -24,14 +24,13 @@ import sys
 
 from . import autoui_model as am
 from . import tokenizer_fixture as tf
+from .sim_data import load_split
 
 DEFAULT_VOCAB = 3000
 
 
 def _samples(data_dir: str, split: str, limit_episodes: int = 0):
     """(goal, source text, target text, typed text) per step of a split, gold history."""
-    from .train_sim import load_split  # heavy imports only when needed
-
     for steps in load_split(data_dir, split, limit_episodes=limit_episodes, keep_pixels=False):
         acts = [am.normalize_action(s.action, "fixed") for s in steps]
         for i, s in enumerate(steps):

@@ -22,13 +22,14 @@ import sys
 import numpy as np
 import onnx
 
-from . import export as ex
-from .bundle_format import ARGMAX_OUTPUT
+from . import graph_check as gc
+from .bundle_files import file_entry, graph_io, save_graph, save_manifest, strip_graph
+from .bundle_format import ARGMAX_OUTPUT, FILES, GRAPHS_REVISION
 from .decoder_split import SplitError, merged_branches, split_decoder
 from .onnx_graphs import add_argmax
 
-CROSS_FILE = ex.FILES["decoder_cross"]
-DECODER_FILE = ex.FILES["decoder"]
+CROSS_FILE = FILES["decoder_cross"]
+DECODER_FILE = FILES["decoder"]
 
 
 class UpgradeError(RuntimeError):
@@ -42,14 +43,14 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
     has one, must be the argmax of its logits."""
     L, H, dkv, d = model["num_decoder_layers"], model["num_heads"], model["d_kv"], model["d_model"]
     rng = np.random.default_rng(seed)
-    merged, dec, cross = ex._session(merged_path), ex._session(dec_path), ex._session(cross_path)
+    merged, dec, cross = gc.session(merged_path), gc.session(dec_path), gc.session(cross_path)
     with_past_ref = "use_cache_branch" not in {i.name for i in merged.get_inputs()}
     report: dict = {}
 
     def cmp(what, got, want):
         try:
-            ex._compare(what, got, want, ex.TOLERANCES["decoder"], report, ref=ref)
-        except ex.ExportCheckError as e:
+            gc.compare(what, got, want, gc.TOLERANCES["decoder"], report, ref=ref)
+        except gc.ExportCheckError as e:
             raise UpgradeError(str(e)) from None
 
     for enc_len in (5, 17):
@@ -63,7 +64,7 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
             ids[:, 0] = 0
             if not with_past_ref:
                 feed = {"input_ids": ids[:, :first], "encoder_attention_mask": mask, "encoder_hidden_states": states,
-                        "use_cache_branch": np.array([False]), **ex._past_feed(empty, empty, L)}
+                        "use_cache_branch": np.array([False]), **gc.past_feed(empty, empty, L)}
                 want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, feed)))
                 for i in range(L):
                     for j, k in enumerate(("key", "value")):
@@ -72,7 +73,7 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
             start = 0
             for new in (first, 1, 4):
                 f2 = {"input_ids": ids[:, start:start + new], "encoder_attention_mask": mask,
-                      **ex._past_feed(past_self, kv, L)}
+                      **gc.past_feed(past_self, kv, L)}
                 got = dict(zip([o.name for o in dec.get_outputs()], dec.run(None, f2)))
                 if with_past_ref:
                     want = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, f2)))
@@ -83,8 +84,8 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
                 cmp(f"logits ({what})", got["logits"], want["logits"])
                 if ARGMAX_OUTPUT in got:
                     try:
-                        ex.check_argmax(what, got)
-                    except ex.ExportCheckError as e:
+                        gc.check_argmax(what, got)
+                    except gc.ExportCheckError as e:
                         raise UpgradeError(str(e)) from None
                 past_self = []
                 for i in range(L):
@@ -126,11 +127,11 @@ def upgrade(bundle: str) -> str:
     files = dict(manifest["files"])
     for role, name, m in (("decoder", DECODER_FILE, dec), ("decoder_cross", CROSS_FILE, cross)):
         path = os.path.join(bundle, name)
-        ext = ex._save(ex._strip(m, os.path.splitext(name)[0]), path)
+        ext = save_graph(strip_graph(m, os.path.splitext(name)[0]), path)
         written += [path] + [os.path.join(bundle, e) for e in ext]
-        e = ex._file_entry(bundle, name)
-        e["external_data"] = [ex._file_entry(bundle, x) for x in ext]
-        e["inputs"], e["outputs"] = ex._io(onnx.load(path, load_external_data=False))
+        e = file_entry(bundle, name)
+        e["external_data"] = [file_entry(bundle, x) for x in ext]
+        e["inputs"], e["outputs"] = graph_io(onnx.load(path, load_external_data=False))
         files[role] = e
     try:
         worst = _check(merged_path, os.path.join(bundle, DECODER_FILE), os.path.join(bundle, CROSS_FILE), model)
@@ -139,25 +140,17 @@ def upgrade(bundle: str) -> str:
             os.remove(p)
         raise
     # The roles in the exporter's order (decoder_cross after decoder).
-    manifest["files"] = {r: files[r] for r in list(ex.FILES) + ["tokenizer"] if r in files}
+    manifest["files"] = {r: files[r] for r in list(FILES) + ["tokenizer"] if r in files}
     manifest["files"].update({r: v for r, v in files.items() if r not in manifest["files"]})
     manifest["format_version"] = 2
     _bump_revision(manifest)
     q = manifest.get("quantization")
     if isinstance(q, dict) and "decoder" in q.get("graphs", []) and "decoder_cross" not in q["graphs"]:
         q["graphs"].insert(q["graphs"].index("decoder") + 1, "decoder_cross")  # cut from the int8 merged graph
-    _write_manifest(mpath, manifest)
+    save_manifest(bundle, manifest)
     for old in [entry["path"]] + [x["path"] for x in entry.get("external_data", [])]:
         os.remove(os.path.join(bundle, old))
     return f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}); worst |diff| vs the merged decoder {worst:.2g}"
-
-
-def _write_manifest(mpath: str, manifest: dict) -> None:
-    tmp = mpath + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, mpath)
 
 
 def _bump_revision(manifest: dict) -> None:
@@ -166,7 +159,7 @@ def _bump_revision(manifest: dict) -> None:
     outputs, not the revision."""
     exp = manifest.get("exporter")
     if isinstance(exp, dict) and exp.get("graphs_revision") == 2:
-        exp["graphs_revision"] = ex.GRAPHS_REVISION
+        exp["graphs_revision"] = GRAPHS_REVISION
 
 
 def _add_argmax(bundle: str, manifest: dict) -> str:
@@ -187,11 +180,11 @@ def _add_argmax(bundle: str, manifest: dict) -> str:
         os.remove(tmp)
         raise
     os.replace(tmp, path)
-    new = ex._file_entry(bundle, entry["path"])
+    new = file_entry(bundle, entry["path"])
     entry.update(sha256=new["sha256"], size=new["size"])
-    entry["inputs"], entry["outputs"] = ex._io(m)
+    entry["inputs"], entry["outputs"] = graph_io(m)
     _bump_revision(manifest)
-    _write_manifest(os.path.join(bundle, "manifest.json"), manifest)
+    save_manifest(bundle, manifest)
     return f"{bundle}: {entry['path']} gains {ARGMAX_OUTPUT}; worst |diff| vs the old decoder {worst:.2g}"
 
 

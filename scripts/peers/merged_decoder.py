@@ -198,13 +198,13 @@ def build_from_bundle(bundle: str) -> onnx.ModelProto:
 def write(bundle: str, out: str) -> list[str]:
     """Write the merged decoder of bundle to out (its weights in one .data file beside it only past
     protobuf's ~1.9 GB); returns the external-data file names."""
-    from ..export import EXTERNAL_DATA_BYTES, _initializer_bytes
+    from ..bundle_files import EXTERNAL_DATA_BYTES, initializer_bytes
     model = build_from_bundle(bundle)
     data = os.path.basename(out) + ".data"
     for p in (out, os.path.join(os.path.dirname(out), data)):
         if os.path.exists(p):
             os.remove(p)
-    if _initializer_bytes(model) > EXTERNAL_DATA_BYTES:
+    if initializer_bytes(model) > EXTERNAL_DATA_BYTES:
         onnx.save_model(model, out, save_as_external_data=True, all_tensors_to_one_file=True, location=data,
                         size_threshold=1024, convert_attribute=False)
         return [data]

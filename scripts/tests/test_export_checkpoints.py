@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from scripts import autoui_model as am
-from scripts import export
+from scripts import bundle_files, export
 from scripts import tokenizer_fixture as tf
 from scripts.ort_pipeline import Bundle
 from scripts.tests.conftest import TOKENIZER
@@ -53,7 +53,7 @@ def test_spiece_checkpoint_exports_converted_tokenizer(spiece_checkpoint, tmp_pa
         manifest = json.load(f)
     assert manifest["exporter"]["tokenizer_source"] == \
         f"converted from spiece.model by transformers {transformers.__version__}"
-    assert manifest["files"]["tokenizer"]["sha256"] == export.sha256_file(str(out / "tokenizer.json"))
+    assert manifest["files"]["tokenizer"]["sha256"] == bundle_files.sha256_file(str(out / "tokenizer.json"))
     fast, slow = am.load_tokenizer(str(out / "tokenizer.json")), _slow(spiece_checkpoint)
     for s in STRINGS:
         assert fast(s)["input_ids"] == slow(s)["input_ids"], s

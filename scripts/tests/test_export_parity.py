@@ -10,6 +10,7 @@ import torch
 
 from scripts import autoui_model as am
 from scripts import export
+from scripts import bundle_files
 from scripts import vision as vis
 from scripts.ort_pipeline import Bundle
 from scripts.tests.conftest import TOKENIZER
@@ -31,7 +32,7 @@ def test_manifest_matches_files(bundle):
     for role, spec in manifest["files"].items():
         p = os.path.join(out, spec["path"])
         assert os.path.getsize(p) == spec["size"]
-        assert export.sha256_file(p) == spec["sha256"], role
+        assert bundle_files.sha256_file(p) == spec["sha256"], role
         assert spec.get("external_data", []) == [] or role != "tokenizer"
     assert manifest["format_version"] == 2
     assert list(manifest["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"]
@@ -127,15 +128,15 @@ def test_weights_in_aligned_external_data(bundle, tokenizer, tmp_path, monkeypat
         ext = spec["external_data"]
         assert [e["path"] for e in ext] == [spec["path"] + ".data"], role
         p = os.path.join(out, ext[0]["path"])
-        assert os.path.getsize(p) == ext[0]["size"] and export.sha256_file(p) == ext[0]["sha256"], role
+        assert os.path.getsize(p) == ext[0]["size"] and bundle_files.sha256_file(p) == ext[0]["sha256"], role
         g = onnx.load(os.path.join(out, spec["path"]), load_external_data=False).graph
         moved = [t for t in g.initializer if t.data_location == TensorProto.EXTERNAL]
-        assert moved and all(int({e.key: e.value for e in t.external_data}["offset"]) % export.EXTERNAL_ALIGN == 0
+        assert moved and all(int({e.key: e.value for e in t.external_data}["offset"]) % bundle_files.EXTERNAL_ALIGN == 0
                              for t in moved), role
         assert spec["size"] < ext[0]["size"], role
     # Tensors too small to move stay inline; more than EXTERNAL_DATA_BYTES of them is an error.
-    monkeypatch.setattr(export, "EXTERNAL_DATA_BYTES", 0)
-    with pytest.raises(export.ExportCheckError, match="stay inside the protobuf"):
+    monkeypatch.setattr(bundle_files, "EXTERNAL_DATA_BYTES", 0)
+    with pytest.raises(ValueError, match="stay inside the protobuf"):
         export.export_bundle(model, tower, TOKENIZER, str(tmp_path / "x"), name="t", source="random:tiny:seed=5",
                              check=False)
 

@@ -9,6 +9,7 @@ import pytest
 
 from scripts import autoui_model as am
 from scripts import export, fixtures
+from scripts import bundle_files
 from scripts import vision as vis
 from scripts.tests.conftest import TESTDATA, TINY
 
@@ -26,7 +27,7 @@ def test_manifest_shas(tiny_manifest):
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(TINY, f["path"])
             assert os.path.getsize(p) == f["size"], role
-            assert export.sha256_file(p) == f["sha256"], role
+            assert bundle_files.sha256_file(p) == f["sha256"], role
     assert tiny_manifest["model"]["vocab_size"] % 64 == 0
     assert tiny_manifest["model"]["image_dim"] == tiny_manifest["vision"]["output_dim"]
     # generate(max_length=128) counts the decoder start token: 127 new tokens at most.

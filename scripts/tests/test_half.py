@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from scripts import export
+from scripts import bundle_files
 from scripts import half as h
 from scripts.tests.conftest import GOLDEN, TINY
 
@@ -45,10 +45,10 @@ def test_manifest_and_io(halved):
     for role, spec in manifest["files"].items():
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(out, f["path"])
-            assert os.path.getsize(p) == f["size"] and export.sha256_file(p) == f["sha256"], role
+            assert os.path.getsize(p) == f["size"] and bundle_files.sha256_file(p) == f["sha256"], role
         if role == "tokenizer":
             continue
-        ins, outs = export._io(_graph(out, manifest, role))
+        ins, outs = bundle_files.graph_io(_graph(out, manifest, role))
         assert (ins, outs) == (fp32["files"][role]["inputs"], fp32["files"][role]["outputs"]), role
         weights = [t for t in _graph(out, manifest, role).graph.initializer if len(t.dims) == 2 and min(t.dims) >= 32]
         assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights), role

@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from scripts import export
+from scripts import bundle_files
 from scripts import quantize as q
 from scripts.tests.conftest import GOLDEN, TINY
 
@@ -87,7 +87,7 @@ def test_graphs_quantized_and_io_unchanged(quantized):
     int8 = {"vision": 8, "encoder": 14, "decoder": 19, "decoder_cross": 4}
     for role in ("vision", "encoder", "decoder", "decoder_cross", "fusion"):
         m = onnx.load(os.path.join(out, manifest["files"][role]["path"]))
-        ins, outs = export._io(m)
+        ins, outs = bundle_files.graph_io(m)
         assert (ins, outs) == (fp32["files"][role]["inputs"], fp32["files"][role]["outputs"]), role
         ops = _ops(m.graph, {})
         if role == "fusion":
@@ -101,7 +101,7 @@ def test_graphs_quantized_and_io_unchanged(quantized):
         products = sum(n.op_type == "MatMul" and n.input[1] not in weights for n in g32.node)
         assert ops.get("MatMul", 0) == products, (role, ops)
         assert products == {"vision": 4, "encoder": 4, "decoder": products, "decoder_cross": 0}[role], role
-        assert q._graph_bytes(manifest["files"][role]) < q._graph_bytes(fp32["files"][role]), role
+        assert bundle_files.graph_bytes(manifest["files"][role]) < bundle_files.graph_bytes(fp32["files"][role]), role
         assert ops.get("GatherBlockQuantized", 0) == gathers[role], (role, ops)
         assert sum(t.data_type == TensorProto.INT8 for t in m.graph.initializer) == int8[role], role
         # No fp32 matrix is left.
@@ -133,7 +133,7 @@ def test_manifest(quantized):
     for role, spec in manifest["files"].items():
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(out, f["path"])
-            assert os.path.getsize(p) == f["size"] and export.sha256_file(p) == f["sha256"], role
+            assert os.path.getsize(p) == f["size"] and bundle_files.sha256_file(p) == f["sha256"], role
         same = ("sha256", "size", "external_data")
         assert {k: v for k, v in spec.items() if k not in same} == \
             {k: v for k, v in fp32["files"][role].items() if k not in same}, role

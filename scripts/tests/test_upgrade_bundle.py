@@ -12,7 +12,8 @@ import numpy as np
 import onnx
 import pytest
 
-from scripts import export
+from scripts import bundle_files
+from scripts import graph_check
 from scripts import quantize as q
 from scripts import upgrade_bundle as ub
 from scripts.ort_pipeline import Bundle
@@ -31,9 +32,9 @@ def make_format1(src: str, dst: str) -> dict:
             os.remove(os.path.join(dst, f["path"]))
     name = "decoder_model_merged.onnx"
     md.write(src, os.path.join(dst, name))
-    entry = export._file_entry(dst, name)
+    entry = bundle_files.file_entry(dst, name)
     entry["external_data"] = []
-    entry["inputs"], entry["outputs"] = export._io(onnx.load(os.path.join(dst, name)))
+    entry["inputs"], entry["outputs"] = bundle_files.graph_io(onnx.load(os.path.join(dst, name)))
     m["files"] = {r: (entry if r == "decoder" else v) for r, v in m["files"].items() if r != "decoder_cross"}
     m["format_version"] = 1
     if "quantization" in m:
@@ -70,7 +71,7 @@ def test_merged_decoder_matches_the_two_graphs(tmp_path, tiny_manifest):
     two = [onnx.load(os.path.join(TINY, tiny_manifest["files"][r]["path"])) for r in ("decoder", "decoder_cross")]
     assert sum(np.prod(t.dims) for t in m.graph.initializer) <= sum(np.prod(t.dims) for g in two
                                                                    for t in g.graph.initializer)
-    assert os.path.getsize(path) < 1.05 * sum(q._graph_bytes(tiny_manifest["files"][r]) for r in ("decoder", "decoder_cross"))
+    assert os.path.getsize(path) < 1.05 * sum(bundle_files.graph_bytes(tiny_manifest["files"][r]) for r in ("decoder", "decoder_cross"))
 
     b = Bundle(TINY)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -130,7 +131,7 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
     for role, spec in m["files"].items():
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(old, f["path"])
-            assert os.path.getsize(p) == f["size"] and export.sha256_file(p) == f["sha256"], role
+            assert os.path.getsize(p) == f["size"] and bundle_files.sha256_file(p) == f["sha256"], role
         # The same files and interface as the exporter's format-2 bundle.
         for k in ("path", "inputs", "outputs"):
             assert spec.get(k) == tiny_manifest["files"][role].get(k), (role, k)
@@ -148,9 +149,9 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
         assert np.max(np.abs(logits_up - logits_ref)) < 1e-3, c["id"]
 
     # Upgrading again: a no-op.
-    before = {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
+    before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
     assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
-    assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
+    assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
 
 
 def test_upgrade_int8_bundle_stays_int8(tmp_path):
@@ -195,11 +196,11 @@ def test_upgrade_refuses(tmp_path, capsys, text, message):
 def test_failed_check_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
     old = str(tmp_path / "old")
     make_format1(TINY, old)
-    before = {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    monkeypatch.setitem(export.TOLERANCES, "decoder", {"atol": -1.0, "rtol": 0.0})  # nothing passes
+    before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
+    monkeypatch.setitem(graph_check.TOLERANCES, "decoder", {"atol": -1.0, "rtol": 0.0})  # nothing passes
     with pytest.raises(ub.UpgradeError, match="against the merged decoder"):
         ub.upgrade(old)
-    assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
+    assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
 
 
 def without_argmax(src: str, dst: str) -> dict:
@@ -218,7 +219,7 @@ def without_argmax(src: str, dst: str) -> dict:
     g.graph.output.extend(outs)
     g.graph.node.extend(nodes)
     onnx.save_model(g, path)
-    new = export._file_entry(dst, e["path"])
+    new = bundle_files.file_entry(dst, e["path"])
     e.update(sha256=new["sha256"], size=new["size"])
     e["outputs"] = [o for o in e["outputs"] if o["name"] != "logits_argmax"]
     m["exporter"]["graphs_revision"] = 2
@@ -240,7 +241,7 @@ def test_upgrade_adds_argmax(tmp_path, tiny_manifest):
     with open(os.path.join(old, "manifest.json")) as f:
         up = json.load(f)
     assert up["exporter"]["graphs_revision"] == 3
-    assert {x["path"]: export.sha256_file(os.path.join(old, x["path"])) for x in up["files"]["decoder"]["external_data"]} == data
+    assert {x["path"]: bundle_files.sha256_file(os.path.join(old, x["path"])) for x in up["files"]["decoder"]["external_data"]} == data
     # The exporter's manifest but for the decoder file's own bytes (node names differ).
     for k in ("sha256", "size"):
         up["files"]["decoder"].pop(k)
@@ -251,9 +252,9 @@ def test_upgrade_adds_argmax(tmp_path, tiny_manifest):
     got = [(n.op_type, list(n.input), list(n.output)) for n in onnx.load(os.path.join(old, DEC), load_external_data=False).graph.node]
     assert got == [(n.op_type, list(n.input), list(n.output))
                    for n in onnx.load(os.path.join(TINY, DEC), load_external_data=False).graph.node]
-    before = {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
+    before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
     assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
-    assert {n: export.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
+    assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
     # An older revision is not claimed to be revision 3.
     older = str(tmp_path / "older")
     without_argmax(TINY, older)
