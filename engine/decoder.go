@@ -7,6 +7,8 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/autoui/autoui/engine/internal/ortval"
+
 	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/predict"
@@ -203,9 +205,9 @@ type callBufs struct {
 	ids         []int64   // [rows, k]
 	best        []int64   // [rows, k]
 	logits      []float32 // [rows, k, vocab]
-	idsT        []kv.Pinned
-	bestT       []kv.Pinned
-	logitsT     []kv.Pinned
+	idsT        []ortval.Pinned
+	bestT       []ortval.Pinned
+	logitsT     []ortval.Pinned
 	shape       ort.Shape
 	state       rowState // the cache
 }
@@ -233,7 +235,7 @@ func (c *callBufs) close() {
 func newCallBufs(B, width, vocab int) callBufs {
 	return callBufs{rows: int64(B), vocab: int64(vocab),
 		ids: make([]int64, B*width), best: make([]int64, B*width), logits: make([]float32, B*width*vocab),
-		idsT: make([]kv.Pinned, width+1), bestT: make([]kv.Pinned, width+1), logitsT: make([]kv.Pinned, width+1),
+		idsT: make([]ortval.Pinned, width+1), bestT: make([]ortval.Pinned, width+1), logitsT: make([]ortval.Pinned, width+1),
 		shape: make(ort.Shape, 0, 3)}
 }
 
@@ -248,25 +250,25 @@ func (c *callBufs) check(k int) error {
 }
 
 // tensor returns the tensor of ts for k positions over data, made on first use.
-func tensor[T ort.TensorData](c *callBufs, ts []kv.Pinned, data []T, k int, dims ...int64) (*kv.Pinned, error) {
+func tensor[T ort.TensorData](c *callBufs, ts []ortval.Pinned, data []T, k int, dims ...int64) (*ortval.Pinned, error) {
 	if ts[k].Value == nil {
 		var err error
-		if ts[k], err = kv.NewTensor(&c.shape, data, dims...); err != nil {
+		if ts[k], err = ortval.NewTensor(&c.shape, data, dims...); err != nil {
 			return nil, err
 		}
 	}
 	return &ts[k], nil
 }
 
-func (c *callBufs) idsTensor(k int) (*kv.Pinned, error) {
+func (c *callBufs) idsTensor(k int) (*ortval.Pinned, error) {
 	return tensor(c, c.idsT, c.ids, k, c.rows, int64(k))
 }
 
-func (c *callBufs) bestTensor(k int) (*kv.Pinned, error) {
+func (c *callBufs) bestTensor(k int) (*ortval.Pinned, error) {
 	return tensor(c, c.bestT, c.best, k, c.rows, int64(k))
 }
 
-func (c *callBufs) logitsTensor(k int) (*kv.Pinned, error) {
+func (c *callBufs) logitsTensor(k int) (*ortval.Pinned, error) {
 	return tensor(c, c.logitsT, c.logits, k, c.rows, int64(k), c.vocab)
 }
 
@@ -279,9 +281,9 @@ func (c *callBufs) setRows(n int) {
 }
 
 func (c *callBufs) release() {
-	kv.ReleaseAll(c.idsT)
-	kv.ReleaseAll(c.bestT)
-	kv.ReleaseAll(c.logitsT)
+	ortval.ReleaseAll(c.idsT)
+	ortval.ReleaseAll(c.bestT)
+	ortval.ReleaseAll(c.logitsT)
 }
 
 // newCall makes a decode's cache and its call tensors for up to width
@@ -299,21 +301,15 @@ func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width 
 		bufs.state = dev
 		return &deviceCall{callBufs: bufs, g: p.decoder, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
 	}
-	cross := p.decoderCross
 	cache, err := kv.New(kv.Config{Shape: shape, Batch: B, MaxLen: maxLen, Names: p.decoderNames, Slots: p.decoderSlots},
-		fused, mask, func(ins, outs []ort.Value) error {
-			if err := cross.sess.Run(ins, outs); err != nil {
-				return fmt.Errorf("run %s graph %s: %w", cross.role, cross.path, err)
-			}
-			return nil
-		})
+		fused, mask, p.decoderCross.run)
 	if err != nil {
 		return nil, err
 	}
-	g := p.decoder
 	bufs.state = cache
-	return &hostCall{callBufs: bufs, g: g, sl: p.decoderSlots, cache: cache,
-		ins: make([]ort.Value, len(g.inputs)), outs: make([]ort.Value, len(g.outputs))}, nil
+	c := &hostCall{callBufs: bufs, g: p.decoder, sl: p.decoderSlots, cache: cache}
+	c.ins, c.outs = c.g.values()
+	return c, nil
 }
 
 // hostCall runs calls over a cache in Go memory: every call's past goes in
@@ -352,8 +348,8 @@ func (c *hostCall) step(k int, _ bool) (stepOut, error) {
 	if err := c.cache.Bind(c.ins, c.outs, k); err != nil {
 		return stepOut{}, err
 	}
-	if err := c.g.sess.Run(c.ins, c.outs); err != nil {
-		return stepOut{}, fmt.Errorf("run %s graph %s: %w", c.g.role, c.g.path, err)
+	if err := c.g.run(c.ins, c.outs); err != nil {
+		return stepOut{}, err
 	}
 	c.cache.Advance(k)
 	return out, nil

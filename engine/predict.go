@@ -326,7 +326,9 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 		return fmt.Errorf("vision output: %w", err)
 	}
 	defer out.Destroy()
-	if err := g.run(map[string]ort.Value{g.inputs[0]: in}, map[string]ort.Value{g.outputs[0]: out}); err != nil {
+	ins, outs := g.values()
+	ins[0], outs[0] = in, out // the vision graph's one input and output
+	if err := g.run(ins, outs); err != nil {
 		return fmt.Errorf("%d screens: %w", k, err)
 	}
 	dt := time.Since(t)
@@ -356,10 +358,11 @@ func (p *Predictor) runEncoder(B, n int, ids, mask []int64) ([]float32, error) {
 		return nil, fmt.Errorf("encoder output: %w", err)
 	}
 	defer outT.Destroy()
-	err = p.encoder.run(
-		map[string]ort.Value{"input_ids": idT, "attention_mask": maskT},
-		map[string]ort.Value{"last_hidden_state": outT})
-	return hidden, err
+	g := p.encoder
+	ins, outs := g.values()
+	ins[g.in["input_ids"]], ins[g.in["attention_mask"]] = idT, maskT
+	outs[g.out["last_hidden_state"]] = outT
+	return hidden, g.run(ins, outs)
 }
 
 // runFusion runs the fusion graph on B padded sequences of n states.
@@ -386,8 +389,9 @@ func (p *Predictor) runFusion(B, n int, enc, feats []float32, mask []int64) ([]f
 		return nil, fmt.Errorf("fusion output: %w", err)
 	}
 	defer outT.Destroy()
-	err = p.fusion.run(
-		map[string]ort.Value{"encoder_hidden_states": encT, "attention_mask": maskT, "image_features": featT},
-		map[string]ort.Value{"fused_hidden_states": outT})
-	return fused, err
+	g := p.fusion
+	ins, outs := g.values()
+	ins[g.in["encoder_hidden_states"]], ins[g.in["attention_mask"]], ins[g.in["image_features"]] = encT, maskT, featT
+	outs[g.out["fused_hidden_states"]] = outT
+	return fused, g.run(ins, outs)
 }

@@ -9,12 +9,15 @@ import (
 )
 
 // graph is one ONNX graph of a bundle, opened as a session whose inputs and
-// outputs are bound by the manifest's names (never by position).
+// outputs are the manifest's, in its order. Every call binds values by slot
+// (a position in those lists), the slots found by name once (never by
+// position in the file): in and out here, kv.Slots for the decoder.
 type graph struct {
 	role    models.Role
 	path    string
 	inputs  []string
 	outputs []string
+	in, out map[string]int // slot by name
 	sess    *ort.DynamicAdvancedSession
 }
 
@@ -39,6 +42,7 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*gra
 	for _, t := range spec.Outputs {
 		g.outputs = append(g.outputs, t.Name)
 	}
+	g.in, g.out = slots(g.inputs), slots(g.outputs)
 	var sess *ort.DynamicAdvancedSession
 	sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
 	g.sess = sess
@@ -55,28 +59,29 @@ func (g *graph) close() {
 	}
 }
 
-// run executes the graph. in and out are keyed by name; every input must
-// be given, and an output left nil is allocated by ORT and returned in out.
-func (g *graph) run(in map[string]ort.Value, out map[string]ort.Value) error {
-	ins := make([]ort.Value, len(g.inputs))
-	for i, n := range g.inputs {
-		v, ok := in[n]
-		if !ok || v == nil {
-			return fmt.Errorf("run %s graph: input %q not provided (programmer error)", g.role, n)
-		}
-		ins[i] = v
+func slots(names []string) map[string]int {
+	m := make(map[string]int, len(names))
+	for i, n := range names {
+		m[n] = i
 	}
-	outs := make([]ort.Value, len(g.outputs))
-	for i, n := range g.outputs {
-		outs[i] = out[n]
+	return m
+}
+
+// values returns a call's input and output slices, empty.
+func (g *graph) values() (ins, outs []ort.Value) {
+	return make([]ort.Value, len(g.inputs)), make([]ort.Value, len(g.outputs))
+}
+
+// run executes the graph on values bound by slot. Every input must be
+// given; an output left nil is allocated by ORT and set in outs.
+func (g *graph) run(ins, outs []ort.Value) error {
+	for i, v := range ins {
+		if v == nil {
+			return fmt.Errorf("run %s graph: input %q not provided (programmer error)", g.role, g.inputs[i])
+		}
 	}
 	if err := g.sess.Run(ins, outs); err != nil {
 		return fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
-	}
-	for i, n := range g.outputs {
-		if out[n] == nil {
-			out[n] = outs[i]
-		}
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
 )
 
 func TestMain(m *testing.M) {
@@ -62,7 +64,7 @@ func newFake(t *testing.T, b, layers, heads, dkv, enc int) *fakeDecoder {
 
 func data(t *testing.T, v ort.Value) ([]float32, ort.Shape) {
 	t.Helper()
-	p, ok := v.(*Pinned)
+	p, ok := v.(*ortval.Pinned)
 	if !ok {
 		t.Fatalf("bound value %T is not pinned (binding it allocates)", v)
 	}
@@ -100,7 +102,7 @@ func (f *fakeDecoder) cross(ins, outs []ort.Value) error {
 func (f *fakeDecoder) run(ins, outs []ort.Value, k int) {
 	t, sl := f.t, f.slots
 	f.calls++
-	mask := ins[sl.EncoderMask].(*Pinned).Value.(*ort.Tensor[int64]).GetShape()
+	mask := ins[sl.EncoderMask].(*ortval.Pinned).Value.(*ort.Tensor[int64]).GetShape()
 	if !slices.Equal(mask, ort.Shape{f.b, f.enc}) {
 		t.Fatalf("call %d: mask %v", f.calls, mask)
 	}
@@ -307,7 +309,7 @@ func TestOps(t *testing.T) {
 	}
 	check := func(what string, ys []*ort.OwnedValue, rows []int, n int) {
 		t.Helper()
-		defer destroyAll(ys)
+		defer ortval.DestroyAll(ys)
 		for i, y := range ys {
 			if y.Location() != "Cpu" || !slices.Equal(y.GetShape(), ort.Shape{int64(len(rows)), h, int64(n), d}) {
 				t.Fatalf("%s %d: %v in %s", what, i, y.GetShape(), y.Location())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
 )
 
 // CrossRun runs the cross graph with its input and outputs bound by slot
@@ -13,9 +15,9 @@ type CrossRun func(ins, outs []ort.Value) error
 
 // project runs the cross graph over states [B, E, d] into kv, one tensor per
 // layer and key/value ([layer*2+k/v]).
-func project(d dims, sl *Slots, states []float32, kv []Pinned, run CrossRun) error {
+func project(d dims, sl *Slots, states []float32, kv []ortval.Pinned, run CrossRun) error {
 	shape := make(ort.Shape, 0, 3)
-	st, err := NewTensor(&shape, states, d.b, d.enc, d.model)
+	st, err := ortval.NewTensor(&shape, states, d.b, d.enc, d.model)
 	if err != nil {
 		return fmt.Errorf("encoder states: %w", err)
 	}
@@ -31,13 +33,13 @@ func project(d dims, sl *Slots, states []float32, kv []Pinned, run CrossRun) err
 }
 
 // crossTensors makes the [B, heads, E, d_kv] tensors over the start of bufs[i].
-func crossTensors(d dims, bufs [][]float32) ([]Pinned, error) {
+func crossTensors(d dims, bufs [][]float32) ([]ortval.Pinned, error) {
 	shape := make(ort.Shape, 0, 4)
-	kv := make([]Pinned, len(bufs))
+	kv := make([]ortval.Pinned, len(bufs))
 	for i := range kv {
 		var err error
-		if kv[i], err = NewTensor(&shape, bufs[i][:d.b*d.heads*d.enc*d.dkv], d.b, d.heads, d.enc, d.dkv); err != nil {
-			ReleaseAll(kv)
+		if kv[i], err = ortval.NewTensor(&shape, bufs[i][:d.b*d.heads*d.enc*d.dkv], d.b, d.heads, d.enc, d.dkv); err != nil {
+			ortval.ReleaseAll(kv)
 			return nil, err // the callers say what it was for
 		}
 	}
@@ -50,8 +52,8 @@ func crossTensors(d dims, bufs [][]float32) ([]Pinned, error) {
 // every call.
 type hostCross struct {
 	d    dims
-	mask Pinned   // [B, E] over maskBuf
-	kv   []Pinned // [layer*2+k/v] over buf: [B, heads, E, d_kv]
+	mask ortval.Pinned   // [B, E] over maskBuf
+	kv   []ortval.Pinned // [layer*2+k/v] over buf: [B, heads, E, d_kv]
 	buf  [][]float32
 
 	maskBuf []int64
@@ -78,10 +80,10 @@ func newHostCross(d dims, sl *Slots, states []float32, mask []int64, run CrossRu
 // tensors (re)makes the mask and K/V tensors over the buffers' first rows.
 func (c *hostCross) tensors() error {
 	c.mask.Release()
-	ReleaseAll(c.kv)
+	ortval.ReleaseAll(c.kv)
 	shape := make(ort.Shape, 0, 2)
 	var err error
-	if c.mask, err = NewTensor(&shape, c.maskBuf[:c.d.b*c.d.enc], c.d.b, c.d.enc); err != nil {
+	if c.mask, err = ortval.NewTensor(&shape, c.maskBuf[:c.d.b*c.d.enc], c.d.b, c.d.enc); err != nil {
 		return fmt.Errorf("encoder mask: %w", err)
 	}
 	c.kv, err = crossTensors(c.d, c.buf)
@@ -120,5 +122,5 @@ func (c *hostCross) bind(ins []ort.Value, sl *Slots) {
 
 func (c *hostCross) close() {
 	c.mask.Release()
-	ReleaseAll(c.kv)
+	ortval.ReleaseAll(c.kv)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
 )
 
 // Device is a decode's state kept where ORT computes it: device memory under
@@ -25,8 +27,8 @@ type Device struct {
 	self  []*ort.OwnedValue // [2*layer + k/v]; nil before the first call
 	cross []*ort.OwnedValue // [2*layer + k/v]
 	mask  []int64           // [b, enc], the host copy bound to the calls
-	maskT Pinned            // over mask
-	empty Pinned            // the first call's zero-length self-attention past
+	maskT ortval.Pinned     // over mask
+	empty ortval.Pinned     // the first call's zero-length self-attention past
 	shape ort.Shape         // scratch
 }
 
@@ -76,7 +78,7 @@ func (c *Device) project(cross *ort.DynamicAdvancedSession, states []float32) ([
 		return nil, err
 	}
 	defer b.Destroy()
-	st, err := NewTensor(&c.shape, states, c.d.b, c.d.enc, c.d.model)
+	st, err := ortval.NewTensor(&c.shape, states, c.d.b, c.d.enc, c.d.model)
 	if err != nil {
 		return nil, fmt.Errorf("encoder states: %w", err)
 	}
@@ -103,10 +105,10 @@ func (c *Device) bindConstants() error {
 	c.maskT.Release()
 	c.empty.Release()
 	var err error
-	if c.maskT, err = NewTensor(&c.shape, c.mask, c.d.b, c.d.enc); err != nil {
+	if c.maskT, err = ortval.NewTensor(&c.shape, c.mask, c.d.b, c.d.enc); err != nil {
 		return fmt.Errorf("encoder mask: %w", err)
 	}
-	if c.empty, err = NewTensor[float32](&c.shape, nil, c.d.b, c.d.heads, 0, c.d.dkv); err != nil {
+	if c.empty, err = ortval.NewTensor[float32](&c.shape, nil, c.d.b, c.d.heads, 0, c.d.dkv); err != nil {
 		return fmt.Errorf("empty past: %w", err)
 	}
 	if err := c.bind.BindInput(c.names.EncoderMask, &c.maskT); err != nil {
@@ -173,7 +175,7 @@ func (c *Device) Advance(k int) error {
 	for _, v := range outs[n:] {
 		v.Destroy() // the caller's own tensors, already written
 	}
-	destroyAll(c.self)
+	ortval.DestroyAll(c.self)
 	c.self = outs[:n:n]
 	c.n += k
 	return nil
@@ -192,15 +194,15 @@ func (c *Device) Truncate(n int) error {
 		return nil
 	}
 	if n == 0 {
-		destroyAll(c.self)
+		ortval.DestroyAll(c.self)
 		c.self, c.n = nil, 0
 		return nil
 	}
-	kept, err := c.ops.Trim(values(c.self), n, c.mem)
+	kept, err := c.ops.Trim(ortval.Values(c.self), n, c.mem)
 	if err != nil {
 		return fmt.Errorf("trim the self-attention cache to %d positions: %w", n, err)
 	}
-	destroyAll(c.self)
+	ortval.DestroyAll(c.self)
 	c.self, c.n = kept, n
 	return nil
 }
@@ -224,17 +226,17 @@ func (c *Device) KeepRows(rows []int) error {
 		// part stands in for the self part and that copy is dropped.
 		self = c.cross
 	}
-	kept, err := c.ops.Gather(append(values(self), values(c.cross)...), idx, c.mem)
+	kept, err := c.ops.Gather(append(ortval.Values(self), ortval.Values(c.cross)...), idx, c.mem)
 	if err != nil {
 		return fmt.Errorf("keep %d of %d batch rows: %w", len(rows), c.d.b, err)
 	}
 	if c.self != nil {
-		destroyAll(c.self)
+		ortval.DestroyAll(c.self)
 		c.self = kept[:L:L]
 	} else {
-		destroyAll(kept[:L])
+		ortval.DestroyAll(kept[:L])
 	}
-	destroyAll(c.cross)
+	ortval.DestroyAll(c.cross)
 	c.cross = kept[L:]
 	E := int(c.d.enc)
 	for i, r := range rows {
@@ -263,8 +265,8 @@ func checkRows(rows []int, b int) error {
 
 // Close releases everything; closing twice is safe.
 func (c *Device) Close() {
-	destroyAll(c.self)
-	destroyAll(c.cross)
+	ortval.DestroyAll(c.self)
+	ortval.DestroyAll(c.cross)
 	c.self, c.cross = nil, nil
 	if c.bind != nil {
 		c.bind.Destroy()
@@ -272,21 +274,4 @@ func (c *Device) Close() {
 	}
 	c.maskT.Release()
 	c.empty.Release()
-}
-
-// values are vs as the Values a binding takes.
-func values(vs []*ort.OwnedValue) []ort.Value {
-	out := make([]ort.Value, len(vs))
-	for i, v := range vs {
-		out[i] = v
-	}
-	return out
-}
-
-func destroyAll(vs []*ort.OwnedValue) {
-	for _, v := range vs {
-		if v != nil {
-			v.Destroy()
-		}
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
 )
 
 // Self is the self-attention part of the cache: per layer a key and a value
@@ -25,7 +27,7 @@ type Self struct {
 
 type viewSet struct {
 	n int64 // -1: none made
-	t []Pinned
+	t []ortval.Pinned
 }
 
 func newSelf(b, layers, heads, dkv, maxLen int) *Self {
@@ -35,7 +37,7 @@ func newSelf(b, layers, heads, dkv, maxLen int) *Self {
 		for j := range s.buf[i] {
 			s.buf[i][j] = make([]float32, s.b*s.heads*s.maxLen*s.dkv)
 		}
-		s.views[i] = viewSet{n: -1, t: make([]Pinned, 2*layers)}
+		s.views[i] = viewSet{n: -1, t: make([]ortval.Pinned, 2*layers)}
 	}
 	return s
 }
@@ -47,15 +49,15 @@ func (s *Self) Len() int { return int(s.n) }
 func (s *Self) Cap() int { return int(s.maxLen) }
 
 // view returns the tensors over the first n positions of buffer i.
-func (s *Self) view(i int, n int64) ([]Pinned, error) {
+func (s *Self) view(i int, n int64) ([]ortval.Pinned, error) {
 	v := &s.views[i]
 	if v.n == n {
 		return v.t, nil
 	}
-	ReleaseAll(v.t)
+	ortval.ReleaseAll(v.t)
 	v.n = -1
 	for j, buf := range s.buf[i] {
-		t, err := NewTensor(&s.shape, buf, s.b, s.heads, n, s.dkv)
+		t, err := ortval.NewTensor(&s.shape, buf, s.b, s.heads, n, s.dkv)
 		if err != nil {
 			return nil, fmt.Errorf("self-attention cache: %w", err)
 		}
@@ -109,7 +111,7 @@ func (s *Self) keepRows(rows []int) {
 	KeepRows(s.buf[s.cur], rows, s.heads*s.n*s.dkv)
 	s.b = int64(len(rows))
 	for i := range s.views {
-		ReleaseAll(s.views[i].t)
+		ortval.ReleaseAll(s.views[i].t)
 		s.views[i].n = -1
 	}
 }
@@ -126,6 +128,6 @@ func KeepPositions(bufs [][]float32, rows, T, n, dkv int64) {
 }
 
 func (s *Self) close() {
-	ReleaseAll(s.views[0].t)
-	ReleaseAll(s.views[1].t)
+	ortval.ReleaseAll(s.views[0].t)
+	ortval.ReleaseAll(s.views[1].t)
 }

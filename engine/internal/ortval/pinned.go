@@ -1,4 +1,7 @@
-package kv
+// Package ortval holds the ONNX Runtime values the engine binds to its
+// graphs: tensors over Go memory pinned for allocation-free binding, and
+// ORT-owned values (a device-resident decoder's state).
+package ortval
 
 import (
 	"fmt"
@@ -46,4 +49,22 @@ func NewTensor[T ort.TensorData](shape *ort.Shape, data []T, dims ...int64) (Pin
 		return Pinned{}, fmt.Errorf("tensor %v: %w", *shape, err) // not dims: it would escape
 	}
 	return Pin(t), nil
+}
+
+// Values are vs as the Values a binding or a run takes.
+func Values(vs []*ort.OwnedValue) []ort.Value {
+	out := make([]ort.Value, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+// DestroyAll destroys every value of vs that is there.
+func DestroyAll(vs []*ort.OwnedValue) {
+	for _, v := range vs {
+		if v != nil {
+			v.Destroy()
+		}
+	}
 }
