@@ -1,9 +1,9 @@
 // Package device drives an Android device over ADB (through an adb server,
 // speaking its smart-socket protocol itself so that every command has a
 // deadline): it picks the device, reads the screen size and orientation,
-// captures screenshots, turns Auto-UI actions into `input` shell commands
-// with safe quoting, and runs the closed-loop agent (capture -> predict ->
-// dispatch -> wait for the screen to settle).
+// captures screenshots, reads the UI hierarchy and turns Auto-UI actions
+// into `input` shell commands with safe quoting. A *Device is an
+// agent.Phone: package agent plays episodes on it.
 package device
 
 import (
@@ -471,4 +471,19 @@ func (d *Device) shellText(ctx context.Context, line string) (string, error) {
 func (d *Device) Property(ctx context.Context, name string) (string, error) {
 	out, err := d.readShellText(ctx, "getprop "+ShellQuote(name))
 	return strings.TrimSpace(out), err
+}
+
+// sleepCtx waits d unless ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"image/color"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -134,7 +133,7 @@ func TestScreenSize(t *testing.T) {
 	}{
 		{"physical", fakephone.Options{}, Options{}, 1080, 2400},
 		{"override", fakephone.Options{OverrideWidth: 720, OverrideHeight: 1600}, Options{}, 720, 1600},
-		{"landscape", fakephone.Options{Orientation: 1, Phone: mustPhone(t, 240, 108)}, Options{}, 240, 108},
+		{"landscape", fakephone.Options{Orientation: 1, Phone: phonetest.Recording(t, 240, 108)}, Options{}, 240, 108},
 		{"manual", fakephone.Options{}, Options{Width: 500, Height: 900}, 500, 900},
 	}
 	r := newRig(t)
@@ -147,15 +146,6 @@ func TestScreenSize(t *testing.T) {
 			t.Errorf("%s: ScreenSize = %d x %d, %v; want %d x %d", c.name, w, h, err, c.w, c.h)
 		}
 	}
-}
-
-func mustPhone(t *testing.T, w, h int) *fakephone.RecordingPhone {
-	t.Helper()
-	p, err := fakephone.NewRecordingPhone(fakephone.SolidPNG(w, h, color.RGBA{40, 90, 200, 255}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func TestParseOrientation(t *testing.T) {
@@ -203,7 +193,7 @@ func TestScreenshot(t *testing.T) {
 	}
 	r := newRig(t)
 	for _, c := range cases {
-		c.opts.Phone = mustPhone(t, 108, 240)
+		c.opts.Phone = phonetest.Recording(t, 108, 240)
 		fake := r.add(t, c.opts)
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		want, _ := fake.Phone().Screencap()

@@ -113,6 +113,9 @@ func (d *Device) PlanAction(a action.Action, width, height int) Plan {
 // SwipeMs is the `input swipe` duration in milliseconds.
 func (d *Device) SwipeMs() int { return int(d.opts.SwipeDuration.Milliseconds()) }
 
+// Dispatch performs a plan: Run of its commands.
+func (d *Device) Dispatch(ctx context.Context, p Plan) error { return d.Run(ctx, p.Commands) }
+
 // rcMarker is echoed after each command with its exit status: the legacy
 // shell service does not report it.
 const (

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/screendiff"
 )
 
@@ -26,7 +27,7 @@ func TestOrientationEveryAndroid(t *testing.T) {
 				if o%2 == 1 {
 					w, h = h, w
 				}
-				fake := r.add(t, fakephone.Options{Android: v, Orientation: o, Phone: mustPhone(t, w, h)})
+				fake := r.add(t, fakephone.Options{Android: v, Orientation: o, Phone: phonetest.Recording(t, w, h)})
 				d := r.connect(t, Options{Serial: fake.Serial()})
 				got, err := d.Orientation(ctx)
 				if err != nil || got != o {
@@ -86,7 +87,7 @@ func countShell(fake *fakephone.Device, prefix string) int {
 // steps of the same shape, one more when the screenshot turns landscape.
 func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 	ctx := context.Background()
-	phone := mustPhone(t, 108, 240)
+	phone := phonetest.Recording(t, 108, 240)
 	fake, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	for i := 0; i < 5; i++ {
 		if _, err := d.Screenshot(ctx); err != nil {
@@ -122,7 +123,7 @@ func TestScreenSizeAsksDumpsysOnlyWhenTheScreenTurns(t *testing.T) {
 // at all no longer stops the run; the screenshot's shape decides.
 func TestScreenSizeWithoutOrientation(t *testing.T) {
 	ctx := context.Background()
-	_, d := fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 240, 108), Orientation: 1, HideRotation: true})
+	_, d := fakeDevice(t, fakephone.Options{Phone: phonetest.Recording(t, 240, 108), Orientation: 1, HideRotation: true})
 	if _, err := d.Orientation(ctx); err == nil {
 		t.Fatal("Orientation found a rotation in output without one")
 	}
@@ -139,7 +140,7 @@ func TestScreenSizeWithoutOrientation(t *testing.T) {
 // -d captures it black; autoui captures the display that is on, once asked.
 func TestCaptureTheDisplayThatIsOn(t *testing.T) {
 	ctx := context.Background()
-	phone := mustPhone(t, 108, 240)
+	phone := phonetest.Recording(t, 108, 240)
 	fake, d := fakeDevice(t, fakephone.Options{Phone: phone, InactiveDisplay: true})
 	for i := 0; i < 3; i++ {
 		shot, err := d.Screenshot(ctx)
@@ -157,7 +158,7 @@ func TestCaptureTheDisplayThatIsOn(t *testing.T) {
 		t.Fatalf("%d display look-ups for 3 captures, want 1", n)
 	}
 	// A phone with one display is captured without -d, as before.
-	fake, d = fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
+	fake, d = fakeDevice(t, fakephone.Options{Phone: phonetest.Recording(t, 108, 240)})
 	if _, err := d.Screenshot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestOrientationOfTheDisplayInUse(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	for v := fakephone.MinAndroid; v <= fakephone.MaxAndroid; v++ {
-		fake := r.add(t, fakephone.Options{Android: v, Orientation: 1, InactiveDisplay: true, Phone: mustPhone(t, 240, 108)})
+		fake := r.add(t, fakephone.Options{Android: v, Orientation: 1, InactiveDisplay: true, Phone: phonetest.Recording(t, 240, 108)})
 		d := r.connect(t, Options{Serial: fake.Serial()})
 		if got, err := d.Orientation(ctx); err != nil || got != 1 {
 			t.Errorf("Android %d: Orientation = %d, %v; want 1 (the stale 0 is the switched-off panel's)", v, got, err)

@@ -94,7 +94,7 @@ func TestCancelStopsAHungCommand(t *testing.T) {
 // dumpsys go on, input is not repeated.
 func TestReadsRetryAfterABriefOffline(t *testing.T) {
 	r := newRig(t)
-	fake := r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
+	fake := r.add(t, fakephone.Options{Phone: phonetest.Recording(t, 108, 240)})
 	d := r.connect(t, Options{Serial: fake.Serial(), ReadRetries: 6})
 	ctx := context.Background()
 	if _, err := d.Screenshot(ctx); err != nil {
@@ -258,14 +258,14 @@ func cutOnce(prefix string) func(string) bool {
 func TestCutOutputIsRetriedNotTrusted(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
-	fake := r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240), Model: "Pixel_Cut",
+	fake := r.add(t, fakephone.Options{Phone: phonetest.Recording(t, 108, 240), Model: "Pixel_Cut",
 		CutWhen: cutOnce("getprop")})
 	d := r.connect(t, Options{Serial: fake.Serial()})
 	if v, err := d.Property(ctx, "ro.product.model"); err != nil || v != "Pixel_Cut" {
 		t.Fatalf("getprop after a cut: %q, %v", v, err)
 	}
 
-	fake = r.add(t, fakephone.Options{Phone: mustPhone(t, 108, 240), CutWhen: cutOnce("screencap")})
+	fake = r.add(t, fakephone.Options{Phone: phonetest.Recording(t, 108, 240), CutWhen: cutOnce("screencap")})
 	d = r.connect(t, Options{Serial: fake.Serial()})
 	for i := 0; i < 2; i++ {
 		shot, err := d.Screenshot(ctx)

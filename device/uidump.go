@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // UIElement is one node of the UI hierarchy with the attributes
@@ -27,13 +28,13 @@ type UIElement struct {
 // the shell user on every version (shared storage may be unmounted).
 const uiDumpPath = "/data/local/tmp/autoui-window_dump.xml"
 
-// errUIBusy is uiautomator giving up on a UI that never went idle (events
+// ErrUIBusy is uiautomator giving up on a UI that never went idle (events
 // kept coming): the screen is still changing.
-var errUIBusy = errors.New("the UI never went idle")
+var ErrUIBusy = errors.New("the UI never went idle")
 
 // UIElements reads the UI hierarchy with `uiautomator dump` and lists its
 // nodes in document order, the root <hierarchy> left out, as AndroidWorld
-// does. A UI that never goes idle is errUIBusy.
+// does. A UI that never goes idle is ErrUIBusy.
 func (d *Device) UIElements(ctx context.Context) ([]UIElement, error) {
 	out, err := d.readShellText(ctx, "uiautomator dump "+uiDumpPath)
 	if err != nil {
@@ -41,7 +42,7 @@ func (d *Device) UIElements(ctx context.Context) ([]UIElement, error) {
 	}
 	switch {
 	case strings.Contains(out, "could not get idle state"):
-		return nil, errUIBusy
+		return nil, ErrUIBusy
 	case !strings.Contains(out, "dumped to"):
 		return nil, fmt.Errorf("device %s: uiautomator dump: %s", d.serial, commandFailure(out))
 	}
@@ -112,4 +113,14 @@ func parseBounds(s string) [4]int {
 		b[i], _ = strconv.Atoi(v)
 	}
 	return b
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

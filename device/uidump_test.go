@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 )
 
 // noUIPhone is a phone whose uiautomator finds no window.
@@ -16,7 +17,7 @@ type noUIPhone struct{ fakephone.Phone }
 // and reports uiautomator's failure in one line.
 func TestUIElementsThroughADB(t *testing.T) {
 	ctx := context.Background()
-	phone := mustPhone(t, 108, 240)
+	phone := phonetest.Recording(t, 108, 240)
 	phone.SetUI([]byte(`<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation="0"><node index="0" class="android.widget.FrameLayout" bounds="[0,0][108,240]"><node index="0" text="Wi-Fi &amp; more" resource-id="id/wifi" class="android.widget.Switch" checkable="true" checked="true" clickable="true" enabled="true" bounds="[10,20][98,40]" /></node></hierarchy>`))
 	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	els, err := d.UIElements(ctx)
@@ -28,7 +29,7 @@ func TestUIElementsThroughADB(t *testing.T) {
 	if len(els) != 2 || els[0] != want[0] || els[1] != want[1] {
 		t.Fatalf("elements %+v\nwant %+v", els, want)
 	}
-	_, d = fakeDevice(t, fakephone.Options{Phone: noUIPhone{mustPhone(t, 108, 240)}})
+	_, d = fakeDevice(t, fakephone.Options{Phone: noUIPhone{phonetest.Recording(t, 108, 240)}})
 	_, err = d.UIElements(ctx)
 	if err == nil || !strings.Contains(err.Error(), "uiautomator dump: ERROR: null root node") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("no window: %v", err)

@@ -12,7 +12,7 @@ import (
 
 // cgoFree are the packages that run next to a phone or speak the wire
 // format: they must build without cgo, that is without ONNX Runtime.
-var cgoFree = []string{"./predict/...", "./api", "./serve/client", "./device"}
+var cgoFree = []string{"./predict/...", "./api", "./serve/client", "./device", "./agent/..."}
 
 // TestBuildsWithoutCgo builds the client side with CGO_ENABLED=0: a package
 // there that reaches engine (or anything else needing cgo) fails it.

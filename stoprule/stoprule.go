@@ -1,8 +1,7 @@
-// Package stoprule decides when a closed-loop episode ends. Two loops play
-// one: `autoui run` on a device (device.Agent) and `autoui sim eval` on the
-// simulator (sim/dataset.RunOnline). Both predict an action from the screen
-// with the model's own earlier actions as history, and both stop on the same
-// rules, which live here: the model's output does not parse, it predicts the
+// Package stoprule decides when a closed-loop episode ends (package agent
+// plays them: `autoui run` on a device, `autoui simeval` on the simulator,
+// predicting an action from the screen with the model's own earlier actions
+// as history). The rules: the model's output does not parse, it predicts the
 // same action RepeatLimit times in a row (the last one is not performed), it
 // says STATUS_TASK_COMPLETE or STATUS_TASK_IMPOSSIBLE, an action leaves the
 // screen unchanged under the --on-no-effect stop policy, or the step budget

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoui/autoui/agent"
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
@@ -58,7 +59,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.IntVar(&r.adbPort, "adb-port", 0, "adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)")
 	fs.StringVar(&r.size, "size", "", "screen size WxH for mapping coordinates (default: 'wm size', override honoured, turned by the orientation)")
 	fs.IntVar(&r.swipeMs, "swipe-ms", 300, "duration of 'input swipe' in milliseconds")
-	fs.StringVar(&r.settle, "settle", device.SettlePixels, "after an action, wait until this stops changing: pixels (screenshots) or ui (the UI hierarchy from uiautomator dump, as AndroidWorld: animations, a blinking cursor or a spinner do not hold it up; its defaults: --settle-min 0, --settle-interval 500ms, --settle-timeout 6s)")
+	fs.StringVar(&r.settle, "settle", agent.SettlePixels, "after an action, wait until this stops changing: pixels (screenshots) or ui (the UI hierarchy from uiautomator dump, as AndroidWorld: animations, a blinking cursor or a spinner do not hold it up; its defaults: --settle-min 0, --settle-interval 500ms, --settle-timeout 6s)")
 	fs.DurationVar(&r.settleMin, "settle-min", time.Second, "after an action, wait this long before checking whether the screen settled (0: none)")
 	fs.IntVar(&r.settleFrames, "settle-frames", 3, "the screen has settled when this many consecutive screenshots match (status bar masked, small differences tolerated); with --settle ui, this many consecutive checks equal the hierarchy before them")
 	fs.DurationVar(&r.settleTimeout, "settle-timeout", 5*time.Second, "after an action, wait at most this long in all for the screen to settle (0: do not wait; effects are then unknown)")
@@ -96,8 +97,8 @@ func (r *runFlags) deviceOptions() (device.Options, error) {
 	return o, nil
 }
 
-func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer) device.AgentOptions {
-	o := device.AgentOptions{
+func (r *runFlags) agentOptions(stdin io.Reader, prompt io.Writer, log io.Writer) agent.Options {
+	o := agent.Options{
 		Goal: r.goal, MaxSteps: r.maxSteps, DryRun: r.dryRun, OutDir: r.out, Overwrite: r.overwrite,
 		Settle: r.settle, SettleMin: noneIfZero(r.settleMin), SettleTimeout: noneIfZero(r.settleTimeout), SettleInterval: r.settleInterval,
 		StableFrames: r.settleFrames, OnNoEffect: r.onNoEffect, RepeatLimit: r.repeatLimit,
@@ -121,7 +122,7 @@ func noneIfZero(d time.Duration) time.Duration {
 // settleDefaults gives the settle flags the user left alone the --settle
 // ui mode's defaults (AndroidWorld's).
 func (r *runFlags) settleDefaults(fs *flag.FlagSet) {
-	if r.settle != device.SettleUI {
+	if r.settle != agent.SettleUI {
 		return
 	}
 	set := map[string]bool{}
@@ -130,15 +131,15 @@ func (r *runFlags) settleDefaults(fs *flag.FlagSet) {
 		r.settleMin = 0
 	}
 	if !set["settle-timeout"] {
-		r.settleTimeout = device.DefaultUISettleTimeout
+		r.settleTimeout = agent.DefaultUISettleTimeout
 	}
 	if !set["settle-interval"] {
-		r.settleInterval = device.DefaultUISettleInterval
+		r.settleInterval = agent.DefaultUISettleInterval
 	}
 }
 
 func (r *runFlags) validate() error {
-	if err := device.ValidateSettle(r.settle); err != nil {
+	if err := agent.ValidateSettle(r.settle); err != nil {
 		return usageErrorf("--settle %v", err)
 	}
 	for _, f := range []struct {
@@ -195,7 +196,7 @@ func runCmd(ctx context.Context, args []string) error {
 	}
 	devOpts.MaxPixels = dopts.MaxPixels
 	// Refuse a used --out before anything slow happens.
-	if err := device.CheckOutDir(rf.out, rf.overwrite); err != nil {
+	if err := agent.CheckOutDir(rf.out, rf.overwrite); err != nil {
 		return err
 	}
 	return withOwnADBServer(devOpts, os.Stderr, func() error {
@@ -223,7 +224,7 @@ func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor,
 		mode = " (dry run: nothing is sent)"
 	}
 	fmt.Fprintf(out, "device %s %s%s\ngoal: %s\n", dev.Serial(), dev.Model(), mode, rf.goal)
-	sum, err := device.NewAgent(dev, pred, rf.agentOptions(stdin, prompt, out)).Run(ctx)
+	sum, err := agent.New(dev, pred, rf.agentOptions(stdin, prompt, out)).Run(ctx)
 	switch {
 	case rf.out != "" && rf.dryRun:
 		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json; no android_world.jsonl: nothing was performed)\n", rf.out)
@@ -234,9 +235,9 @@ func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor,
 		return err
 	}
 	switch sum.StopReason {
-	case device.StopUnparsable, device.StopRepeated, device.StopNoEffect:
+	case agent.StopUnparsable, agent.StopRepeated, agent.StopNoEffect:
 		return errors.New(sum.Error)
-	case device.StopInterrupted:
+	case agent.StopInterrupted:
 		detail := "nothing was written (no --out)"
 		if rf.out != "" {
 			detail = "the trajectory so far is kept in " + rf.out
@@ -248,8 +249,8 @@ func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor,
 
 // terminalConfirm asks before each action: y sends it, n skips it, q ends
 // the episode. End of input counts as q.
-func terminalConfirm(in *bufio.Reader, prompt io.Writer) func(context.Context, *device.Step) (device.Decision, error) {
-	return func(ctx context.Context, s *device.Step) (device.Decision, error) {
+func terminalConfirm(in *bufio.Reader, prompt io.Writer) func(context.Context, *agent.Step) (agent.Decision, error) {
+	return func(ctx context.Context, s *agent.Step) (agent.Decision, error) {
 		for {
 			fmt.Fprintf(prompt, "step %d: %s\n  commands: %s\nsend it? [y]es / [n]o, skip / [q]uit: ", s.Step, s.Action, strings.Join(s.Commands, "; "))
 			type answer struct {
@@ -264,20 +265,20 @@ func terminalConfirm(in *bufio.Reader, prompt io.Writer) func(context.Context, *
 			var a answer
 			select {
 			case <-ctx.Done():
-				return device.Quit, ctx.Err()
+				return agent.Quit, ctx.Err()
 			case a = <-ch:
 			}
 			switch strings.ToLower(strings.TrimSpace(a.line)) {
 			case "y", "yes":
-				return device.Proceed, nil
+				return agent.Proceed, nil
 			case "n", "no", "s", "skip":
-				return device.Skip, nil
+				return agent.Skip, nil
 			case "q", "quit":
-				return device.Quit, nil
+				return agent.Quit, nil
 			}
 			if a.err != nil {
 				fmt.Fprintln(prompt)
-				return device.Quit, nil
+				return agent.Quit, nil
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/agent"
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
@@ -116,8 +117,8 @@ func TestRunFlagErrors(t *testing.T) {
 func TestTerminalConfirm(t *testing.T) {
 	in := bufio.NewReader(strings.NewReader("maybe\ny\nn\nq\n"))
 	ask := terminalConfirm(in, io.Discard)
-	st := &device.Step{Commands: []string{"input tap 1 2"}}
-	for _, want := range []device.Decision{device.Proceed, device.Skip, device.Quit, device.Quit} {
+	st := &agent.Step{Commands: []string{"input tap 1 2"}}
+	for _, want := range []agent.Decision{agent.Proceed, agent.Skip, agent.Quit, agent.Quit} {
 		got, err := ask(context.Background(), st)
 		if err != nil || got != want {
 			t.Fatalf("got %v, %v; want %v", got, err, want)

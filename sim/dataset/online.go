@@ -2,16 +2,18 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/agent"
+	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
-	"github.com/autoui/autoui/stoprule"
 )
 
 // OnlineOptions configure closed-loop episodes on the simulator.
@@ -47,12 +49,13 @@ type Episode struct {
 	Raw     []string          `json:"-"`
 }
 
-// RunOnline plays one task in process, the way `autoui run` drives a
-// device: screenshot -> predict with the model's own previous actions as
-// history -> perform the action through the same pixel gestures ADB sends,
-// until the model says the task is complete (or impossible), repeats itself,
-// emits something unparsable, or runs out of steps, on the stop rules
-// `autoui run` shares (package stoprule). Success is the task's state-based
+// RunOnline plays one task in process with the agent that `autoui run`
+// drives a device with (package agent): screenshot -> predict with the
+// model's own previous actions as history -> perform the action through the
+// same pixel gestures ADB sends, until the model says the task is complete
+// (or impossible), repeats itself, emits something unparsable, or runs out
+// of steps. The simulated phone has nothing to wait for: the screen after an
+// action is the one capture after it. Success is the task's state-based
 // check at the end, whatever the model claimed.
 func RunOnline(ctx context.Context, pred predict.Predictor, t tasks.Task, o OnlineOptions) (Episode, error) {
 	if o.Width == 0 && o.Height == 0 {
@@ -61,60 +64,61 @@ func RunOnline(ctx context.Context, pred predict.Predictor, t tasks.Task, o Onli
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = t.MaxSteps
 	}
-	ep := Episode{Family: t.Family, Seed: t.Seed, Goal: t.Goal, Stop: stoprule.MaxSteps.Short()}
+	ep := Episode{Family: t.Family, Seed: t.Seed, Goal: t.Goal}
 	p, err := t.NewPhone(tasks.Options{Width: o.Width, Height: o.Height})
 	if err != nil {
 		return ep, err
 	}
-	var history []action.Action
-	stops := stoprule.NewTracker(stoprule.Rules{RepeatLimit: o.RepeatLimit, OnNoEffect: o.OnNoEffect})
-	for ep.Steps < o.MaxSteps {
-		if err := ctx.Err(); err != nil {
-			return ep, err
+	record := func(st *agent.Step) {
+		ep.Raw = append(ep.Raw, st.Raw)
+		if st.Action != nil {
+			ep.Actions = append(ep.Actions, *st.Action)
 		}
-		res, err := pred.Predict(ctx, predict.Request{Screen: p.Image(), Goal: t.Goal, History: history})
-		if err != nil {
-			return ep, fmt.Errorf("task %s/%d step %d: predict: %w", t.Family, t.Seed, ep.Steps, err)
-		}
-		ep.Steps++
-		ep.Raw = append(ep.Raw, res.Raw)
-		if res.ParseErr != nil {
-			ep.Stop = stoprule.Unparsable.Short()
-			break
-		}
-		a := res.Action
-		ep.Actions = append(ep.Actions, a)
-		// A repeat is not performed; a status action has nothing to perform.
-		if stop := stops.Predicted(a); stop != "" {
-			ep.Stop = stop.Short()
-			break
-		}
-		effect := applyObserved(p, a, stops, o.Diff, &ep.Effects)
-		history = append(history, a)
-		if stop := stops.Performed(effect); stop != "" {
-			ep.Stop = stop.Short()
-			break
-		}
+	}
+	sum, err := agent.New(simPhone{p}, pred, agent.Options{
+		Goal: t.Goal, MaxSteps: o.MaxSteps, RepeatLimit: o.RepeatLimit, OnNoEffect: o.OnNoEffect, Diff: o.Diff,
+		Settle: agent.SettlePixels, SettleMin: -1, StableFrames: 1, NoAnnotate: true, OnStep: record,
+	}).Run(ctx)
+	ep.Steps, ep.Stop, ep.Effects = sum.Steps, sum.StopReason.Short(), sum.Effects
+	switch {
+	case err != nil:
+		return ep, fmt.Errorf("task %s/%d: %w", t.Family, t.Seed, err)
+	case sum.StopReason == agent.StopInterrupted:
+		return ep, ctx.Err()
 	}
 	ep.Success = t.Success(p)
 	return ep, nil
 }
 
-// applyObserved performs a on the phone and compares the screen before and
-// after, as `autoui run` does with the settled screenshot; under the retry
-// policy an action without effect is performed once more. It returns the
-// final effect and counts it.
-func applyObserved(p *sim.Phone, a action.Action, stops *stoprule.Tracker, diff screendiff.Options, counts *screendiff.Counts) string {
-	before := screendiff.NewFrame(p.Image())
-	tasks.Apply(p, a)
-	effect := screendiff.Effect(before, screendiff.NewFrame(p.Image()), diff)
-	if stops.Retry(effect) {
-		counts.Retried++
-		tasks.Apply(p, a)
-		effect = screendiff.Effect(before, screendiff.NewFrame(p.Image()), diff)
-	}
-	counts.Add(effect)
-	return effect
+// simPhone is a simulated phone as the agent sees one: a capture renders
+// it, an action is the gesture adb would send (tasks.Perform), and every
+// change shows at once.
+type simPhone struct{ p *sim.Phone }
+
+func (s simPhone) Serial() string { return "sim" }
+func (s simPhone) Model() string  { return "" }
+
+func (s simPhone) Screenshot(context.Context) (*device.Screenshot, error) {
+	return &device.Screenshot{Image: s.p.Image()}, nil
+}
+
+func (s simPhone) ScreenSize(context.Context) (int, int, error) {
+	w, h := s.p.Size()
+	return w, h, nil
+}
+
+func (s simPhone) PlanAction(a action.Action, w, h int) device.Plan {
+	g := a.Gesture(w, h)
+	return device.Plan{Gesture: g, Commands: device.Commands(g, tasks.SwipeMs), Width: w, Height: h}
+}
+
+func (s simPhone) Dispatch(_ context.Context, p device.Plan) error {
+	tasks.Perform(s.p, p.Gesture)
+	return nil
+}
+
+func (s simPhone) UIElements(context.Context) ([]device.UIElement, error) {
+	return nil, errors.New("the simulated phone has no UI hierarchy to read")
 }
 
 // FamilyScore is the success rate of one family.

@@ -146,17 +146,25 @@ type Device interface {
 	KeyEvent(code int)
 }
 
+// SwipeMs is the swipe duration Apply gives the device, as adb's
+// `input swipe` would take it.
+const SwipeMs = 300
+
 // Apply performs an action on a device through the same pixel gestures that
 // ADB would perform. It reports whether the action ends the episode
 // (STATUS_TASK_COMPLETE or STATUS_TASK_IMPOSSIBLE).
 func Apply(d Device, a action.Action) (stop bool) {
 	w, h := d.Size()
-	g := a.Gesture(w, h)
+	return Perform(d, a.Gesture(w, h))
+}
+
+// Perform performs a gesture in device pixels; stop as Apply's.
+func Perform(d Device, g action.Gesture) (stop bool) {
 	switch g.Kind {
 	case action.GestureTap:
 		d.Tap(g.X1, g.Y1)
 	case action.GestureSwipe:
-		d.Swipe(g.X1, g.Y1, g.X2, g.Y2, 300)
+		d.Swipe(g.X1, g.Y1, g.X2, g.Y2, SwipeMs)
 	case action.GestureText:
 		d.Text(g.Text)
 	case action.GestureKey:

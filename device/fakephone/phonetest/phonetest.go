@@ -5,6 +5,7 @@
 package phonetest
 
 import (
+	"image/color"
 	"testing"
 
 	"github.com/autoui/autoui/device/fakephone"
@@ -41,4 +42,14 @@ func Connect(tb testing.TB, srv *fakephone.Server, d *fakephone.Device) {
 	if err := srv.ConnectAddr(d.Addr()); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Recording is a RecordingPhone showing a solid blue w x h screen.
+func Recording(tb testing.TB, w, h int) *fakephone.RecordingPhone {
+	tb.Helper()
+	p, err := fakephone.NewRecordingPhone(fakephone.SolidPNG(w, h, color.RGBA{40, 90, 200, 255}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }

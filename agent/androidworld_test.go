@@ -1,4 +1,4 @@
-package device
+package agent
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func TestAWExportReplaysOnSim(t *testing.T) {
 		}
 		_, d := fakeDevice(t, fakephone.Options{Phone: played})
 		out := t.TempDir()
-		sum, err := NewAgent(d, &scripted{answers: answers}, quick(AgentOptions{Goal: task.Goal, OutDir: out, NoAnnotate: true, RepeatLimit: 100})).Run(context.Background())
+		sum, err := New(d, &scripted{answers: answers}, quick(Options{Goal: task.Goal, OutDir: out, NoAnnotate: true, RepeatLimit: 100})).Run(context.Background())
 		if err != nil || sum.StopReason != StopComplete || !task.Success(played) {
 			t.Fatalf("%s: %+v, %v, success %v", fam, sum, err, task.Success(played))
 		}

@@ -1,4 +1,4 @@
-package device
+package agent
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
@@ -55,11 +56,11 @@ func (p *clockPhone) Screencap() ([]byte, error) {
 }
 
 func TestAgentSettleWaitsAndMasksStatusBar(t *testing.T) {
-	phone := &clockPhone{RecordingPhone: mustPhone(t, 108, 240)}
+	phone := &clockPhone{RecordingPhone: phonetest.Recording(t, 108, 240)}
 	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
-	opts := AgentOptions{Goal: "g", OutDir: out, SettleMin: 150 * time.Millisecond, StableFrames: 3, SettleTimeout: 5 * time.Second}
-	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, opts).Run(context.Background())
+	opts := Options{Goal: "g", OutDir: out, SettleMin: 150 * time.Millisecond, StableFrames: 3, SettleTimeout: 5 * time.Second}
+	sum, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, opts).Run(context.Background())
 	if err != nil || sum.StopReason != StopComplete || sum.SettleTimeouts != 0 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -78,7 +79,7 @@ func TestAgentReportsBlackFrames(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: p})
 	out := t.TempDir()
 	var log strings.Builder
-	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, Log: &log})).Run(context.Background())
+	sum, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(Options{Goal: "g", OutDir: out, Log: &log})).Run(context.Background())
 	if err != nil || sum.BlackFrames != 2 || sum.Effects.Unknown != 1 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -106,10 +107,10 @@ func TestAgentNoEffectPolicies(t *testing.T) {
 		{screendiff.OnNoEffectRetry, 4, 2, 2, StopComplete},
 		{screendiff.OnNoEffectStop, 1, 1, 0, StopNoEffect},
 	} {
-		fake, d := fakeDevice(t, fakephone.Options{Phone: mustPhone(t, 108, 240)})
+		fake, d := fakeDevice(t, fakephone.Options{Phone: phonetest.Recording(t, 108, 240)})
 		out := t.TempDir()
 		pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(done)}}
-		sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out, OnNoEffect: c.policy})).Run(context.Background())
+		sum, err := New(d, pred, quick(Options{Goal: "g", OutDir: out, OnNoEffect: c.policy})).Run(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	out := t.TempDir()
 	run := func(overwrite bool, answers ...predict.Result) error {
-		_, err := NewAgent(d, &scripted{answers: answers}, quick(AgentOptions{Goal: "g", OutDir: out, Overwrite: overwrite})).Run(context.Background())
+		_, err := New(d, &scripted{answers: answers}, quick(Options{Goal: "g", OutDir: out, Overwrite: overwrite})).Run(context.Background())
 		return err
 	}
 	if err := run(false, res(tapA), res(tapB), res(done)); err != nil {
@@ -171,7 +172,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	var log strings.Builder
 	pred := &scripted{answers: []predict.Result{res(tapB), res(tapA)}} // then tapA forever
-	if _, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Log: &log})).Run(context.Background()); err != nil {
+	if _, err := New(d, pred, quick(Options{Goal: "g", Log: &log})).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(log.String(), "-> input tap 54 120"); n != 2 {
@@ -182,7 +183,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 	confirm := func(context.Context, *Step) (Decision, error) { i++; return answers[i-1], nil }
 	log.Reset()
 	pred = &scripted{answers: []predict.Result{res(tapA), res(tapB), res(back)}}
-	if _, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Log: &log, Confirm: confirm})).Run(context.Background()); err != nil {
+	if _, err := New(d, pred, quick(Options{Goal: "g", Log: &log, Confirm: confirm})).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "-> input tap 54 120") || strings.Contains(log.String(), "-> input tap 81 60") || strings.Contains(log.String(), "-> input keyevent") {
@@ -193,7 +194,7 @@ func TestAgentLogsOnlySentCommands(t *testing.T) {
 // A dry run's screen never changes; a repeat ends it without an error.
 func TestAgentDryRunRepeatIsNotAFailure(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA)}}, quick(AgentOptions{Goal: "g", DryRun: true})).Run(context.Background())
+	sum, err := New(d, &scripted{answers: []predict.Result{res(tapA)}}, quick(Options{Goal: "g", DryRun: true})).Run(context.Background())
 	if err != nil || sum.StopReason != StopDryRunRepeat || sum.Error != "" || sum.Steps != 3 {
 		t.Fatalf("%+v, %v", sum, err)
 	}

@@ -1,4 +1,4 @@
-package device
+package agent
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/screendiff"
 )
 
-// Settle modes (AgentOptions.Settle): what must stop changing after an
+// Settle modes (Options.Settle): what must stop changing after an
 // action before the next capture.
 const (
 	// SettlePixels compares screenshots.
@@ -45,14 +46,14 @@ const (
 // settleResult is the screen after an action once it stopped changing (or
 // the wait gave up).
 type settleResult struct {
-	shot     *Screenshot
+	shot     *device.Screenshot
 	frame    *screendiff.Frame
 	settled  bool // stable before the timeout
 	captures int
 	// checks counts the hierarchy reads of the ui mode; ui is the
 	// hierarchy it settled on (or last saw).
 	checks int
-	ui     []UIElement
+	ui     []device.UIElement
 }
 
 // settle waits for the screen to settle after an action: first the minimum
@@ -63,7 +64,7 @@ type settleResult struct {
 // Comparing with the first of the run rather than the previous capture
 // keeps a slow fade from passing as stable. It returns no screen when
 // settling is off.
-func (a *Agent) settle(ctx context.Context, prior []UIElement) (settleResult, error) {
+func (a *Agent) settle(ctx context.Context, prior []device.UIElement) (settleResult, error) {
 	if a.opts.SettleTimeout < 0 {
 		return settleResult{settled: true}, nil
 	}
@@ -109,7 +110,7 @@ func (a *Agent) settle(ctx context.Context, prior []UIElement) (settleResult, er
 // AndroidWorld, which counts only its sleeps, SettleTimeout bounds the
 // wall time: a dump takes a second or more on some phones. Then one
 // screenshot is taken for the model.
-func (a *Agent) settleUI(ctx context.Context, prior []UIElement) (settleResult, error) {
+func (a *Agent) settleUI(ctx context.Context, prior []device.UIElement) (settleResult, error) {
 	deadline := time.Now().Add(a.opts.SettleTimeout)
 	var res settleResult
 	if err := sleepCtx(ctx, a.opts.SettleMin); err != nil {
@@ -152,10 +153,10 @@ func (a *Agent) settleUI(ctx context.Context, prior []UIElement) (settleResult, 
 
 // checkUI reads the hierarchy once; a UI too busy to be dumped reads as
 // nil (a change).
-func (a *Agent) checkUI(ctx context.Context, res *settleResult) ([]UIElement, error) {
+func (a *Agent) checkUI(ctx context.Context, res *settleResult) ([]device.UIElement, error) {
 	res.checks++
-	els, err := a.dev.UIElements(ctx)
-	if errors.Is(err, errUIBusy) {
+	els, err := a.phone.UIElements(ctx)
+	if errors.Is(err, device.ErrUIBusy) {
 		return nil, nil
 	}
 	if err != nil {
@@ -187,7 +188,7 @@ func newSettleStats(mode string, times []time.Duration) settleStats {
 
 // capture takes one screenshot for settling.
 func (a *Agent) capture(ctx context.Context) (settleResult, error) {
-	s, err := a.dev.Screenshot(ctx)
+	s, err := a.phone.Screenshot(ctx)
 	if err != nil {
 		return settleResult{captures: 1}, err
 	}

@@ -1,4 +1,4 @@
-package device
+package agent
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device/fakephone"
+	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/predict/predicttest"
 )
@@ -68,7 +69,7 @@ var (
 // every input, so each step sees a new screen and settling is exercised.
 func smallPhone(t *testing.T) *fakephone.RecordingPhone {
 	t.Helper()
-	p := mustPhone(t, 108, 240)
+	p := phonetest.Recording(t, 108, 240)
 	n := 0
 	p.OnEvent = func(fakephone.Event) {
 		n++
@@ -115,7 +116,7 @@ func TestAgentFullEpisode(t *testing.T) {
 	pred := &scripted{answers: []predict.Result{res(tapA), res(swipeUp), res(typeA), res(back), res(home), res(enter), res(done)}}
 	out := t.TempDir()
 	var log strings.Builder
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "order coffee", OutDir: out, Log: &log})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "order coffee", OutDir: out, Log: &log})).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestAgentDryRunSendsNothing(t *testing.T) {
 	pred := &scripted{answers: []predict.Result{res(tapA), res(typeA), res(tapB), res(done)}}
 	var log strings.Builder
 	out := t.TempDir()
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", DryRun: true, Log: &log, OutDir: out, NoAnnotate: true})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "g", DryRun: true, Log: &log, OutDir: out, NoAnnotate: true})).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestAgentStopsOnRepeatedAction(t *testing.T) {
 	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
 	pred := &scripted{answers: []predict.Result{res(tapB), res(tapA)}} // then tapA forever
 	out := t.TempDir()
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "g", OutDir: out})).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestAgentStopsOnUnparsableOutput(t *testing.T) {
 	bad := predict.Result{Raw: "Action Plan: [DUAL_POINT] ; Action Decision: garbage", ParseErr: errors.New("no action_type")}
 	pred := &scripted{answers: []predict.Result{res(tapA), bad}}
 	out := t.TempDir()
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "g", OutDir: out})).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,11 +289,11 @@ func TestAgentStopsOnUnparsableOutput(t *testing.T) {
 
 func TestAgentStepBudgetAndImpossible(t *testing.T) {
 	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
-	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(tapB)}}, quick(AgentOptions{Goal: "g", MaxSteps: 2})).Run(context.Background())
+	sum, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(tapB)}}, quick(Options{Goal: "g", MaxSteps: 2})).Run(context.Background())
 	if err != nil || sum.StopReason != StopMaxSteps || sum.Steps != 2 {
 		t.Fatalf("budget: %+v, %v", sum, err)
 	}
-	sum, err = NewAgent(d, &scripted{answers: []predict.Result{res(nope)}}, quick(AgentOptions{Goal: "g"})).Run(context.Background())
+	sum, err = New(d, &scripted{answers: []predict.Result{res(nope)}}, quick(Options{Goal: "g"})).Run(context.Background())
 	if err != nil || sum.StopReason != StopImpossible || sum.Steps != 1 {
 		t.Fatalf("impossible: %+v, %v", sum, err)
 	}
@@ -311,7 +312,7 @@ func TestAgentDeviceDisconnectsMidEpisode(t *testing.T) {
 	}})
 	pred := &scripted{answers: []predict.Result{res(tapA), res(tapB), res(swipeUp), res(tapA)}}
 	out := t.TempDir()
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "g", OutDir: out})).Run(context.Background())
 	if err == nil {
 		t.Fatalf("no error after the device dropped; summary %+v", sum)
 	}
@@ -340,7 +341,7 @@ func TestAgentInterruptKeepsTrajectory(t *testing.T) {
 		}
 	}}
 	out := t.TempDir()
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", OutDir: out})).Run(ctx)
+	sum, err := New(d, pred, quick(Options{Goal: "g", OutDir: out})).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestAgentConfirm(t *testing.T) {
 		asked = append(asked, strings.Join(s.Commands, ";"))
 		return answers[len(asked)-1], nil
 	}
-	sum, err := NewAgent(d, pred, quick(AgentOptions{Goal: "g", Confirm: confirm})).Run(context.Background())
+	sum, err := New(d, pred, quick(Options{Goal: "g", Confirm: confirm})).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,11 +400,11 @@ func (p *changingPhone) Screencap() ([]byte, error) {
 }
 
 func TestAgentSettleTimeout(t *testing.T) {
-	phone := &changingPhone{RecordingPhone: mustPhone(t, 108, 240)}
+	phone := &changingPhone{RecordingPhone: phonetest.Recording(t, 108, 240)}
 	_, d := fakeDevice(t, fakephone.Options{Phone: phone})
 	out := t.TempDir()
 	// A 1 ns budget: the first differing pair ends the wait, unsettled.
-	sum, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out, SettleTimeout: 1})).Run(context.Background())
+	sum, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(Options{Goal: "g", OutDir: out, SettleTimeout: 1})).Run(context.Background())
 	if err != nil || sum.StopReason != StopComplete {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -415,7 +416,7 @@ func TestAgentSettleTimeout(t *testing.T) {
 
 // quick drops the minimum settle wait and asks for two matching captures,
 // so tests on the fake device run fast; tests of settling set their own.
-func quick(o AgentOptions) AgentOptions {
+func quick(o Options) Options {
 	if o.SettleMin == 0 {
 		o.SettleMin = -1
 	}
@@ -441,7 +442,7 @@ func TestAgentExportsAnActionSentBeforeAFailedSettle(t *testing.T) {
 		return tapped && strings.Contains(line, "screencap")
 	}})
 	out := t.TempDir()
-	_, err := NewAgent(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(AgentOptions{Goal: "g", OutDir: out})).Run(context.Background())
+	_, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(Options{Goal: "g", OutDir: out})).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "settle") {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,4 +1,11 @@
-package device
+// Package agent plays closed-loop episodes: capture the screen, predict the
+// next action with the model's own earlier actions as history, dispatch it,
+// wait for the screen to settle, until a stop rule (package stoprule) ends
+// the episode. It runs on any Phone: a real one over adb (*device.Device,
+// `autoui run`) or a simulated one in process (sim/dataset, `autoui
+// simeval`); a trajectory (steps, screenshots, summary, an AndroidWorld
+// export) is written when asked.
+package agent
 
 import (
 	"bytes"
@@ -14,6 +21,7 @@ import (
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
+	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
@@ -29,8 +37,8 @@ const (
 	Quit                    // end the episode
 )
 
-// AgentOptions configure an episode.
-type AgentOptions struct {
+// Options configure an episode.
+type Options struct {
 	Goal string
 	// MaxSteps is the step budget; 0 means 30.
 	MaxSteps int
@@ -75,17 +83,19 @@ type AgentOptions struct {
 	NoAnnotate bool
 	// Log receives one progress line per step; nil discards them.
 	Log io.Writer
+	// OnStep, when set, is given each step's record as it is finished.
+	OnStep func(*Step)
 }
 
-// Agent runs closed-loop episodes on a device.
+// Agent runs closed-loop episodes on a phone.
 type Agent struct {
-	dev  *Device
-	pred predict.Predictor
-	opts AgentOptions
+	phone Phone
+	pred  predict.Predictor
+	opts  Options
 }
 
-// NewAgent returns an agent for dev driven by pred.
-func NewAgent(dev *Device, pred predict.Predictor, opts AgentOptions) *Agent {
+// New returns an agent for phone driven by pred.
+func New(phone Phone, pred predict.Predictor, opts Options) *Agent {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 30
 	}
@@ -120,7 +130,7 @@ func NewAgent(dev *Device, pred predict.Predictor, opts AgentOptions) *Agent {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	return &Agent{dev: dev, pred: pred, opts: opts}
+	return &Agent{phone: phone, pred: pred, opts: opts}
 }
 
 // Run plays one episode: capture -> predict (with the agent's own previous
@@ -131,7 +141,7 @@ func NewAgent(dev *Device, pred predict.Predictor, opts AgentOptions) *Agent {
 // "interrupted" and the error is nil.
 func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
-	sum := &Summary{Goal: a.opts.Goal, Serial: a.dev.Serial(), Model: a.dev.Model(), DryRun: a.opts.DryRun, Output: a.opts.OutDir}
+	sum := &Summary{Goal: a.opts.Goal, Serial: a.phone.Serial(), Model: a.phone.Model(), DryRun: a.opts.DryRun, Output: a.opts.OutDir}
 	if !screendiff.ValidOnNoEffect(a.opts.OnNoEffect) {
 		return sum, fmt.Errorf("on-no-effect %q: want continue, retry or stop", a.opts.OnNoEffect)
 	}
@@ -177,11 +187,11 @@ type episode struct {
 	history []action.Action
 	// shot is the screen the next step starts from: the settled capture of
 	// the last action, or nil to capture afresh.
-	shot  *Screenshot
+	shot  *device.Screenshot
 	frame *screendiff.Frame
 	// ui is the hierarchy the last action settled on (--settle ui): the
 	// next wait starts from it, as AndroidWorld's does.
-	ui []UIElement
+	ui []device.UIElement
 	// stops applies the stop rules `autoui sim eval` shares: repeats,
 	// STATUS_*, --on-no-effect.
 	stops *stoprule.Tracker
@@ -238,6 +248,9 @@ func (r *stepRun) finish(performed bool) error {
 	if st.Retried {
 		sum.Effects.Retried++
 	}
+	if r.e.a.opts.OnStep != nil {
+		r.e.a.opts.OnStep(st)
+	}
 	return r.e.traj.writeStep(st, performed)
 }
 
@@ -285,7 +298,7 @@ func (e *episode) step(ctx context.Context, i int) (done bool, err error) {
 	}
 	act := res.Action
 	st.Action = &act
-	plan := e.a.dev.PlanAction(act, w, h)
+	plan := e.a.phone.PlanAction(act, w, h)
 	st.Gesture = gestureRecord(plan.Gesture)
 	st.Commands = append(st.Commands, plan.Commands...)
 	if st.Warning = plan.TextWarning; st.Warning != "" {
@@ -305,7 +318,7 @@ func (e *episode) observe(ctx context.Context, r *stepRun) (int, int, error) {
 	st, i := r.st, r.st.Step
 	if e.shot == nil {
 		t0 := time.Now()
-		s, err := e.a.dev.Screenshot(ctx)
+		s, err := e.a.phone.Screenshot(ctx)
 		st.Timings.Capture = time.Since(t0)
 		if err != nil {
 			return 0, 0, fmt.Errorf("step %d: capture: %w", i, err)
@@ -325,7 +338,7 @@ func (e *episode) observe(ctx context.Context, r *stepRun) (int, int, error) {
 			return 0, 0, err
 		}
 	}
-	w, h, err := e.a.dev.ScreenSize(ctx)
+	w, h, err := e.a.phone.ScreenSize(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("step %d: screen size: %w", i, err)
 	}
@@ -343,7 +356,7 @@ func (e *episode) annotate(r *stepRun, act action.Action) error {
 
 // act decides what happens to the predicted action: a stop, a repeat, a
 // dry run, the --confirm prompt, or sending it.
-func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan Plan, before *screendiff.Frame) (bool, error) {
+func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan device.Plan, before *screendiff.Frame) (bool, error) {
 	o, st, i := e.a.opts, r.st, r.st.Step
 	what := describeAction(act, plan)
 	switch stop := e.stops.Predicted(act); stop {
@@ -400,7 +413,7 @@ func (e *episode) stopRepeated(r *stepRun, act action.Action, what string) error
 
 // perform sends the action, waits for the screen to settle and judges its
 // effect, applying the --on-no-effect policy.
-func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, plan Plan, before *screendiff.Frame, what string) (bool, error) {
+func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, plan device.Plan, before *screendiff.Frame, what string) (bool, error) {
 	o, st, i := e.a.opts, r.st, r.st.Step
 	if err := e.sendAndSettle(ctx, r, plan); err != nil {
 		return true, r.fail(err)
@@ -426,10 +439,10 @@ func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, pl
 
 // sendAndSettle dispatches the commands and waits for the screen; the
 // settled capture becomes the next step's screen.
-func (e *episode) sendAndSettle(ctx context.Context, r *stepRun, plan Plan) error {
+func (e *episode) sendAndSettle(ctx context.Context, r *stepRun, plan device.Plan) error {
 	st, i := r.st, r.st.Step
 	t0 := time.Now()
-	err := e.a.dev.Run(ctx, plan.Commands)
+	err := e.a.phone.Dispatch(ctx, plan)
 	st.Timings.Dispatch += time.Since(t0)
 	if err != nil {
 		return fmt.Errorf("step %d: dispatch: %w", i, err)
@@ -467,7 +480,7 @@ func describeSettle(st *Step) string {
 	return fmt.Sprintf(" (%s, %s%d captures; effect: %s)", state, checks, st.SettleCaptures, st.Effect)
 }
 
-func describeAction(a action.Action, p Plan) string {
+func describeAction(a action.Action, p device.Plan) string {
 	switch p.Gesture.Kind {
 	case action.GestureTap:
 		return fmt.Sprintf("tap (%d, %d)", p.Gesture.X1, p.Gesture.Y1)
