@@ -17,7 +17,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/annotate"
@@ -293,7 +292,7 @@ func (e *episode) step(ctx context.Context, i int) (done bool, err error) {
 		e.sum.StopReason = StopUnparsable
 		// The parse error quotes the raw text (shortened); steps.jsonl has all of it.
 		e.sum.Error = fmt.Sprintf("step %d: the model output does not parse as an Auto-UI action: %v", i, res.ParseErr)
-		r.logf("unparsable model output %q", shorten(res.Raw, 160))
+		r.logf("unparsable model output %.160q", res.Raw) // at most 160 runes of it
 		return true, r.finish(false)
 	}
 	act := res.Action
@@ -498,14 +497,4 @@ func encodePNG(img image.Image) []byte {
 		return nil
 	}
 	return b.Bytes()
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }

@@ -72,7 +72,7 @@ func (a *Agent) settle(ctx context.Context, prior []device.UIElement) (settleRes
 		return a.settleUI(ctx, prior)
 	}
 	deadline := time.Now().Add(a.opts.SettleTimeout)
-	if err := sleepCtx(ctx, a.opts.SettleMin); err != nil {
+	if err := device.Sleep(ctx, a.opts.SettleMin); err != nil {
 		return settleResult{}, err
 	}
 	res, err := a.capture(ctx)
@@ -84,7 +84,7 @@ func (a *Agent) settle(ctx context.Context, prior []device.UIElement) (settleRes
 		if time.Now().After(deadline) {
 			return res, nil
 		}
-		if err := sleepCtx(ctx, a.opts.SettleInterval); err != nil {
+		if err := device.Sleep(ctx, a.opts.SettleInterval); err != nil {
 			return res, err
 		}
 		next, err := a.capture(ctx)
@@ -113,7 +113,7 @@ func (a *Agent) settle(ctx context.Context, prior []device.UIElement) (settleRes
 func (a *Agent) settleUI(ctx context.Context, prior []device.UIElement) (settleResult, error) {
 	deadline := time.Now().Add(a.opts.SettleTimeout)
 	var res settleResult
-	if err := sleepCtx(ctx, a.opts.SettleMin); err != nil {
+	if err := device.Sleep(ctx, a.opts.SettleMin); err != nil {
 		return res, err
 	}
 	cur, err := a.checkUI(ctx, &res)
@@ -138,7 +138,7 @@ func (a *Agent) settleUI(ctx context.Context, prior []device.UIElement) (settleR
 		if time.Now().Add(a.opts.SettleInterval).After(deadline) {
 			break
 		}
-		if err := sleepCtx(ctx, a.opts.SettleInterval); err != nil {
+		if err := device.Sleep(ctx, a.opts.SettleInterval); err != nil {
 			return res, err
 		}
 		if cur, err = a.checkUI(ctx, &res); err != nil {
@@ -193,18 +193,4 @@ func (a *Agent) capture(ctx context.Context) (settleResult, error) {
 		return settleResult{captures: 1}, err
 	}
 	return settleResult{shot: s, frame: screendiff.NewFrame(s.Image), captures: 1}, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

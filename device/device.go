@@ -322,7 +322,7 @@ func pick(ctx context.Context, srv *transport, opts Options, serialFromEnv bool)
 			}
 			return nil, fmt.Errorf("device %s %s %s%s: %s", chosen.serial, verb, chosen.state, waited, stateHint(chosen.serial, chosen.state))
 		}
-		if err := sleepCtx(ctx, statePoll); err != nil {
+		if err := Sleep(ctx, statePoll); err != nil {
 			return nil, err
 		}
 	}
@@ -473,8 +473,9 @@ func (d *Device) Property(ctx context.Context, name string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// sleepCtx waits d unless ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d unless ctx ends first: the pause between polls of a device
+// (and of the agent waiting for a screen to settle).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -221,7 +221,7 @@ func (d *Device) waitIME(ctx context.Context, id string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("device %s: `ime set %s` did not take effect within %s (the input method is still %q): nothing typed", d.serial, id, limit, cur)
 		}
-		if err := sleepCtx(ctx, imeSwitchPoll); err != nil {
+		if err := Sleep(ctx, imeSwitchPoll); err != nil {
 			return err
 		}
 	}

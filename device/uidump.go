@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // UIElement is one node of the UI hierarchy with the attributes
@@ -80,7 +79,7 @@ func ParseUIDump(s string) ([]UIElement, error) {
 		}
 	}
 	if !sawRoot {
-		return nil, fmt.Errorf("uiautomator dump: no <hierarchy> in %q", shorten(s, 80))
+		return nil, fmt.Errorf("uiautomator dump: no <hierarchy> in %.80q", s) // at most 80 runes of it
 	}
 	return els, nil
 }
@@ -113,14 +112,4 @@ func parseBounds(s string) [4]int {
 		b[i], _ = strconv.Atoi(v)
 	}
 	return b
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
