@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"image"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -251,6 +252,15 @@ func (p *Predictor) Settings() Settings {
 
 // Tokenizer returns the bundle's tokenizer.
 func (p *Predictor) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+// Shrink is a screenshot at the vision tower's input size, resized exactly
+// as preprocessing resizes it: a request with it predicts exactly what one
+// with the whole screenshot does (a same-size resize is a copy). A server
+// holds it, 4 bytes a pixel of the model's input, instead of the screenshot
+// while a request waits.
+func (p *Predictor) Shrink(img image.Image) image.Image {
+	return preprocess.ResizeBicubic(img, p.prep.Width, p.prep.Height)
+}
 
 func (p *Predictor) visionGraph() (*graph, error) {
 	p.visionOnce.Do(func() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/autoui/autoui/engine/preprocess"
+	"image"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,5 +150,42 @@ func TestUnparsedOutputHasNoPoint(t *testing.T) {
 	}
 	if res.Action.Type.Valid() || res.Action.Touch != action.NoPoint || res.Action.Lift != action.NoPoint {
 		t.Errorf("unparsed output's action %+v", res.Action)
+	}
+}
+
+// A shrunk screen (what serve holds while a request waits) gives the same
+// vision features as the whole screenshot, bit for bit, for every kind of
+// image preprocessing reads: RGB, gray, paletted, translucent, JPEG, phone
+// sized, and one already at the input size.
+func TestShrinkKeepsFeatures(t *testing.T) {
+	p := tiny(t)
+	pngs, err := filepath.Glob(filepath.Join("preprocess", "testdata", "*[0-9].png"))
+	jpegs, _ := filepath.Glob(filepath.Join("preprocess", "testdata", "*[0-9].jpg"))
+	files := append(pngs, jpegs...)
+	if err != nil || len(files) < 8 {
+		t.Fatalf("test screens: %v %v", files, err)
+	}
+	for _, f := range files {
+		img, err := preprocess.DecodeFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shrunk := p.Shrink(img)
+		if b := shrunk.Bounds(); b.Dx() != p.prep.Width || b.Dy() != p.prep.Height {
+			t.Fatalf("%s: shrunk to %v", f, b)
+		}
+		for _, pair := range [][2]image.Image{{img, shrunk}, {shrunk, p.Shrink(shrunk)}} {
+			a, err := p.ImageFeatures(context.Background(), pair[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := p.ImageFeatures(context.Background(), pair[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(a, b) {
+				t.Errorf("%s: features of the shrunk screen differ", filepath.Base(f))
+			}
+		}
 	}
 }

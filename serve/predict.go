@@ -328,7 +328,7 @@ func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (pr
 		}
 	}
 	if hasScreen {
-		img, herr := s.decode(ctx, pr.Screen)
+		img, herr := s.decode(ctx, pr.Screen, m.Shrink)
 		if herr != nil {
 			return predict.Request{}, herr
 		}
@@ -340,8 +340,10 @@ func (s *Server) check(ctx context.Context, pr api.PredictRequest, m *Model) (pr
 // standIn is the screen a request is checked with before its own is decoded.
 var standIn = image.NewGray(image.Rect(0, 0, 1, 1))
 
-// decode decodes a screen once one of the Decoders is free.
-func (s *Server) decode(ctx context.Context, b []byte) (image.Image, *httpError) {
+// decode decodes a screen once one of the Decoders is free, and shrinks it
+// to the model's input size there (shrink nil: kept whole), so only the
+// Decoders ever hold a whole screenshot.
+func (s *Server) decode(ctx context.Context, b []byte, shrink func(image.Image) image.Image) (image.Image, *httpError) {
 	select {
 	case s.decoders <- struct{}{}:
 	case <-ctx.Done():
@@ -357,6 +359,9 @@ func (s *Server) decode(ctx context.Context, b []byte) (image.Image, *httpError)
 			return nil, &httpError{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge, msg: "screen: " + err.Error()}
 		}
 		return nil, badRequest("screen: %v", err)
+	}
+	if shrink != nil {
+		img = shrink(img)
 	}
 	return img, nil
 }

@@ -17,6 +17,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"image"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -118,6 +119,10 @@ type Model struct {
 	Name string
 	// Check is the engine's own request validation (nil: none here).
 	Check func(predict.Request) error
+	// Shrink resizes a decoded screen to the model's input size, giving the
+	// same prediction (nil: screens are kept whole). A waiting request then
+	// holds a few hundred KB instead of a whole screenshot.
+	Shrink func(image.Image) image.Image
 }
 
 // ModelOf describes a predictor; name is shown in logs (e.g. the bundle
@@ -126,7 +131,7 @@ func ModelOf(p *engine.Predictor, name string) Model {
 	if name == "" {
 		name = p.Bundle().Manifest.Name
 	}
-	return Model{Engine: p, Name: name, Check: p.Check}
+	return Model{Engine: p, Name: name, Check: p.Check, Shrink: p.Shrink}
 }
 
 // Server is the HTTP API. It answers /healthz at once, /readyz and
