@@ -93,6 +93,9 @@ const (
 
 // NewPredictor opens the bundle's graphs and tokenizer.
 func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err // before any library or file is loaded
+	}
 	if err := InitRuntime(opts.LibraryPath); err != nil {
 		return nil, err
 	}
@@ -123,11 +126,6 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.window = opts.HistoryWindow
 	case opts.HistoryWindow == NoHistory:
 		p.window = 0
-	case opts.HistoryWindow < 0:
-		return nil, fmt.Errorf("history window %d: want NoHistory (-1), 0 (the bundle's) or more", opts.HistoryWindow)
-	}
-	if opts.MaxNewTokens < 0 || opts.MaxNewTokens > MaxNewTokensLimit {
-		return nil, fmt.Errorf("max new tokens %d: want 0 (the bundle's) to %d", opts.MaxNewTokens, MaxNewTokensLimit)
 	}
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
@@ -187,6 +185,18 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.cachePlace = placeDevice
 	}
 	return p, nil
+}
+
+// check refuses option values outside the convention (0 the default,
+// NoHistory the one "none").
+func (o Options) check() error {
+	if o.HistoryWindow < NoHistory {
+		return fmt.Errorf("history window %d: want NoHistory (-1), 0 (the bundle's) or more", o.HistoryWindow)
+	}
+	if o.MaxNewTokens < 0 || o.MaxNewTokens > MaxNewTokensLimit {
+		return fmt.Errorf("max new tokens %d: want 0 (the bundle's) to %d", o.MaxNewTokens, MaxNewTokensLimit)
+	}
+	return nil
 }
 
 // Close releases the sessions.
