@@ -434,3 +434,49 @@ func TestTimingsJSONRoundTrip(t *testing.T) {
 		t.Fatalf("%s -> %+v (%v)", raw, out, err)
 	}
 }
+
+// A batch drafts with as many positions per call as VerifyPositions gives
+// it: wider calls, fewer of them, the golden tokens either way, on both
+// cache placements. The defaults: one call's worth per batch on the CPU,
+// every row in full up to batches of 64 on CUDA.
+func TestVerifyPositions(t *testing.T) {
+	if d := DefaultVerifyPositions(ProviderCPU); d != sample.MaxDraft+1 {
+		t.Errorf("cpu default %d, want %d", d, sample.MaxDraft+1)
+	}
+	if d := DefaultVerifyPositions(ProviderCUDA); d/64 != sample.MaxDraft+1 {
+		t.Errorf("cuda default %d: not every row of a batch of 64 drafts in full", d)
+	}
+	for _, bad := range []int{-1, VerifyPositionsLimit + 1} {
+		if err := (Options{VerifyPositions: bad}).check(); err == nil {
+			t.Errorf("VerifyPositions %d accepted", bad)
+		}
+	}
+	const B = 8
+	cases := loadGolden(t)
+	for _, place := range []placement{placeHost, placeDevice} {
+		calls := map[int]int{}
+		for _, positions := range []int{0, B * (sample.MaxDraft + 1)} {
+			p := placed(t, place, Options{VerifyPositions: positions})
+			for lo := 0; lo < len(cases); lo += B {
+				var reqs []predict.Request
+				for _, c := range cases[lo:min(lo+B, len(cases))] {
+					reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+				}
+				got, err := p.PredictBatch(context.Background(), reqs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, res := range got {
+					if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+						t.Errorf("place %d positions %d %s: ids differ from golden\n got %v\nwant %v", place, positions, c.ID, res.TokenIDs, c.GeneratedIDs)
+					}
+					calls[positions] += res.Timings.DecoderCalls
+				}
+			}
+		}
+		if wide, narrow := calls[B*(sample.MaxDraft+1)], calls[0]; wide >= narrow {
+			t.Errorf("place %d: %d positions per call took %d calls, the default %d", place, B*(sample.MaxDraft+1), wide, narrow)
+		}
+		t.Logf("place %d: decoder calls over the golden cases at B=%d: default %d, wide %d", place, B, calls[0], calls[B*(sample.MaxDraft+1)])
+	}
+}

@@ -49,15 +49,13 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float3
 	B := len(seqs)
 	eos, pad := p.bundle.Manifest.Tokens.EOSID, p.bundle.Manifest.Tokens.PadID
 	V := p.cfg.VocabSize
-	// A decoder call costs about the same for a few positions as for one
-	// only while reading the weights dominates; past that it grows with the
-	// positions. So a batch shares one speculative call's worth
-	// (MaxDraft+1) among its sequences: batches of 7 or more do not draft.
+	// A batch shares p.verify positions per call among its sequences
+	// (DefaultVerifyPositions says why it depends on the provider).
 	width := 1
 	longest := 0
 	for _, s := range seqs {
 		if s.draft != nil {
-			width = max(1, (sample.MaxDraft+1)/B)
+			width = max(1, min(sample.MaxDraft+1, p.verify/B))
 		}
 		longest = max(longest, s.limit)
 		s.done = s.limit <= 0

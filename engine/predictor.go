@@ -35,6 +35,29 @@ type Options struct {
 	// Constrained masks tokens that would leave the Auto-UI output grammar,
 	// so every output parses. Opt-in: it can change what the model says.
 	Constrained bool
+	// VerifyPositions is how many positions one speculative decoder call of
+	// a batch may verify, shared among its rows (0: DefaultVerifyPositions
+	// of the provider). Only the number of calls changes, never the tokens.
+	VerifyPositions int
+}
+
+// VerifyPositionsLimit bounds Options.VerifyPositions: a call under
+// --constrain brings back the logits of every position (4096 x 32128
+// floats is 526 MB).
+const VerifyPositionsLimit = 4096
+
+// DefaultVerifyPositions is Options.VerifyPositions when it is 0. On a CPU
+// a decoder call costs about the same for a few positions as for one only
+// while reading the weights dominates, so a batch shares one call's worth of
+// drafts (MaxDraft+1 positions: batches of 7 or more do not draft). On a
+// GPU a call of a few hundred positions costs about what a call of one does
+// (the weights are read once, the launches are the same), so every row of
+// a batch of up to 64 drafts in full.
+func DefaultVerifyPositions(p Provider) int {
+	if p == ProviderCUDA {
+		return 64 * (sample.MaxDraft + 1)
+	}
+	return sample.MaxDraft + 1
 }
 
 // NoHistory is Options.HistoryWindow for a prompt without previous actions
@@ -52,6 +75,7 @@ type Predictor struct {
 	opts      Options
 	window    int
 	maxNew    int
+	verify    int // Options.VerifyPositions or its default
 	so        *ort.SessionOptions
 	decoderSO *ort.SessionOptions // the decoder's own, when only its workers spin (nil: so)
 
@@ -130,6 +154,10 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
 	}
+	p.verify = opts.VerifyPositions
+	if p.verify == 0 {
+		p.verify = DefaultVerifyPositions(opts.Session.Provider)
+	}
 	if n := tok.VocabSize(); n > p.cfg.VocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
 	}
@@ -195,6 +223,9 @@ func (o Options) check() error {
 	}
 	if o.MaxNewTokens < 0 || o.MaxNewTokens > MaxNewTokensLimit {
 		return fmt.Errorf("max new tokens %d: want 0 (the bundle's) to %d", o.MaxNewTokens, MaxNewTokensLimit)
+	}
+	if o.VerifyPositions < 0 || o.VerifyPositions > VerifyPositionsLimit {
+		return fmt.Errorf("verify positions %d: want 0 (the provider's default) to %d", o.VerifyPositions, VerifyPositionsLimit)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type modelFlags struct {
 	decoding   string
 	constrain  bool
 	spin       string
+	verify     int
 	capWarned  bool // the --threads cap warning was printed
 }
 
@@ -44,6 +45,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.StringVar(&m.optimize, "graph-opt", "all", "ONNX Runtime graph optimisation: disabled, basic, extended, all")
 	fs.StringVar(&m.decoding, "decoding", "speculative", "speculative (drafts the output format's fixed tokens, verified in one call) or greedy (one call per token); same tokens")
 	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
+	fs.IntVar(&m.verify, "verify-positions", 0, fmt.Sprintf("positions one speculative decoder call of a batch may verify, shared by its rows; fewer calls, same tokens (0: %d on cpu, %d on cuda)", engine.DefaultVerifyPositions(engine.ProviderCPU), engine.DefaultVerifyPositions(engine.ProviderCUDA)))
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -77,6 +79,9 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 	if m.maxTokens < 0 || m.maxTokens > engine.MaxNewTokensLimit {
 		return engine.Options{}, usageErrorf("--max-new-tokens %d: want 0 (the bundle's limit) to %d", m.maxTokens, engine.MaxNewTokensLimit)
 	}
+	if m.verify < 0 || m.verify > engine.VerifyPositionsLimit {
+		return engine.Options{}, usageErrorf("--verify-positions %d: want 0 (the provider's default) to %d", m.verify, engine.VerifyPositionsLimit)
+	}
 	if m.history < engine.NoHistory {
 		return engine.Options{}, fmt.Errorf("--history-window %d: want -1 (none), 0 (the bundle's) or more", m.history)
 	}
@@ -101,12 +106,13 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 			GraphOptimization: engine.GraphOptimization(m.optimize),
 			Spin:              spin,
 		},
-		Truncation:    trunc,
-		HistoryWindow: m.history,
-		MaxNewTokens:  m.maxTokens,
-		LibraryPath:   m.ortLib,
-		Decoding:      dec,
-		Constrained:   m.constrain,
+		Truncation:      trunc,
+		HistoryWindow:   m.history,
+		MaxNewTokens:    m.maxTokens,
+		LibraryPath:     m.ortLib,
+		Decoding:        dec,
+		Constrained:     m.constrain,
+		VerifyPositions: m.verify,
 	}, nil
 }
 
