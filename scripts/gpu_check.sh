@@ -1,75 +1,198 @@
 #!/usr/bin/env bash
-# The GPU measurements of issue 21 items 3-5, in one run on a GPU machine packed by ../shared/gpu/pack.sh
-# (autoui, ORT's CUDA build and the bundles come in the kit; python3's stdlib is enough; the Python
-# peers need torch / onnxruntime-gpu there and report themselves skipped without them).
+# Issue 21's GPU checks in one run on a GPU machine packed by ../shared/gpu/pack.sh: the CUDA tests,
+# one action at batch 1, one decoder call, screens/s per batch size, serve under load, PyTorch on the
+# same card, and fp16 agreement. Steps run in that order (most needed first); a step starts only if
+# its estimate fits in BUDGET_S, so a cut-short run still returns what it measured.
 #
-# Here, in the repository root, after `make build` (docs/cuda.md, "fp16" and "batches"):
-#   python -m scripts.bench_models base-vitg
-#   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16               # vision
+# Here, in the repository root (docs/cuda.md, "What a GPU session runs"):
+#   make build && python -m scripts.bench_models base-vitg
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16all --roles all
+#   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16
 #   python -m scripts.half --in models/default --out build/default-fp16v
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
-#   ../shared/gpu/pack.sh bench-models/base-vitg bench-models/base-vitg-fp16 bench-models/base-vitg-fp16all
-# There (the run tool, carry [".gpu", "build/default-fp16", "build/default-fp16v"], timeout 600):
+#   scripts/gpu_extra.sh          # the fp16 variants as deltas over what travels anyway, in .gpuextra/
+#   ../shared/gpu/pack.sh bench-models/base-vitg bench-models/base-vitg-fp16all
+# There (carry .gpu and .gpuextra):
 #   bash .gpu/unpack.sh bash scripts/gpu_check.sh
-# STEPS picks parts (default "fp16 batch peers"), BATCHES the batch sizes (default "1 8 32 64").
-# Results go to $OUT (the run tool's, else /tmp/gpu-check): summary.txt and the JSON of every run.
+# STEPS picks steps (default: all, in the order below), BATCHES the batch sizes of `batch`.
+# Results: $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt, log.txt and results.tar.xz
+# (every JSON and log), rewritten after each step; three files, within the tool's eight.
 set -u
 out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
+res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
-steps=${STEPS:-fp16 batch peers}
-batches=${BATCHES:-1 8 32 64}
-log() { echo "$*" | tee -a "$out/summary.txt"; }
+extra=${EXTRA:-.gpuextra}
+steps=${STEPS:-env tests action step batch serve peers fp16}
+batches=${BATCHES:-8 32 64}
+budget=${BUDGET_S:-540}
+prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
+t0=$SECONDS
+log() { echo "[$((SECONDS - t0))s] $*" | tee -a "$out/summary.txt"; }
+save() { tar -C "$res" -cJf "$out/results.tar.xz" . 2>/dev/null; }
+want() { [[ " $steps " == *" $1 "* ]]; }
+# fits SECONDS NAME: whether a step of about SECONDS still fits in the budget
+fits() { (( SECONDS - t0 + $1 <= budget )) && return 0; log "skip $2: about $1 s, $((budget - SECONDS + t0)) s left"; return 1; }
+exec 3>>"$out/log.txt"
+run() { echo "[$((SECONDS - t0))s] \$ $*" >&3; "$@" 2>&3; }
 
-if [[ " $steps " == *" fp16 "* ]]; then
-  # fp16 agreement on the trained default model: the synthetic test split predicted on the GPU in fp32,
-  # fp16 vision and fp16 everywhere, outputs compared step by step.
-  autoui dataset --out "$out/simdata" --episodes 3600 --seed 0 --size 360x800 >/dev/null || exit 1
-  for m in models/default build/default-fp16v build/default-fp16; do
-    n=$(basename "$m")
-    autoui eval run --provider cuda --model "$m" --data "$out/simdata/test" --out "$out/eval-$n" 2>"$out/eval-$n.log" || log "eval $n failed: $(tail -1 "$out/eval-$n.log")"
-    log "eval $n: $(autoui eval score --gold "$out/simdata/test" --pred "$out/eval-$n" | grep overall)"
-  done
-  for n in default-fp16v default-fp16; do
-    log "$n vs default (cuda): $(python3 - "$out/eval-default" "$out/eval-$n" <<'EOF'
+# bundle DST BASE DELTA: BASE's files with DELTA's over them, as symbolic links (ORT reads a graph's
+# external data beside the link, which is a link too)
+bundle() {
+  mkdir -p "$1"
+  for f in "$2"/* "$3"/*; do ln -sf "$(readlink -f "$f")" "$1/"; done
+}
+b32=$kit/bundles/base-vitg
+b16all=$kit/bundles/base-vitg-fp16all
+b16=/tmp/bundles/base-vitg-fp16
+if [ -d "$extra" ] && [ -d "$b32" ] && [ -d "$b16all" ]; then
+  mkdir -p /tmp/bundles/v16
+  ln -sf "$(readlink -f "$b16all")"/vision_model.onnx* /tmp/bundles/v16/
+  cp "$extra/base-vitg-fp16.manifest.json" /tmp/bundles/v16/manifest.json
+  bundle "$b16" "$b32" /tmp/bundles/v16
+fi
+[ -d "$extra/default-fp16v" ] && bundle /tmp/bundles/default-fp16v models/default "$extra/default-fp16v"
+[ -d "$extra/default-fp16" ] && bundle /tmp/bundles/default-fp16 models/default "$extra/default-fp16"
+
+# bench_json FILE...: one line per bench report
+bench_line() {
+  python3 - "$@" <<'EOF'
 import json, sys
-a, b = ({(p["episode_id"], p["step_id"]): p for p in map(json.loads, open(d + "/predictions.jsonl"))} for d in sys.argv[1:])
+for p in sys.argv[1:]:
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        print(p.rsplit("/", 1)[-1], "no report"); continue
+    s = d["stages"]
+    g = lambda k: s.get(k, {}).get("median_ms")
+    sps = (d.get("screens_per_s") or {}).get("median")
+    print(f"{p.rsplit('/', 1)[-1][:-5]}: batch {d.get('batch', 'single')} total {d['total_median_ms']} ms"
+          f" screens/s {sps} | decode_image {g('decode_image')} preprocess {g('preprocess')} vision {g('vision')}"
+          f" encoder {g('encoder')} fusion {g('fusion')} first_step {g('first_step')} decode_step {g('decode_step')}"
+          f" later_steps {g('later_steps')} text_path {g('text_path')} | calls {d.get('decoder_calls')}"
+          f" rss {d.get('peak_rss_mb')} MB")
+    for l in d.get("limits") or []:
+        print(f"    {l['stage']}: {l['measured_ms']} ms, bound {l['bound_ms']} ms ({l['basis']}), x{l['ratio']}")
+    if d.get("machine"):
+        print("    probe:", json.dumps(d["machine"]))
+EOF
+}
+
+# same_outputs RUN_A RUN_B: how many of the steps both predicted got the same output
+same_outputs() {
+  python3 - "$@" <<'EOF'
+import json, sys
+try:
+    a, b = ({(p["episode_id"], p["step_id"]): p for p in map(json.loads, open(d + "/predictions.jsonl"))} for d in sys.argv[1:])
+except OSError as e:
+    print(e); sys.exit()
 k = a.keys() & b.keys()
 print(f"{sum(a[x]['raw'] == b[x]['raw'] for x in k)}/{len(k)} identical outputs, "
       f"{sum(a[x]['action_type'] == b[x]['action_type'] for x in k)}/{len(k)} same action type")
 EOF
-)"
-  done
+}
+
+if want env; then
+  log "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader)"
+  log "bundles: $(ls "$kit/bundles" /tmp/bundles 2>/dev/null | tr '\n' ' ')"
 fi
 
-if [[ " $steps " == *" batch "* ]]; then
-  # screens/s per batch size (the cuda default batch: the smallest within 10% of the best), and the
-  # bound column from the device probe (machine.probe = device in each JSON).
-  for b in base-vitg base-vitg-fp16 base-vitg-fp16all; do
-    [ -d "$kit/bundles/$b" ] || { log "no bundle $b in the kit"; continue; }
-    for n in $batches; do
-      autoui bench --provider cuda --model "$kit/bundles/$b" --no-verify --replay typical --batch "$n" \
-        --runs 3 --warmup 1 --json > "$out/bench-$b-b$n.json" 2>"$out/bench-$b-b$n.log" || log "bench $b batch $n failed: $(tail -1 "$out/bench-$b-b$n.log")"
+if want tests && fits 120 tests; then
+  # golden tokens on the device path, batches 1/3/8, drafts, truncation, argmax on and off, constrained
+  (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
+  log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
+  save
+fi
+
+if want action; then
+  # one action, batch 1 (Predict, the agent's path), a typical tap replayed
+  for b in "$b32" "$b16" "$b16all"; do
+    [ -d "$b" ] || continue
+    n=$(basename "$b")
+    fits 40 "action $n" || break
+    run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical --runs 5 --warmup 2 \
+      --json > "$res/action-$n.json"
+    log "$(bench_line "$res/action-$n.json")"
+  done
+  save
+fi
+
+if want step && fits 60 step; then
+  # one decoder call, host cache vs device-resident, same card, same process (k=1: greedy; k=4: a verify)
+  (cd engine && AUTOUI_BENCH_PROVIDER=$prov AUTOUI_BENCH_MODEL=$b32 run timeout 150 engine.test -test.run '^$' \
+    -test.bench 'DecoderStep/(host|device)' -test.benchtime 200x -test.count 2 -test.benchmem > "$res/step.txt")
+  log "step: $(grep -E '^Benchmark' "$res/step.txt" | awk '{printf "%s %.2f ms; ", $1, $3/1e6}')"
+  save
+fi
+
+if want batch; then
+  # screens/s per batch size (batch 1 is the action step's): the cuda default batch is the smallest
+  # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
+  # --verify-positions 13) against cuda's default (every row drafts in full).
+  for b in "$b32" "$b16" "$b16all"; do
+    [ -d "$b" ] || continue
+    n=$(basename "$b")
+    for k in $batches 32v13; do
+      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16all:"*) continue ;; esac
+      flags=(--batch "${k%v13}"); [ "$k" = 32v13 ] && flags+=(--verify-positions 13)
+      fits $((15 + ${k%v13} / 2)) "batch $n $k" || break 2
+      run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
+        --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"
+      log "$(bench_line "$res/batch-$n-b$k.json")"
     done
+    save
   done
-  python3 - "$out" <<'EOF' | tee -a "$out/summary.txt"
-import glob, json, os, sys
-print("bundle batch screens/s per-screen-ms vision-ms(batch) decode-step-ms vision/bound decode-step/bound")
-for p in sorted(glob.glob(os.path.join(sys.argv[1], "bench-*-b*.json")), key=lambda p: (p.rsplit("-b", 1)[0], int(p.rsplit("-b", 1)[1][:-5]))):
-    try:
-        d = json.load(open(p))
-    except ValueError:
-        continue
-    s, lim = d["stages"], {l["stage"]: l["ratio"] for l in d.get("limits") or []}
-    sps = d["screens_per_s"]["median"]
-    print(os.path.basename(p)[6:-5], d["batch"], sps, round(1000 / sps, 2), s["vision"]["median_ms"],
-          s.get("decode_step", {}).get("median_ms"), lim.get("vision"), lim.get("decode_step"))
-m = next((json.load(open(p)).get("machine") for p in glob.glob(os.path.join(sys.argv[1], "bench-*.json"))), None)
-print("device probe:", m)
-EOF
 fi
 
-if [[ " $steps " == *" peers "* ]]; then
-  python3 -m scripts.peers.gpu --model "$kit/bundles/base-vitg" --autoui "$(command -v autoui)" \
-    --batches "$(echo 1 8 32 | tr ' ' ,)" --out "$out/peers" 2>"$out/peers.log" | tee -a "$out/summary.txt"
+if want serve && fits 55 serve; then
+  # serve under load: 64 clients, batches of up to 64, the fp32 bundle (the issue's table) and fp16 vision
+  for b in "$b16" "$b32"; do
+    [ -d "$b" ] || continue
+    n=$(basename "$b")
+    fits 55 "serve $n" || break
+    autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch 64 --queue 256 \
+      2>"$res/serve-$n.log" &
+    pid=$!
+    python3 -c 'import time, urllib.request
+for _ in range(240):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8093/readyz", timeout=1); break
+    except OSError:
+        time.sleep(0.5)'
+    run timeout 100 autoui bench serve --server http://127.0.0.1:8093 --concurrency 1,16,64 --duration 10s \
+      --warmup 3s --screen models/default/sample_screen.png --json > "$res/serve-$n.json"
+    kill "$pid"; wait "$pid" 2>/dev/null
+    log "serve $n: $(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("no report"); sys.exit()
+print(json.dumps(d.get("levels"))[:1500])' "$res/serve-$n.json")"
+  done
+  save
 fi
+
+if want peers && fits 150 peers; then
+  # PyTorch eager bf16 on the same card, same cases and token count (fp32 eager: DESIGN.md 6b, 2 s per action)
+  PYTHONUNBUFFERED=1 run timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
+    --runners torch_bf16 --batches 1,8,32 --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
+  log "peers (rc $?): $(grep -E '^\|' "$res/peers.md" | tail -n +3 | tr '\n' ' ')"
+  save
+fi
+
+if want fp16 && [ -d /tmp/bundles/default-fp16 ] && fits 120 fp16; then
+  # fp16 agreement on the trained default model: the synthetic test split on the GPU in fp32, fp16
+  # vision and fp16 everywhere, step by step
+  rm -rf /tmp/simdata; run autoui dataset --out /tmp/simdata --episodes 3600 --seed 0 --size 360x800 >/dev/null
+  for m in models/default /tmp/bundles/default-fp16v /tmp/bundles/default-fp16; do
+    n=$(basename "$m")
+    run timeout 100 autoui eval run --provider "$prov" --model "$m" --data /tmp/simdata/test --out "$res/eval-$n" >/dev/null
+    log "eval $n: $(autoui eval score --gold /tmp/simdata/test --pred "$res/eval-$n" 2>&1 | grep -i overall)"
+  done
+  for n in default-fp16v default-fp16; do
+    log "$n vs default ($prov): $(same_outputs "$res/eval-default" "$res/eval-$n")"
+  done
+  save
+fi
+log "done"
+save

@@ -276,9 +276,9 @@ def main(argv=None) -> int:
     for key, reason in skipped.items():
         print(f"== {key}: skipped: {reason}", file=sys.stderr)
     # The peers' inputs (screens, prompts, token count) come from one pass of ours over the cases,
-    # on the CPU provider where ours cannot run here.
+    # on the CPU provider where ours cannot run here (whether or not ours is among the runners).
     cmd = [args.autoui, "bench", "--model", args.model, "--runs", "1", "--warmup", "0", "--replay", "typical",
-           "--provider", "cpu" if "ours" in skipped else provider, "--probe=false", "--no-verify", "--peer-inputs", inputs]
+           "--provider", "cpu" if skip_reason("ours", args.device) else provider, "--probe=false", "--no-verify", "--peer-inputs", inputs]
     if subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL).returncode:
         raise SystemExit("autoui bench could not write the peers' inputs")
     for key in runners:
