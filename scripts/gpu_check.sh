@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 21's GPU checks in one run on a GPU machine packed by ../shared/gpu/pack.sh: the CUDA tests,
-# one action at batch 1, one decoder call, screens/s per batch size, serve under load, PyTorch on the
+# one action at batch 1, screens/s per batch size, one decoder call, serve under load, PyTorch on the
 # same card, and fp16 agreement. Steps run in that order (most needed first); a step starts only if
 # its estimate fits in BUDGET_S, so a cut-short run still returns what it measured.
 #
@@ -22,7 +22,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests action step batch serve peers fp16}
+steps=${STEPS:-env tests action batch step serve peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -109,18 +109,11 @@ if want action; then
     [ -d "$b" ] || continue
     n=$(basename "$b")
     fits 40 "action $n" || break
+    probe=false; [ "$b" = "$b32" ] && probe=true   # the device's bounds once
     run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical --runs 5 --warmup 2 \
-      --json > "$res/action-$n.json"
+      --probe=$probe --json > "$res/action-$n.json"
     log "$(bench_line "$res/action-$n.json")"
   done
-  save
-fi
-
-if want step && fits 60 step; then
-  # one decoder call, host cache vs device-resident, same card, same process (k=1: greedy; k=4: a verify)
-  (cd engine && AUTOUI_BENCH_PROVIDER=$prov AUTOUI_BENCH_MODEL=$b32 run timeout 150 engine.test -test.run '^$' \
-    -test.bench 'DecoderStep/(host|device)' -test.benchtime 200x -test.count 2 -test.benchmem > "$res/step.txt")
-  log "step: $(grep -E '^Benchmark' "$res/step.txt" | awk '{printf "%s %.2f ms; ", $1, $3/1e6}')"
   save
 fi
 
@@ -141,6 +134,14 @@ if want batch; then
     done
     save
   done
+fi
+
+if want step && fits 60 step; then
+  # one decoder call, host cache vs device-resident, same card, same process (k=1: greedy; k=4: a verify)
+  (cd engine && AUTOUI_BENCH_PROVIDER=$prov AUTOUI_BENCH_MODEL=$b32 run timeout 150 engine.test -test.run '^$' \
+    -test.bench 'DecoderStep/(host|device)' -test.benchtime 200x -test.count 2 -test.benchmem > "$res/step.txt")
+  log "step: $(grep -E '^Benchmark' "$res/step.txt" | awk '{printf "%s %.2f ms; ", $1, $3/1e6}')"
+  save
 fi
 
 if want serve && fits 55 serve; then
