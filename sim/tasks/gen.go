@@ -156,14 +156,20 @@ var (
 		"facts about {topic}", "{city} travel guide", "best {food} in {city}", "news about {topic}", "flights to {city}"}
 )
 
+// browserQuery fills a template's parts in the order they appear (ranging
+// over queryParts would draw them in Go's random map order, so one seed
+// gave different goals from run to run).
 func browserQuery(r *rnd) string {
 	q := r.pick(queryTemplates)
-	for k, v := range queryParts {
-		if strings.Contains(q, "{"+k+"}") {
-			q = strings.ReplaceAll(q, "{"+k+"}", r.pick(v))
+	for {
+		i := strings.IndexByte(q, '{')
+		if i < 0 {
+			return q
 		}
+		j := strings.IndexByte(q[i:], '}')
+		part := q[i+1 : i+j]
+		q = q[:i] + r.pick(queryParts[part]) + q[i+j+1:]
 	}
-	return q
 }
 
 // searchApps are the list apps with a search field.
