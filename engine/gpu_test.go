@@ -60,20 +60,23 @@ func cudaPredictorWith(t *testing.T, opts Options) *Predictor {
 	return p
 }
 
-// The golden cases' tokens through Predict with --provider cuda.
+// The golden cases' tokens through Predict with --provider cuda, TF32 on
+// (ORT's default) and off.
 func TestCUDAGoldenTokens(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDAGoldenTokens")
 		return
 	}
-	p := cudaPredictor(t)
-	for _, c := range loadGolden(t) {
-		res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-			t.Errorf("%s: cuda ids differ from golden", c.ID)
+	for _, exact := range []bool{false, true} {
+		p := cudaPredictorWith(t, Options{Session: SessionOptions{ExactFP32: exact}})
+		for _, c := range loadGolden(t) {
+			res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+				t.Errorf("exact fp32 %v %s: cuda ids differ from golden", exact, c.ID)
+			}
 		}
 	}
 }

@@ -187,7 +187,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		if g.role == models.RoleDecoder && p.decoderSO != nil {
 			so = p.decoderSO
 		}
-		if *g.dst, err = openGraph(b, g.role, so); err != nil {
+		if *g.dst, err = openGraph(b, g.role, so, opts.Session.Profile); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -268,6 +268,8 @@ type Settings struct {
 	Constrained       bool
 	Provider          Provider
 	GraphOptimization GraphOptimization
+	// ExactFP32 is SessionOptions.ExactFP32 where it applies (cuda).
+	ExactFP32 bool
 	// Threads and Spin are the intra-op thread count and whose workers
 	// spin-wait: they change speed, never tokens.
 	Threads int
@@ -281,6 +283,7 @@ func (p *Predictor) Settings() Settings {
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
 		Threads: p.opts.Session.threads(), Spin: p.opts.Session.Spin,
+		ExactFP32: p.opts.Session.ExactFP32 && p.opts.Session.Provider == ProviderCUDA,
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU
@@ -305,7 +308,7 @@ func (p *Predictor) Shrink(img image.Image) image.Image {
 
 func (p *Predictor) visionGraph() (*graph, error) {
 	p.visionOnce.Do(func() {
-		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, p.so)
+		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, p.so, p.opts.Session.Profile)
 	})
 	return p.vision, p.visionErr
 }

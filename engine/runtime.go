@@ -242,6 +242,13 @@ type SessionOptions struct {
 	Provider Provider
 	// CUDADevice is the GPU ordinal for the cuda provider.
 	CUDADevice int
+	// ExactFP32 turns TF32 off under cuda (ORT's default has it on): float32
+	// matmuls and convolutions at full precision, the CPU's outputs on more
+	// steps, slower in large batches. The cpu provider has no TF32.
+	ExactFP32 bool
+	// Profile, when set, has ORT profile every node of every model graph:
+	// Profile-<role>_<time>.json, written when the predictor closes.
+	Profile string
 }
 
 func (o SessionOptions) threads() int {
@@ -308,7 +315,11 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 			return fail("cuda provider", cudaError(err))
 		}
 		defer cuda.Destroy()
-		if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(o.CUDADevice)}); err != nil {
+		opts := map[string]string{"device_id": strconv.Itoa(o.CUDADevice)}
+		if o.ExactFP32 {
+			opts["use_tf32"] = "0"
+		}
+		if err := cuda.Update(opts); err != nil {
 			return fail("cuda provider", cudaError(err))
 		}
 		if err := so.AppendExecutionProviderCUDA(cuda); err != nil {

@@ -23,7 +23,7 @@ type graph struct {
 
 // openGraph checks the graph's reported inputs and outputs against the
 // manifest, then opens a session for it.
-func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*graph, error) {
+func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profile string) (*graph, error) {
 	path := b.Path(role)
 	// Read the declared IO from the file: asking ORT would build a throwaway
 	// session with all the weights.
@@ -43,6 +43,14 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions) (*gra
 		g.outputs = append(g.outputs, t.Name)
 	}
 	g.in, g.out = slots(g.inputs), slots(g.outputs)
+	if profile != "" {
+		// one file per graph: ORT names a profile by the second it started,
+		// so sessions opened together would overwrite each other's
+		if err := so.EnableProfiling(profile + "-" + string(role)); err != nil {
+			return nil, fmt.Errorf("load %s graph: profiling: %w", role, err)
+		}
+		defer so.DisableProfiling()
+	}
 	var sess *ort.DynamicAdvancedSession
 	sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
 	g.sess = sess

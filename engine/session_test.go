@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 func ioInfos(in []ort.InputOutputInfo) []models.IOInfo {
@@ -64,5 +66,22 @@ func TestReadGraphIOMatchesRuntime(t *testing.T) {
 	}
 	if _, _, err := models.ReadGraphIO("session.go"); err == nil {
 		t.Error("a Go file read as ONNX")
+	}
+}
+
+// Session.Profile writes one ORT profile per graph, named by its role, when
+// the predictor closes.
+func TestSessionProfile(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "p")
+	p := tinyWith(t, Options{Truncation: TruncateRight, Session: SessionOptions{Profile: prefix}})
+	c := loadGolden(t)[0]
+	if _, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, MaxNewTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	for _, role := range []models.Role{models.RoleVision, models.RoleEncoder, models.RoleFusion, models.RoleDecoderCross, models.RoleDecoder} {
+		if m, _ := filepath.Glob(prefix + "-" + string(role) + "_[0-9]*.json"); len(m) != 1 {
+			t.Errorf("%s: %d profiles, want 1", role, len(m))
+		}
 	}
 }

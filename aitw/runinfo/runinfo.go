@@ -63,6 +63,9 @@ type Options struct {
 	Constrained   bool   `json:"constrained"`
 	Provider      string `json:"provider"`
 	GraphOpt      string `json:"graph_opt"`
+	// ExactFP32 is --tf32=false under cuda (TF32 off); absent, TF32 was on
+	// (or the provider had none), as before the option existed.
+	ExactFP32 bool `json:"exact_fp32,omitempty"`
 	// Batch is the latest run's --batch. It is recorded, not compared:
 	// predictions are the same at every batch size, so a run may resume or
 	// merge at another.
@@ -165,6 +168,7 @@ func Diff(a, b *Info, sameShard bool) []string {
 	add("constrained", ao.Constrained, bo.Constrained)
 	add("provider", ao.Provider, bo.Provider)
 	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
+	add("exact_fp32", ao.ExactFP32, bo.ExactFP32)
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))
 	}

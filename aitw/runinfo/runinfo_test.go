@@ -62,6 +62,13 @@ func TestDiff(t *testing.T) {
 	if d := Diff(a, b, false); len(d) != 2 {
 		t.Errorf("Diff without shard = %q", d)
 	}
+	// TF32 off changes outputs under cuda; a run.json from before the field
+	// (absent: TF32 on) agrees with one that has it on
+	b = sample()
+	b.Options.ExactFP32 = true
+	if d := Diff(a, b, false); len(d) != 1 || d[0] != "exact_fp32: false vs true" {
+		t.Errorf("TF32 off: %q", d)
+	}
 	b = sample()
 	b.Data.Files[0].Size = 11
 	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "data files") {

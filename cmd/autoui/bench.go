@@ -40,6 +40,7 @@ func runBench(ctx context.Context, args []string) error {
 	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache; the device probe streams a weight of this size)")
 	batch := fs.Int("batch", 0, "screens per PredictBatch call (copies of the cases, decoded in parallel), reporting screens/s; 0: one Predict per case")
 	probeOn := fs.String("probe-on", "", "where the bounds' probes run: host (memory bandwidth, ORT's CPU matmul) or device (through the session's execution provider: run overhead, weight streaming, matmul); default device under --provider cuda, else host")
+	fs.StringVar(&mf.profile, "ort-profile", "", "write ONNX Runtime's per-node profile of every graph to PREFIX-<graph>_<time>.json (every run, warm-up included; for chrome://tracing or Perfetto)")
 	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
 		"so speculative decoding takes the calls a trained model would ('typical' for a typical Auto-UI tap; sets --tokens to its length + </s>)")
 	fs.Usage = func() {

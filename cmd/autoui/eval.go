@@ -315,6 +315,7 @@ func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch
 			History: string(hist), HistoryWindow: set.HistoryWindow, Truncation: set.Truncation.String(),
 			MaxNewTokens: set.MaxNewTokens, Decoding: set.Decoding.String(), Constrained: set.Constrained,
 			Provider: string(set.Provider), GraphOpt: string(set.GraphOptimization), Batch: batch,
+			ExactFP32: set.ExactFP32,
 			ScrollMap: scroll.String(),
 		},
 		Data:    runinfo.Data{Files: data, Subset: recordedSubset(files, df.subset), Split: df.split},
