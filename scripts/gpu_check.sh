@@ -22,7 +22,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests action batch step serve peers fp16}
+steps=${STEPS:-env tests action batch step profile tf32 serve peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -91,6 +91,13 @@ print(f"{sum(a[x]['raw'] == b[x]['raw'] for x in k)}/{len(k)} identical outputs,
 EOF
 }
 
+# test_split: the synthetic test split, carried (gpu_extra.sh parity) or made here (a minute)
+test_split() {
+  if [ -d "$extra/simdata/test" ]; then echo "$extra/simdata/test"; return; fi
+  [ -d /tmp/simdata/test ] || run autoui dataset --out /tmp/simdata --episodes 3600 --seed 0 --size 360x800 >/dev/null
+  echo /tmp/simdata/test
+}
+
 if want env; then
   log "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader)"
   log "bundles: $(ls "$kit/bundles" /tmp/bundles 2>/dev/null | tr '\n' ' ')"
@@ -144,6 +151,48 @@ if want step && fits 60 step; then
   save
 fi
 
+if want profile && fits 60 profile; then
+  # ORT's per-node profile of one action per case (warm-up pass, then one measured): how many nodes a
+  # decoder call runs and how long the host takes per node; where nodes fall back to the CPU
+  for b in "$b32" "$b16all"; do
+    [ -d "$b" ] || continue
+    n=$(basename "$b")
+    fits 30 "profile $n" || break
+    mkdir -p "/tmp/prof-$n"
+    run timeout 120 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical --runs 1 --warmup 1 \
+      --probe=false --ort-profile "/tmp/prof-$n/p" --json > "$res/profile-$n.json"
+    python3 -m scripts.ort_profile --json /tmp/prof-$n/*.json > "$res/profile-$n-summary.json" 2>&3
+    log "profile $n:"; python3 -m scripts.ort_profile /tmp/prof-$n/*.json 2>&3 | tee -a "$out/summary.txt"
+  done
+  save
+fi
+
+if want tf32 && fits 90 tf32; then
+  # TF32 (ORT's cuda default) against full float32: speed at batch 1 and 64 on the same machine, and
+  # agreement with the CPU's predictions of models/default on the test split
+  for flag in true false; do
+    fits 30 "tf32=$flag" || break
+    run timeout 100 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 5 --warmup 2 \
+      --probe=false --tf32="$flag" --json > "$res/tf32-$flag-b1.json"
+    log "tf32=$flag $(bench_line "$res/tf32-$flag-b1.json")"
+    run timeout 100 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --batch 64 --runs 3 \
+      --warmup 1 --probe=false --tf32="$flag" --json > "$res/tf32-$flag-b64.json"
+    log "tf32=$flag $(bench_line "$res/tf32-$flag-b64.json")"
+  done
+  split=$(test_split)
+  for flag in true false; do
+    fits 20 "eval tf32=$flag" || break
+    run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" --tf32="$flag" \
+      --out "$res/eval-tf32-$flag" >/dev/null
+    [ -f "$extra/cpu-default.jsonl" ] && mkdir -p /tmp/cpu-ref && cp "$extra/cpu-default.jsonl" /tmp/cpu-ref/predictions.jsonl &&
+      log "tf32=$flag vs the CPU: $(same_outputs /tmp/cpu-ref "$res/eval-tf32-$flag")"
+  done
+  # eval's own default batch: 8 (above, tf32=true) against 64
+  fits 20 "eval batch 64" && run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" \
+    --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps/s|text path' "$out/log.txt" | tail -2 | tr '\n' ' ')"
+  save
+fi
+
 if want serve && fits 55 serve; then
   # serve under load: 64 clients, batches of up to 64, the fp32 bundle (the issue's table) and fp16 vision
   for b in "$b16" "$b32"; do
@@ -184,11 +233,11 @@ fi
 if want fp16 && [ -d /tmp/bundles/default-fp16 ] && fits 120 fp16; then
   # fp16 agreement on the trained default model: the synthetic test split on the GPU in fp32, fp16
   # vision and fp16 everywhere, step by step
-  rm -rf /tmp/simdata; run autoui dataset --out /tmp/simdata --episodes 3600 --seed 0 --size 360x800 >/dev/null
+  split=$(test_split)
   for m in models/default /tmp/bundles/default-fp16v /tmp/bundles/default-fp16; do
     n=$(basename "$m")
-    run timeout 100 autoui eval run --provider "$prov" --model "$m" --data /tmp/simdata/test --out "$res/eval-$n" >/dev/null
-    log "eval $n: $(autoui eval score --gold /tmp/simdata/test --pred "$res/eval-$n" 2>&1 | grep -i overall)"
+    run timeout 100 autoui eval run --provider "$prov" --model "$m" --data "$split" --out "$res/eval-$n" >/dev/null
+    log "eval $n: $(autoui eval score --gold "$split" --pred "$res/eval-$n" 2>&1 | grep -i overall)"
   done
   for n in default-fp16v default-fp16; do
     log "$n vs default ($prov): $(same_outputs "$res/eval-default" "$res/eval-$n")"

@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
-# The fp16 variants scripts/gpu_check.sh measures, as small deltas in .gpuextra/ (ignored by git), so
-# that they travel beside the checkout instead of as whole bundles:
-#   base-vitg-fp16.manifest.json   base-vitg-fp16 = base-vitg's text graphs + base-vitg-fp16all's
-#                                  vision graph (the same file: checked here) + this manifest
-#   default-fp16v/, default-fp16/  the files of build/default-fp16v and build/default-fp16 that differ
-#                                  from models/default's
-# Run from the repository root after the scripts.half commands in scripts/gpu_check.sh's header.
+# What scripts/gpu_check.sh needs beside the kit, small enough to travel with the checkout, in
+# .gpuextra/ (ignored by git). Parts (default: both; together with the ~45 MB checkout they pass the
+# GPU tool's 64 MiB, so a run carries one):
+#   fp16     base-vitg-fp16.manifest.json: base-vitg-fp16 = base-vitg's text graphs + base-vitg-fp16all's
+#            vision graph (the same file: checked here) + this manifest; default-fp16v/, default-fp16/:
+#            the files of build/default-fp16v and build/default-fp16 that differ from models/default's
+#   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0), and
+#            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
+#            the GPU's are compared with (the GPU machine generates the split 2x slower than here)
+# Run from the repository root after `make build` and the scripts.half commands in gpu_check.sh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 x=.gpuextra
-for f in vision_model.onnx vision_model.onnx.data; do
-  cmp -s "bench-models/base-vitg-fp16/$f" "bench-models/base-vitg-fp16all/$f" ||
-    { echo "gpu_extra: bench-models/base-vitg-fp16/$f differs from base-vitg-fp16all's: remake both from one base-vitg" >&2; exit 1; }
-done
+parts=${*:-fp16 parity}
 rm -rf "$x"; mkdir -p "$x"
-cp bench-models/base-vitg-fp16/manifest.json "$x/base-vitg-fp16.manifest.json"
-for v in default-fp16v default-fp16; do
-  mkdir "$x/$v"
-  for f in "build/$v"/*; do cmp -s "$f" "models/default/$(basename "$f")" || cp "$f" "$x/$v/"; done
-done
+if [[ " $parts " == *" fp16 "* ]]; then
+  for f in vision_model.onnx vision_model.onnx.data; do
+    cmp -s "bench-models/base-vitg-fp16/$f" "bench-models/base-vitg-fp16all/$f" ||
+      { echo "gpu_extra: bench-models/base-vitg-fp16/$f differs from base-vitg-fp16all's: remake both from one base-vitg" >&2; exit 1; }
+  done
+  cp bench-models/base-vitg-fp16/manifest.json "$x/base-vitg-fp16.manifest.json"
+  for v in default-fp16v default-fp16; do
+    mkdir "$x/$v"
+    for f in "build/$v"/*; do cmp -s "$f" "models/default/$(basename "$f")" || cp "$f" "$x/$v/"; done
+  done
+fi
+if [[ " $parts " == *" parity "* ]]; then
+  d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+  build/autoui dataset --out "$d/sim" --episodes 3600 --seed 0 --size 360x800 >/dev/null
+  rm -rf "$d/sim/train" "$d/sim/validation"; mv "$d/sim" "$x/simdata"   # dataset.json names the subsets
+  build/autoui eval run --model models/default --data "$x/simdata/test" --out "$d/cpu" >/dev/null
+  cp "$d/cpu/predictions.jsonl" "$x/cpu-default.jsonl"
+fi
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
 grep -qx '/.gpuextra/' "$ex" 2>/dev/null || echo '/.gpuextra/' >> "$ex"
-echo "gpu_extra: $(du -sh "$x" | cut -f1) in $x/"
+echo "gpu_extra: $(du -sh "$x" | cut -f1) in $x/ ($parts)"
