@@ -60,22 +60,22 @@ func cudaPredictorWith(t *testing.T, opts Options) *Predictor {
 	return p
 }
 
-// The golden cases' tokens through Predict with --provider cuda, TF32 on
-// (ORT's default) and off.
+// The golden cases' tokens through Predict with --provider cuda, TF32 off
+// (the default) and on.
 func TestCUDAGoldenTokens(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDAGoldenTokens")
 		return
 	}
-	for _, exact := range []bool{false, true} {
-		p := cudaPredictorWith(t, Options{Session: SessionOptions{ExactFP32: exact}})
+	for _, tf32 := range []bool{false, true} {
+		p := cudaPredictorWith(t, Options{Session: SessionOptions{TF32: tf32}})
 		for _, c := range loadGolden(t) {
 			res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-				t.Errorf("exact fp32 %v %s: cuda ids differ from golden", exact, c.ID)
+				t.Errorf("tf32 %v %s: cuda ids differ from golden", tf32, c.ID)
 			}
 		}
 	}

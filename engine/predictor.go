@@ -268,7 +268,7 @@ type Settings struct {
 	Constrained       bool
 	Provider          Provider
 	GraphOptimization GraphOptimization
-	// ExactFP32 is SessionOptions.ExactFP32 where it applies (cuda).
+	// ExactFP32 is cuda without TF32 (SessionOptions.TF32).
 	ExactFP32 bool
 	// Threads and Spin are the intra-op thread count and whose workers
 	// spin-wait: they change speed, never tokens.
@@ -283,7 +283,7 @@ func (p *Predictor) Settings() Settings {
 		Decoding: p.opts.Decoding, Constrained: p.opts.Constrained,
 		Provider: p.opts.Session.Provider, GraphOptimization: p.opts.Session.GraphOptimization,
 		Threads: p.opts.Session.threads(), Spin: p.opts.Session.Spin,
-		ExactFP32: p.opts.Session.ExactFP32 && p.opts.Session.Provider == ProviderCUDA,
+		ExactFP32: !p.opts.Session.TF32 && p.opts.Session.Provider == ProviderCUDA,
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderCPU

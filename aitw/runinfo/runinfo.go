@@ -63,12 +63,13 @@ type Options struct {
 	Constrained   bool   `json:"constrained"`
 	Provider      string `json:"provider"`
 	GraphOpt      string `json:"graph_opt"`
-	// ExactFP32 is --tf32=false under cuda (TF32 off); absent, TF32 was on
-	// (or the provider had none), as before the option existed.
+	// ExactFP32 is cuda without TF32 (the default since --tf32 exists);
+	// absent, TF32 was on (cuda runs before --tf32) or the provider has none.
 	ExactFP32 bool `json:"exact_fp32,omitempty"`
 	// Batch is the latest run's --batch. It is recorded, not compared:
 	// predictions are the same at every batch size, so a run may resume or
-	// merge at another.
+	// merge at another. Except under cuda with TF32 (--tf32), where it is
+	// compared.
 	Batch int `json:"batch"`
 	// Preset is the --preset that set the options above ("autoui": Auto-GUI's
 	// main.py), "" for none. ScrollMap is the map the prompts' gold swipes
@@ -169,6 +170,11 @@ func Diff(a, b *Info, sameShard bool) []string {
 	add("provider", ao.Provider, bo.Provider)
 	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
 	add("exact_fp32", ao.ExactFP32, bo.ExactFP32)
+	if ao.Provider == "cuda" && bo.Provider == "cuda" && !ao.ExactFP32 && !bo.ExactFP32 {
+		// TF32's products depend on the matrix shapes: on an H200, 2 of
+		// 1483 outputs differed between batches of 8 and 64
+		add("batch (under TF32 the outputs depend on it)", ao.Batch, bo.Batch)
+	}
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))
 	}

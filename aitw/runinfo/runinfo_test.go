@@ -69,6 +69,18 @@ func TestDiff(t *testing.T) {
 	if d := Diff(a, b, false); len(d) != 1 || d[0] != "exact_fp32: false vs true" {
 		t.Errorf("TF32 off: %q", d)
 	}
+	// under cuda with TF32 the batch size changes outputs, so it is compared
+	a, b = sample(), sample()
+	a.Options.Provider, b.Options.Provider = "cuda", "cuda"
+	b.Options.Batch = 64
+	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "batch") {
+		t.Errorf("cuda with TF32, batches 8 and 64: %q", d)
+	}
+	a.Options.ExactFP32, b.Options.ExactFP32 = true, true
+	if d := Diff(a, b, false); len(d) != 0 {
+		t.Errorf("cuda without TF32, batches 8 and 64: %q", d)
+	}
+	a = sample()
 	b = sample()
 	b.Data.Files[0].Size = 11
 	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "data files") {

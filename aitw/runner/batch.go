@@ -20,16 +20,15 @@ import (
 // B=4 also keeps the batched decoder's buffers small (a quarter of B=16's
 // ~1 GB at 512-token prompts).
 //
-// CUDA: 8, not measured (no GPU was at hand). A GPU decoder call costs
-// about the same for 8 rows as for 1, so fewer sequential calls per step
-// pay; but PredictBatch keeps its KV caches in host memory (docs/cuda.md),
-// so each call moves B items' self- and cross-attention K/V over the bus,
-// which grows with B. 8 cuts the sequential calls per step from 21 (B=1,
-// speculative) to about 13 with half the traffic per call of 16. Measure with
-// AUTOUI_BENCH_PROVIDER=cuda go test ./aitw/runner -bench RunBatch.
+// CUDA: 64, measured on one H200 (docs/cuda.md, "Batches"): the smallest
+// batch within 10% of the best screens/s of `autoui bench --batch` on
+// base-vitg (fp32 8: 30, 32: 65, 64: 76 screens/s; fp16 vision 31, 68, 85),
+// and `eval run` of models/default went from 110 steps/s at 8 to 220 at
+// 64. The decoder's state stays on the device and every row drafts in full
+// (engine.DefaultVerifyPositions), so a wider batch costs little per call.
 const (
 	DefaultBatchCPU  = 4
-	DefaultBatchCUDA = 8
+	DefaultBatchCUDA = 64
 )
 
 // DefaultBatch is the batch size `eval run` uses on a provider (the
