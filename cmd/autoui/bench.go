@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/autoui/autoui/bench"
@@ -57,6 +58,16 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *batch < 0 {
 		return usageErrorf("--batch %d: want 0 (one Predict per case) or more", *batch)
+	}
+	if mf.profile != "" {
+		if st, err := os.Stat(filepath.Dir(mf.profile)); err != nil || !st.IsDir() {
+			return usageErrorf("--ort-profile %s: no directory %s to write the profiles in", mf.profile, filepath.Dir(mf.profile))
+		}
+		// ORT writes a profile when its session closes, after the report
+		defer func() {
+			files, _ := filepath.Glob(mf.profile + "-*.json")
+			fmt.Fprintf(os.Stderr, "bench: %d ORT profiles in %s-*.json (python -m scripts.ort_profile summarizes them)\n", len(files), mf.profile)
+		}()
 	}
 	onDevice := mf.provider == string(engine.ProviderCUDA)
 	switch *probeOn {

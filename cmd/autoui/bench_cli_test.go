@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,4 +78,20 @@ func TestBenchServeJSONOnStdoutCLI(t *testing.T) {
 	if !strings.Contains(stderr, "concurrency") {
 		t.Errorf("no table on stderr: %q", stderr)
 	}
+}
+
+// --ort-profile writes one ORT profile per graph and says where; a prefix
+// in a directory that does not exist is refused before anything runs (ORT
+// would drop the profiles silently).
+func TestBenchORTProfileCLI(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "p")
+	_, stderr, code := runCLI(t, "bench", "--model", tinyBundle, "--runs", "1", "--warmup", "0", "--tokens", "4", "--probe=false", "--ort-profile", prefix)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if files, _ := filepath.Glob(prefix + "-*.json"); len(files) != 5 || !strings.Contains(stderr, "5 ORT profiles") {
+		t.Fatalf("%d profiles: %v\n%s", len(files), files, stderr)
+	}
+	_, stderr, code = runCLI(t, "bench", "--model", tinyBundle, "--ort-profile", filepath.Join(prefix, "missing", "p"))
+	wantOneLineError(t, "", stderr, code, 2, "--ort-profile")
 }
