@@ -269,13 +269,17 @@ var decodePlain = tokenizer.DecodeOptions{SkipSpecial: true}
 func inf() float64 { return math.Inf(1) }
 
 // caseInputs runs the encoder and fusion on a golden case's own prompt
-// tokens and image features: the decoder's inputs.
-func caseInputs(t testing.TB, p *Predictor, c goldenCase) (fused []float32, mask []int64) {
+// tokens and image features: the decoder's inputs, in Go memory whatever
+// p's placement (so that both placements start from the same states).
+func caseInputs(t testing.TB, p *Predictor, c goldenCase) (fused encoded, mask []int64) {
 	t.Helper()
 	mask = make([]int64, len(c.InputIDs))
 	for i := range mask {
 		mask[i] = 1
 	}
+	place := p.cachePlace
+	p.cachePlace = placeHost
+	defer func() { p.cachePlace = place }()
 	enc, err := p.runEncoder(1, len(mask), c.InputIDs, mask)
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +390,7 @@ func TestDecoderCallBounds(t *testing.T) {
 			t.Error("empty call: no error")
 		}
 		c.close()
-		if _, err := p.newCall(1, fused[1:], mask, 2, 1); err == nil {
+		if _, err := p.newCall(1, encoded{host: fused.host[1:]}, mask, 2, 1); err == nil {
 			t.Error("fused states of the wrong size: no error")
 		}
 	}

@@ -45,7 +45,7 @@ func (s *sequence) out() []int64 { return s.tokens[1:] }
 // A call fetches token ids (the decoder's logits_argmax output) unless a
 // chooser needs the logits (the grammar, a minimum length) or the decoder
 // has no argmax output (bundles before graphs_revision 3).
-func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused []float32, mask []int64) error {
+func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded, mask []int64) error {
 	B := len(seqs)
 	eos, pad := p.bundle.Manifest.Tokens.EOSID, p.bundle.Manifest.Tokens.PadID
 	V := p.cfg.VocabSize
@@ -287,20 +287,31 @@ func (c *callBufs) release() {
 // newCall makes a decode's cache and its call tensors for up to width
 // positions per row: in Go memory for maxLen positions, or device-resident
 // (placeDevice: under cuda, and in tests on the cpu provider).
-func (p *Predictor) newCall(B int, fused []float32, mask []int64, maxLen, width int) (stepper, error) {
+func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width int) (stepper, error) {
 	shape := kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel}
 	bufs := newCallBufs(B, width, p.cfg.VocabSize)
 	if p.cachePlace == placeDevice {
+		if B <= 0 || len(mask)%B != 0 || (fused.dev == nil && len(fused.host) != len(mask)*p.cfg.DModel) {
+			return nil, fmt.Errorf("decoder cache: %d states and %d mask values for %d rows of width %d (programmer error)", len(fused.host), len(mask), B, p.cfg.DModel)
+		}
+		states, done, err := fused.value(B, len(mask)/B, p.cfg.DModel)
+		if err != nil {
+			return nil, fmt.Errorf("decoder cache: encoder states: %w", err)
+		}
+		defer done()
 		dev, err := kv.NewDevice(kv.DeviceConfig{Shape: shape, Batch: B, Names: p.decoderNames,
-			Decoder: p.decoder.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}, fused, mask)
+			Decoder: p.decoder.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}, states, mask)
 		if err != nil {
 			return nil, err
 		}
 		bufs.state = dev
 		return &deviceCall{callBufs: bufs, g: p.decoder, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
 	}
+	if fused.dev != nil {
+		return nil, fmt.Errorf("decoder cache: states on the device for a cache in Go memory (programmer error)")
+	}
 	cache, err := kv.New(kv.Config{Shape: shape, Batch: B, MaxLen: maxLen, Names: p.decoderNames, Slots: p.decoderSlots},
-		fused, mask, p.decoderCross.run)
+		fused.host, mask, p.decoderCross.run)
 	if err != nil {
 		return nil, err
 	}

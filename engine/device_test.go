@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -116,5 +117,35 @@ func TestDeviceFetchesLogitsOnlyWhereNeeded(t *testing.T) {
 		if want := map[bool]int{false: 0, true: n}[tc.allLogits]; calls.logitsCalls != want {
 			t.Errorf("%s: logits fetched in %d of %d calls, want %d", tc.name, calls.logitsCalls, n, want)
 		}
+	}
+}
+
+// With the state on the device the encoder's and the fusion's outputs stay
+// there too (ORT-owned, never in Go memory), and hold what the host path
+// computes.
+func TestDevicePrefill(t *testing.T) {
+	c := loadGolden(t)[0]
+	p := placed(t, placeDevice, Options{})
+	want, mask := caseInputs(t, p, c) // in Go memory
+	enc, err := p.runEncoder(1, len(mask), c.InputIDs, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.release()
+	fused, err := p.runFusion(1, len(mask), enc, loadNpy(t, c.Tensors["image_features"]), mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fused.release()
+	if enc.host != nil || enc.dev == nil || fused.host != nil || fused.dev == nil {
+		t.Fatal("the encoder states or the fused states came to Go memory")
+	}
+	raw, err := fused.dev.HostData() // ORT's CPU memory stands in for the device here
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
+	if !slices.Equal(got, want.host) {
+		t.Errorf("fused states on the device differ from the host path's (%d vs %d values)", len(got), len(want.host))
 	}
 }

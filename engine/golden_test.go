@@ -235,14 +235,14 @@ func TestGoldenParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := track("encoder", maxAbsDiff(t, "encoder", enc, loadNpy(t, c.Tensors["encoder_hidden_states"]))); d > tolEncoder {
+			if d := track("encoder", maxAbsDiff(t, "encoder", enc.host, loadNpy(t, c.Tensors["encoder_hidden_states"]))); d > tolEncoder {
 				t.Errorf("encoder_hidden_states max abs diff %g > %g", d, tolEncoder)
 			}
 			fused, err := p.runFusion(1, len(ids), enc, goldFeat, mask)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := track("fusion", maxAbsDiff(t, "fused", fused, loadNpy(t, c.Tensors["fused_hidden_states"]))); d > tolFused {
+			if d := track("fusion", maxAbsDiff(t, "fused", fused.host, loadNpy(t, c.Tensors["fused_hidden_states"]))); d > tolFused {
 				t.Errorf("fused_hidden_states max abs diff %g > %g", d, tolFused)
 			}
 			// first 3 decode steps' logits, teacher-forced on the golden ids

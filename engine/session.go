@@ -5,6 +5,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/autoui/autoui/engine/internal/ortval"
 	"github.com/autoui/autoui/models"
 )
 
@@ -58,6 +59,34 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profi
 		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
 	}
 	return g, nil
+}
+
+// runOnDevice runs g on inputs bound by slot and leaves its output out
+// where ORT computes it (mem: the device under cuda), never copied to Go
+// memory.
+func (g *graph) runOnDevice(ins []ort.Value, out string, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	b, err := g.sess.CreateIoBinding()
+	if err != nil {
+		return nil, fmt.Errorf("run %s graph: io binding: %w", g.role, err)
+	}
+	defer b.Destroy()
+	for i, v := range ins {
+		if err := b.BindInput(g.inputs[i], v); err != nil {
+			return nil, fmt.Errorf("run %s graph: bind %s: %w", g.role, g.inputs[i], err)
+		}
+	}
+	if err := b.BindOutputToDevice(out, mem); err != nil {
+		return nil, fmt.Errorf("run %s graph: bind %s: %w", g.role, out, err)
+	}
+	if err := g.sess.RunWithBinding(b); err != nil {
+		return nil, fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
+	}
+	vs, err := b.GetBoundOutputOwnedValues()
+	if err != nil || len(vs) != 1 {
+		ortval.DestroyAll(vs)
+		return nil, fmt.Errorf("run %s graph: output %s: %v", g.role, out, err)
+	}
+	return vs[0], nil
 }
 
 func (g *graph) close() {

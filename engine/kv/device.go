@@ -45,10 +45,12 @@ type DeviceConfig struct {
 
 // NewDevice runs the cross graph on states [Batch, E, DModel] (mask [Batch,
 // E]) with its outputs left on the device, and binds them and the mask to a
-// new IoBinding of the decoder.
-func NewDevice(cfg DeviceConfig, states []float32, mask []int64) (*Device, error) {
-	if cfg.Batch <= 0 || len(mask)%cfg.Batch != 0 || len(states) != len(mask)*cfg.DModel {
-		return nil, fmt.Errorf("decoder cache: %d states and %d mask values for %d rows of width %d (programmer error)", len(states), len(mask), cfg.Batch, cfg.DModel)
+// new IoBinding of the decoder. The states may be a tensor over Go memory or
+// an ORT-owned value (the fusion graph's output, left on the device).
+func NewDevice(cfg DeviceConfig, states ort.Value, mask []int64) (*Device, error) {
+	if s := states.GetShape(); cfg.Batch <= 0 || len(mask)%cfg.Batch != 0 || len(s) != 3 ||
+		s[0] != int64(cfg.Batch) || s[1]*int64(cfg.Batch) != int64(len(mask)) || s[2] != int64(cfg.DModel) {
+		return nil, fmt.Errorf("decoder cache: states %v and %d mask values for %d rows of width %d (programmer error)", s, len(mask), cfg.Batch, cfg.DModel)
 	}
 	c := &Device{names: cfg.Names, mem: cfg.Mem, ops: cfg.Ops, shape: make(ort.Shape, 0, 4),
 		d: dims{b: int64(cfg.Batch), layers: int64(cfg.Layers), heads: int64(cfg.Heads), dkv: int64(cfg.DKV),
@@ -72,18 +74,13 @@ func NewDevice(cfg DeviceConfig, states []float32, mask []int64) (*Device, error
 }
 
 // project runs the cross graph with its K/V outputs bound to the device.
-func (c *Device) project(cross *ort.DynamicAdvancedSession, states []float32) ([]*ort.OwnedValue, error) {
+func (c *Device) project(cross *ort.DynamicAdvancedSession, states ort.Value) ([]*ort.OwnedValue, error) {
 	b, err := cross.CreateIoBinding()
 	if err != nil {
 		return nil, err
 	}
 	defer b.Destroy()
-	st, err := ortval.NewTensor(&c.shape, states, c.d.b, c.d.enc, c.d.model)
-	if err != nil {
-		return nil, fmt.Errorf("encoder states: %w", err)
-	}
-	defer st.Release()
-	if err := b.BindInput(c.names.CrossStates, &st); err != nil {
+	if err := b.BindInput(c.names.CrossStates, states); err != nil {
 		return nil, err
 	}
 	for l := range c.names.CrossKV {
