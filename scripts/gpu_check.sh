@@ -46,7 +46,7 @@ bundle() {
 b32=$kit/bundles/base-vitg
 b16all=$kit/bundles/base-vitg-fp16all
 b16=/tmp/bundles/base-vitg-fp16
-if [ -d "$extra" ] && [ -d "$b32" ] && [ -d "$b16all" ]; then
+if [ -f "$extra/base-vitg-fp16.manifest.json" ] && [ -d "$b32" ] && [ -d "$b16all" ]; then
   mkdir -p /tmp/bundles/v16
   ln -sf "$(readlink -f "$b16all")"/vision_model.onnx* /tmp/bundles/v16/
   cp "$extra/base-vitg-fp16.manifest.json" /tmp/bundles/v16/manifest.json
@@ -225,9 +225,16 @@ print(json.dumps(d.get("levels"))[:1500])' "$res/serve-$n.json")"
 fi
 
 if want peers && fits 150 peers; then
-  # PyTorch eager bf16 on the same card, same cases and token count (fp32 eager: DESIGN.md 6b, 2 s per action)
+  # PyTorch eager bf16 on the same card, same cases and token count (fp32 eager: DESIGN.md 6b, 2 s per
+  # action), and ORT from Python with IO binding where gpu_extra.sh ortpy sent its package
+  runners=torch_bf16
+  if [ -f "$extra/ortpy.tar.xz" ]; then
+    mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
+      ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/ &&
+      export PYTHONPATH=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH} && runners=ort_iobind,$runners
+  fi
   PYTHONUNBUFFERED=1 run timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
-    --runners torch_bf16 --batches 1,8,32 --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
+    --runners "$runners" --batches 1,8,32 --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
   log "peers (rc $?): $(grep -E '^\|' "$res/peers.md" | tail -n +3 | tr '\n' ' ')"
   save
 fi

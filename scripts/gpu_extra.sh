@@ -5,6 +5,9 @@
 #   fp16     base-vitg-fp16.manifest.json: base-vitg-fp16 = base-vitg's text graphs + base-vitg-fp16all's
 #            vision graph (the same file: checked here) + this manifest; default-fp16v/, default-fp16/:
 #            the files of build/default-fp16v and build/default-fp16 that differ from models/default's
+#   ortpy    ortpy.tar.xz (8 MB): onnxruntime-gpu 1.29's Python package without its libraries, for the
+#            ORT-Python IO-binding peer (gpu_check.sh links the kit's CUDA provider into it); the wheel
+#            is the one pack.sh downloads
 #   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0), and
 #            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
 #            the GPU's are compared with (the GPU machine generates the split 2x slower than here)
@@ -12,7 +15,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 x=.gpuextra
-parts=${*:-fp16 parity}
+parts=${*:-fp16 parity}   # ortpy on request
 rm -rf "$x"; mkdir -p "$x"
 if [[ " $parts " == *" fp16 "* ]]; then
   for f in vision_model.onnx vision_model.onnx.data; do
@@ -31,6 +34,14 @@ if [[ " $parts " == *" parity "* ]]; then
   rm -rf "$d/sim/train" "$d/sim/validation"; mv "$d/sim" "$x/simdata"   # dataset.json names the subsets
   build/autoui eval run --model models/default --data "$x/simdata/test" --out "$d/cpu" >/dev/null
   cp "$d/cpu/predictions.jsonl" "$x/cpu-default.jsonl"
+fi
+if [[ " $parts " == *" ortpy "* ]]; then
+  whl=$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/autoui-gpu/onnxruntime_gpu-1.29.0-*.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { echo "gpu_extra: no onnxruntime-gpu wheel: run ../shared/gpu/pack.sh first" >&2; exit 1; }
+  d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+  # the pybind module links ORT statically; the providers come from the kit
+  unzip -q "$whl" 'onnxruntime/__init__.py' 'onnxruntime/capi/*' -x 'onnxruntime/capi/libonnxruntime*.so*' -d "$d"
+  tar -C "$d" -cf - onnxruntime | xz -T0 -6 > "$x/ortpy.tar.xz"
 fi
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
 grep -qx '/.gpuextra/' "$ex" 2>/dev/null || echo '/.gpuextra/' >> "$ex"
