@@ -50,9 +50,10 @@ const VerifyPositionsLimit = 4096
 // a decoder call costs about the same for a few positions as for one only
 // while reading the weights dominates, so a batch shares one call's worth of
 // drafts (MaxDraft+1 positions: batches of 7 or more do not draft). On a
-// GPU a call of a few hundred positions costs about what a call of one does
-// (the weights are read once, the launches are the same), so every row of
-// a batch of up to 64 drafts in full.
+// GPU a call costs little more for many positions than for one (the weights
+// are read once, the launches are the same), so every row of a batch of up
+// to 64 drafts in full: on an H200, base size, 32 rows x 13 positions took
+// 8.1 ms a call against 5.6 for 32 x 1, in 21 calls a batch instead of 104.
 func DefaultVerifyPositions(p Provider) int {
 	if p == ProviderCUDA {
 		return 64 * (sample.MaxDraft + 1)
