@@ -196,13 +196,16 @@ if want tf32 && fits 90 tf32; then
 fi
 
 if want serve && fits 55 serve; then
-  # serve under load: 64 clients, batches of up to 64, the fp32 bundle (the issue's table) and fp16 vision
-  for b in "$b16" "$b32"; do
+  # serve under load: 64 clients, batches of up to 64. fp16 vision decoding the typical action (--replay:
+  # what a trained model's requests cost), then fp32 as the random weights decode (127 tokens, no draft
+  # accepted: the issue's first table)
+  for cfg in "$b16:typical" "$b32:"; do
+    b=${cfg%:*} replay=${cfg##*:}
     [ -d "$b" ] || continue
-    n=$(basename "$b")
+    n=$(basename "$b")${replay:+-replay}
     fits 55 "serve $n" || break
     autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch 64 --queue 256 \
-      2>"$res/serve-$n.log" &
+      ${replay:+--replay "$replay"} 2>"$res/serve-$n.log" &
     pid=$!
     python3 -c 'import time, urllib.request
 for _ in range(240):

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve"
 )
 
@@ -30,6 +33,7 @@ func runServe(ctx context.Context, args []string) error {
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
 	timeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest time from a request's arrival to its answer (504 after); also the shutdown drain limit")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token that /v1/* requires (Authorization: Bearer TOKEN); /healthz, /readyz and /metrics stay open")
+	replay := fs.String("replay", "", "benchmarking only: every request decodes this action text ('typical' for a typical Auto-UI tap) instead of the model's choices, through real decoder calls, so a random-weight bundle costs what a trained one would (bench --replay's rule)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui serve --model DIR [--addr 127.0.0.1:8080] [flags]\n\nPOST /v1/predict, GET /healthz, /readyz, /metrics (docs/serve.md).")
 		fs.PrintDefaults()
@@ -91,7 +95,16 @@ func runServe(ctx context.Context, args []string) error {
 			load <- loaded{err: err}
 			return
 		}
-		if !s.SetModel(serve.ModelOf(p, mf.model)) { // shutting down already
+		m := serve.ModelOf(p, mf.model)
+		if *replay != "" {
+			if m, err = replayModel(m, p, *replay); err != nil {
+				closeFn()
+				load <- loaded{err: err}
+				return
+			}
+			fmt.Fprintf(os.Stderr, "autoui serve: --replay: every answer is the replayed action, not the model's (benchmarking)\n")
+		}
+		if !s.SetModel(m) { // shutting down already
 			closeFn()
 			load <- loaded{}
 			return
@@ -154,4 +167,48 @@ func readTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("--token-file %s is empty", path)
 	}
 	return token, nil
+}
+
+// replayModel is m with every request decoding text (bench.TypicalAction for
+// "typical") in place of the model's choices (predict.Request.Replay).
+func replayModel(m serve.Model, p *engine.Predictor, text string) (serve.Model, error) {
+	if text == "typical" {
+		text = bench.TypicalAction
+	}
+	ids, err := p.Tokenizer().EncodeNoEOS(text)
+	if err != nil {
+		return m, fmt.Errorf("--replay: %w", err)
+	}
+	if n := p.Settings().MaxNewTokens; len(ids) >= n {
+		return m, usageErrorf("--replay: %d tokens do not fit the %d-token limit with their </s>", len(ids), n)
+	}
+	set := func(r predict.Request) predict.Request {
+		r.Replay = ids
+		if r.MaxNewTokens != 0 && r.MaxNewTokens <= len(ids) {
+			r.MaxNewTokens = len(ids) + 1 // the replay decides the length
+		}
+		return r
+	}
+	check := m.Check
+	m.Check = func(r predict.Request) error { return check(set(r)) }
+	m.Engine = replaying{m.Engine, set}
+	return m, nil
+}
+
+// replaying sets each request's replay before the engine sees it.
+type replaying struct {
+	predict.Predictor
+	set func(predict.Request) predict.Request
+}
+
+func (r replaying) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return r.Predictor.Predict(ctx, r.set(req))
+}
+
+func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	out := make([]predict.Request, len(reqs))
+	for i, q := range reqs {
+		out[i] = r.set(q)
+	}
+	return r.Predictor.PredictBatch(ctx, out)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,10 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve"
 )
 
@@ -172,5 +177,49 @@ func TestServeHelpMaxPixels(t *testing.T) {
 	}
 	if line, _, _ := strings.Cut(out[i:], "\n  -"); !strings.Contains(line, fmt.Sprint(serve.DefaultMaxPixels)) {
 		t.Errorf("--max-pixels help %q does not name serve's cap %d", line, serve.DefaultMaxPixels)
+	}
+}
+
+// serve --replay: every request, batched or alone, decodes the replayed
+// action through the engine (what bench --replay does), and a client's
+// shorter token limit does not cut it.
+func TestServeReplay(t *testing.T) {
+	b, err := models.Load(tinyBundle, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.NewPredictor(b, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, err := replayModel(serve.ModelOf(p, ""), p, "typical")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []predict.Request{
+		{Goal: "Open Chrome", Features: make([]float32, p.Bundle().Manifest.Model.ImageDim), MaxNewTokens: 8},
+		{Goal: "Search for cats", Features: make([]float32, p.Bundle().Manifest.Model.ImageDim)},
+	}
+	for _, r := range reqs {
+		if err := m.Check(r); err != nil {
+			t.Fatalf("check: %v", err)
+		}
+	}
+	res, err := m.Engine.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := m.Engine.Predict(context.Background(), reqs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(res, one) {
+		if r.Raw != bench.TypicalAction {
+			t.Errorf("raw %q, want the replayed action", r.Raw)
+		}
+	}
+	if _, err := replayModel(serve.ModelOf(p, ""), p, strings.Repeat("tap ", 200)); err == nil || !strings.Contains(err.Error(), "do not fit") {
+		t.Errorf("a replay over the token limit: %v", err)
 	}
 }
