@@ -11,7 +11,8 @@
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16
 #   python -m scripts.half --in models/default --out build/default-fp16v
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
-#   scripts/gpu_extra.sh [fp16] [parity]     # what travels beside the checkout, in .gpuextra/
+#   scripts/gpu_extra.sh [fp16] [parity] [ortpy]   # what travels beside the checkout, in .gpuextra/:
+#                                    # 12, 10 and 8 MB; with the ~45 MB checkout a call carries two
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
