@@ -45,22 +45,7 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 		c := loadGolden(b)[0]
 		ids, feat = c.InputIDs, loadNpy(b, c.Tensors["image_features"])
 	}
-	mask := make([]int64, len(ids))
-	for i := range mask {
-		mask[i] = 1
-	}
-	// in Go memory, so that both placements start from the same states
-	place := p.cachePlace
-	p.cachePlace = placeHost
-	defer func() { p.cachePlace = place }()
-	enc, err := p.runEncoder(1, len(ids), ids, mask)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fused, err := p.runFusion(1, len(ids), enc, feat, mask)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fused, mask := hostInputs(b, p, ids, feat)
 	return p, fused.host, mask
 }
 

@@ -269,22 +269,29 @@ var decodePlain = tokenizer.DecodeOptions{SkipSpecial: true}
 func inf() float64 { return math.Inf(1) }
 
 // caseInputs runs the encoder and fusion on a golden case's own prompt
-// tokens and image features: the decoder's inputs, in Go memory whatever
-// p's placement (so that both placements start from the same states).
+// tokens and image features: the decoder's inputs.
 func caseInputs(t testing.TB, p *Predictor, c goldenCase) (fused encoded, mask []int64) {
 	t.Helper()
-	mask = make([]int64, len(c.InputIDs))
+	return hostInputs(t, p, c.InputIDs, loadNpy(t, c.Tensors["image_features"]))
+}
+
+// hostInputs runs the encoder and fusion on one prompt of ids and its image
+// features, in Go memory whatever p's placement (so that both placements
+// start from the same states).
+func hostInputs(t testing.TB, p *Predictor, ids []int64, feat []float32) (fused encoded, mask []int64) {
+	t.Helper()
+	mask = make([]int64, len(ids))
 	for i := range mask {
 		mask[i] = 1
 	}
 	place := p.cachePlace
 	p.cachePlace = placeHost
 	defer func() { p.cachePlace = place }()
-	enc, err := p.runEncoder(1, len(mask), c.InputIDs, mask)
+	enc, err := p.runEncoder(1, len(ids), ids, mask)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fused, err = p.runFusion(1, len(mask), enc, loadNpy(t, c.Tensors["image_features"]), mask)
+	fused, err = p.runFusion(1, len(ids), enc, feat, mask)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,26 +65,9 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profi
 // where ORT computes it (mem: the device under cuda), never copied to Go
 // memory.
 func (g *graph) runOnDevice(ins []ort.Value, out string, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
-	b, err := g.sess.CreateIoBinding()
+	vs, err := ortval.RunOnDevice(g.sess, g.inputs, ins, []string{out}, mem)
 	if err != nil {
-		return nil, fmt.Errorf("run %s graph: io binding: %w", g.role, err)
-	}
-	defer b.Destroy()
-	for i, v := range ins {
-		if err := b.BindInput(g.inputs[i], v); err != nil {
-			return nil, fmt.Errorf("run %s graph: bind %s: %w", g.role, g.inputs[i], err)
-		}
-	}
-	if err := b.BindOutputToDevice(out, mem); err != nil {
-		return nil, fmt.Errorf("run %s graph: bind %s: %w", g.role, out, err)
-	}
-	if err := g.sess.RunWithBinding(b); err != nil {
 		return nil, fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
-	}
-	vs, err := b.GetBoundOutputOwnedValues()
-	if err != nil || len(vs) != 1 {
-		ortval.DestroyAll(vs)
-		return nil, fmt.Errorf("run %s graph: output %s: %v", g.role, out, err)
 	}
 	return vs[0], nil
 }

@@ -75,25 +75,11 @@ func NewDevice(cfg DeviceConfig, states ort.Value, mask []int64) (*Device, error
 
 // project runs the cross graph with its K/V outputs bound to the device.
 func (c *Device) project(cross *ort.DynamicAdvancedSession, states ort.Value) ([]*ort.OwnedValue, error) {
-	b, err := cross.CreateIoBinding()
-	if err != nil {
-		return nil, err
+	outs := make([]string, 0, 2*len(c.names.CrossKV))
+	for _, kv := range c.names.CrossKV {
+		outs = append(outs, kv[0], kv[1]) // [2*layer + k/v]
 	}
-	defer b.Destroy()
-	if err := b.BindInput(c.names.CrossStates, states); err != nil {
-		return nil, err
-	}
-	for l := range c.names.CrossKV {
-		for _, name := range c.names.CrossKV[l] {
-			if err := b.BindOutputToDevice(name, c.mem); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := cross.RunWithBinding(b); err != nil {
-		return nil, err
-	}
-	return b.GetBoundOutputOwnedValues() // in binding order: [2*layer + k/v]
+	return ortval.RunOnDevice(cross, []string{c.names.CrossStates}, []ort.Value{states}, outs, c.mem)
 }
 
 // bindConstants binds what stays for the calls of a batch: the mask, the

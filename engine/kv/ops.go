@@ -7,6 +7,8 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
 )
 
 // Ops are the two small graphs that edit a device-resident cache where it
@@ -74,31 +76,16 @@ func (o *Ops) Close() {
 // run runs one of the graphs on xs with its int64 argument arg, its outputs
 // left where ORT computes them (mem), and returns them.
 func (o *Ops) run(sess *ort.DynamicAdvancedSession, argName string, arg []int64, xs []ort.Value, mem *ort.MemoryInfo) ([]*ort.OwnedValue, error) {
-	b, err := sess.CreateIoBinding()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Destroy()
 	at, err := ort.NewTensor(ort.NewShape(int64(len(arg))), arg)
 	if err != nil {
 		return nil, err
 	}
 	defer at.Destroy()
-	if err := b.BindInput(argName, at); err != nil {
-		return nil, err
+	ins, inNames, outNames := append([]ort.Value{at}, xs...), []string{argName}, make([]string, len(xs))
+	for i := range xs {
+		inNames, outNames[i] = append(inNames, opsIn(i)), opsOut(i)
 	}
-	for i, x := range xs {
-		if err := b.BindInput(opsIn(i), x); err != nil {
-			return nil, err
-		}
-		if err := b.BindOutputToDevice(opsOut(i), mem); err != nil {
-			return nil, err
-		}
-	}
-	if err := sess.RunWithBinding(b); err != nil {
-		return nil, err
-	}
-	return b.GetBoundOutputOwnedValues()
+	return ortval.RunOnDevice(sess, inNames, ins, outNames, mem)
 }
 
 // Trim returns the first n positions of each self-attention K/V, left in mem.
