@@ -41,6 +41,37 @@ func sameResult(got, want *predict.Result) string {
 	return ""
 }
 
+// featureRequest is c as a request whose screen enters as its golden
+// vision features.
+func (c goldenCase) featureRequest(t *testing.T) predict.Request {
+	return predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+}
+
+// goldenBatches predicts cases size at a time on p (featureRequest) and
+// reports, under label, every output whose ids differ from the golden ones.
+// The results come back in case order.
+func goldenBatches(t *testing.T, p *Predictor, cases []goldenCase, size int, label string) []*predict.Result {
+	t.Helper()
+	var out []*predict.Result
+	for lo := 0; lo < len(cases); lo += size {
+		var reqs []predict.Request
+		for _, c := range cases[lo:min(lo+size, len(cases))] {
+			reqs = append(reqs, c.featureRequest(t))
+		}
+		got, err := p.PredictBatch(context.Background(), reqs)
+		if err != nil {
+			t.Fatalf("%s, items %d..: %v", label, lo, err)
+		}
+		for j, res := range got {
+			if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+				t.Errorf("%s %s: ids differ from golden\n got %v\nwant %v", label, c.ID, res.TokenIDs, c.GeneratedIDs)
+			}
+		}
+		out = append(out, got...)
+	}
+	return out
+}
+
 // Every golden case, in batches of 1, 2, 3 and 8 (mixed screens and prompt
 // lengths from 11 to 512 tokens, one case with a 16-token limit), gives the
 // golden ids and exactly the single-request result (a batch of one is
@@ -54,7 +85,7 @@ func TestPredictBatchGolden(t *testing.T) {
 	cases := loadGolden(t)
 	reqs := make([]predict.Request, len(cases))
 	for i, c := range cases {
-		reqs[i] = predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+		reqs[i] = c.featureRequest(t)
 	}
 	singles := make([]*predict.Result, len(cases))
 	for _, size := range []int{1, 2, 3, 8} {

@@ -468,21 +468,8 @@ func TestVerifyPositions(t *testing.T) {
 		calls := map[int]int{}
 		for _, positions := range []int{0, B * (sample.MaxDraft + 1)} {
 			p := placed(t, place, Options{VerifyPositions: positions})
-			for lo := 0; lo < len(cases); lo += B {
-				var reqs []predict.Request
-				for _, c := range cases[lo:min(lo+B, len(cases))] {
-					reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-				}
-				got, err := p.PredictBatch(context.Background(), reqs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for j, res := range got {
-					if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-						t.Errorf("place %d positions %d %s: ids differ from golden\n got %v\nwant %v", place, positions, c.ID, res.TokenIDs, c.GeneratedIDs)
-					}
-					calls[positions] += res.Timings.DecoderCalls
-				}
+			for _, res := range goldenBatches(t, p, cases, B, fmt.Sprintf("place %d positions %d", place, positions)) {
+				calls[positions] += res.Timings.DecoderCalls
 			}
 		}
 		if wide, narrow := calls[B*(sample.MaxDraft+1)], calls[0]; wide >= narrow {

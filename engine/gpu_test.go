@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,21 +107,7 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 				withoutArgmax(t, dev)
 			}
 			for _, B := range []int{1, 3, 8} {
-				for lo := 0; lo < len(cases); lo += B {
-					var reqs []predict.Request
-					for _, c := range cases[lo:min(lo+B, len(cases))] {
-						reqs = append(reqs, predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-					}
-					got, err := dev.PredictBatch(context.Background(), reqs)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for j, res := range got {
-						if c := cases[lo+j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-							t.Errorf("argmax=%v %s B=%d %s: cuda device decoding differs from golden\n got %v\nwant %v", argmax, dec, B, c.ID, res.TokenIDs, c.GeneratedIDs)
-						}
-					}
-				}
+				goldenBatches(t, dev, cases, B, fmt.Sprintf("cuda device decoding, argmax=%v %s B=%d", argmax, dec, B))
 			}
 		}
 	}
