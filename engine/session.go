@@ -45,8 +45,8 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profi
 	}
 	g.in, g.out = slots(g.inputs), slots(g.outputs)
 	if profile != "" {
-		// one file per graph: ORT names a profile by the second it started,
-		// so sessions opened together would overwrite each other's
+		// one file per graph, named by its role (ORT names a profile only by
+		// the time it started)
 		if err := so.EnableProfiling(profile + "-" + string(role)); err != nil {
 			return nil, fmt.Errorf("load %s graph: profiling: %w", role, err)
 		}
