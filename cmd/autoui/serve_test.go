@@ -19,10 +19,9 @@ import (
 
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/bench"
-	"github.com/autoui/autoui/engine"
-	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve"
+	"github.com/autoui/autoui/serve/servetest"
 )
 
 // TestServeCLI runs `autoui serve` in a child process: it reports its
@@ -184,15 +183,7 @@ func TestServeHelpMaxPixels(t *testing.T) {
 // action through the engine (what bench --replay does), and a client's
 // shorter token limit does not cut it.
 func TestServeReplay(t *testing.T) {
-	b, err := models.Load(tinyBundle, models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.NewPredictor(b, engine.Options{Session: engine.SessionOptions{IntraOpThreads: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, _ := servetest.Start(t, tinyBundle, "")
 	m, err := replayModel(serve.ModelOf(p, ""), p, "typical")
 	if err != nil {
 		t.Fatal(err)
