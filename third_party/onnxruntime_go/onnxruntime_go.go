@@ -3559,6 +3559,21 @@ func (s *DynamicAdvancedSession) RunWithBinding(b *IoBinding) error {
 	return nil
 }
 
+// RunWithBindingOptions is RunWithBinding with run options (nil: the
+// defaults), e.g. a "gpu_graph_id" run config entry selecting which CUDA
+// graph a session with graph capture enabled captures or replays.
+func (s *DynamicAdvancedSession) RunWithBindingOptions(b *IoBinding, opts *RunOptions) error {
+	var o *C.OrtRunOptions
+	if opts != nil {
+		o = opts.o
+	}
+	status := C.RunSessionWithBindingOptions(s.s.ortSession, o, b.o)
+	if status != nil {
+		return statusToError(status)
+	}
+	return nil
+}
+
 // Creates and returns a ModelMetadata instance for this session's model. The
 // returned metadata must be freed using its Destroy() function when no longer
 // needed.

@@ -417,6 +417,11 @@ OrtStatus *RunSessionWithBinding(OrtSession *session, OrtIoBinding *b) {
   return ort_api->RunWithBinding(session, NULL, b);
 }
 
+OrtStatus *RunSessionWithBindingOptions(OrtSession *session,
+  OrtRunOptions *o, OrtIoBinding *b) {
+  return ort_api->RunWithBinding(session, o, b);
+}
+
 void ReleaseOrtSession(OrtSession *session) {
   ort_api->ReleaseSession(session);
 }

@@ -283,6 +283,10 @@ OrtStatus *RunOptionsAddActiveLoraAdapter(OrtRunOptions *o,
 // Wraps ort_api->RunWithBinding.
 OrtStatus *RunSessionWithBinding(OrtSession *session, OrtIoBinding *b);
 
+// Wraps ort_api->RunWithBinding with run options (NULL: the defaults).
+OrtStatus *RunSessionWithBindingOptions(OrtSession *session,
+  OrtRunOptions *o, OrtIoBinding *b);
+
 // Wraps ort_api->ReleaseSession
 void ReleaseOrtSession(OrtSession *session);
 
