@@ -25,6 +25,11 @@ EXTERNAL_ALIGN = 4096
 # A role named on a variant's command line stands for these graphs (the cross graph is the decoder's).
 ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
                "decoder": ("decoder", "decoder_cross")}
+# Graphs derived from another role's graph whose weights they share (the static-cache decoder
+# reads the with-past decoder's external data): a variant that converts that graph drops them
+# (they would read the converted graph's weights file as the old one's); one that does not
+# copies them.
+DERIVED_GRAPHS = {"decoder_static": "decoder"}
 
 
 def log(msg: str) -> None:
@@ -178,12 +183,14 @@ def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
 def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, what: str, error=RuntimeError) -> dict:
     """Write the files of a variant of the bundle in_dir to out_dir: each role in graphs as
     convert(role, path) returns it (its IO checked against the manifest's), the other graphs and
-    the tokenizer copied. Returns the manifest's new "files" (the caller writes the manifest)."""
+    the tokenizer copied, a graph derived from a converted one (DERIVED_GRAPHS) left out.
+    Returns the manifest's new "files" (the caller writes the manifest)."""
     os.makedirs(out_dir, exist_ok=True)
     files = manifest["files"]
     new_files = {}
+    copied = set()
     for role, spec in files.items():
-        if role == "tokenizer":
+        if role == "tokenizer" or DERIVED_GRAPHS.get(role) in graphs:
             continue
         src = os.path.join(in_dir, spec["path"])
         dst = os.path.join(out_dir, spec["path"])
@@ -196,12 +203,14 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
             entry["external_data"] = [file_entry(out_dir, e) for e in ext]
         else:
             for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
-                shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
+                if name not in copied:  # a derived graph shares its source's external data
+                    shutil.copyfile(os.path.join(in_dir, name), os.path.join(out_dir, name))
+                    copied.add(name)
         entry.update(file_entry(out_dir, spec["path"]))
         new_files[role] = entry
     shutil.copyfile(os.path.join(in_dir, files["tokenizer"]["path"]), os.path.join(out_dir, files["tokenizer"]["path"]))
     new_files["tokenizer"] = file_entry(out_dir, files["tokenizer"]["path"])
-    return {role: new_files[role] for role in files}
+    return {role: new_files[role] for role in files if role in new_files}
 
 
 def save_variant_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:

@@ -7,13 +7,18 @@ nothing."""
 from __future__ import annotations
 
 FORMAT_VERSION = 2
-# Each graph role's file in a bundle, in the manifest's order.
+# Each graph role's file in a bundle, in the manifest's order. decoder_static (graphs revision 4)
+# is optional for readers: bundles from before it, and the int8/fp16 variants of a converted
+# decoder, do not have it.
 FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion": "fusion_model.onnx",
-         "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx"}
+         "decoder": "decoder_with_past_model.onnx", "decoder_cross": "decoder_cross_model.onnx",
+         "decoder_static": "decoder_static_model.onnx"}
 # Bumped when the exported graphs change within a bundle format (same IO, faster ops), so that
 # scripts.bench_models exports its bundles again. 2: vision norms fused (fuse_vision_norms).
 # 3: the with-past decoder has a logits_argmax output (add_argmax; scripts.upgrade_bundle adds it).
-GRAPHS_REVISION = 3
+# 4: decoder_static_model.onnx, the with-past decoder over a fixed-length cache written at a
+#    position input, for CUDA-graph capture (scripts/static_decoder.py; scripts.upgrade_bundle adds it).
+GRAPHS_REVISION = 4
 # The with-past decoder's argmax output (exporter graphs revision 3): int64 token ids per position.
 ARGMAX_OUTPUT = "logits_argmax"
 

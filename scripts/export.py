@@ -6,11 +6,14 @@
 
 Writes vision_model.onnx, encoder_model.onnx, fusion_model.onnx, decoder_with_past_model.onnx
 (HF optimum's with-past decoder; the first call feeds a zero-length past), decoder_cross_model.onnx
-(encoder_hidden_states -> the cross-attention K/V, once per request), tokenizer.json and
+(encoder_hidden_states -> the cross-attention K/V, once per request), decoder_static_model.onnx
+(the with-past decoder over a fixed-length cache, for CUDA-graph capture; derived from the
+decoder graph by scripts/static_decoder.py, sharing its external data), tokenizer.json and
 manifest.json (bundle format 2, docs/bundle-format.md). Every graph is
-checked against PyTorch with ONNX Runtime before the manifest is written; a failed check
-aborts. The same command gives byte-identical files. A checkpoint without tokenizer.json
-gets one converted from its spiece.model by transformers (recorded in the manifest).
+checked against PyTorch with ONNX Runtime (the static decoder against the with-past one) before
+the manifest is written; a failed check aborts. The same command gives byte-identical files. A
+checkpoint without tokenizer.json gets one converted from its spiece.model by transformers
+(recorded in the manifest).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .bundle_format import FILES, FORMAT_VERSION, GRAPHS_REVISION
 from .decoder_split import split_decoder
 from .graph_check import TOLERANCES, ExportCheckError, check_argmax, compare, past_feed, session
 from .onnx_graphs import DecoderGraph, EncoderGraph, FusionGraph, add_argmax, contrib_attention, fuse_vision_norms
+from .static_decoder import check_static, write_static
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "testdata", "tokenizer", "tokenizer.json")
@@ -330,6 +334,13 @@ def versions() -> dict:
             "onnxruntime": onnxruntime.__version__}
 
 
+def static_config(cfg) -> dict:
+    """What static_decoder reads of the manifest's "model", from a T5 config."""
+    return {"num_decoder_layers": cfg.num_decoder_layers, "num_heads": cfg.num_heads, "d_kv": cfg.d_kv,
+            "vocab_size": cfg.vocab_size, "relative_attention_num_buckets": cfg.relative_attention_num_buckets,
+            "relative_attention_max_distance": cfg.relative_attention_max_distance}
+
+
 def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.VisionTower, graphs_ext: dict,
                    source: str, opset: int, scroll_map: str, tokenizer_source: str = TOKENIZER_JSON) -> dict:
     cfg, vcfg = model.config, tower.config
@@ -389,11 +400,16 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
         graphs = _export_graphs(model, tower, tmp, opset)
         for role, m in graphs.items():
             ext[role] = save_graph(strip_graph(m, role), os.path.join(out_dir, FILES[role]))
+    # Derived from the decoder file as written, as scripts.upgrade_bundle derives it: the same bytes.
+    static_cfg = static_config(model.config)
+    ext["decoder_static"] = write_static(out_dir, static_cfg)
     shutil.copyfile(tokenizer_path, os.path.join(out_dir, "tokenizer.json"))
     log(f"exported graphs in {time.time() - t0:.1f}s")
     if check:
         t1 = time.time()
         report = check_bundle(out_dir, model, tower)
+        check_static(os.path.join(out_dir, FILES["decoder"]), os.path.join(out_dir, FILES["decoder_static"]),
+                     static_cfg, report=report)
         log(f"ORT vs PyTorch checks passed in {time.time() - t1:.1f}s; worst |diff|: "
             + ", ".join(f"{k} {v:.2g}" for k, v in report.items()))
     return write_manifest(out_dir, name, model, tower, ext, source, opset, scroll_map, tokenizer_source)

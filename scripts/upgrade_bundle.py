@@ -1,7 +1,9 @@
-"""Upgrade a bundle in place: format 1 (merged decoder) to format 2 (with-past decoder + cross
-graph), and a format-2 decoder without the logits_argmax output to one with it.
+"""Upgrade a bundle in place to the current graphs: format 1 (merged decoder) to format 2
+(with-past decoder + cross graph), a with-past decoder without the logits_argmax output to one
+with it, and a bundle without decoder_static_model.onnx (the static-cache decoder for CUDA-graph
+capture, scripts/static_decoder.py) to one with it.
 
-  python -m scripts.upgrade_bundle BUNDLE_DIR [BUNDLE_DIR ...]
+  python -m scripts.upgrade_bundle [--static-check full|short|none] BUNDLE_DIR [BUNDLE_DIR ...]
 
 The two graphs are cut out of the merged decoder's If branches (scripts/decoder_split.py), so the
 weights are the same bytes (int8 bundles stay int8). Before the manifest is rewritten, the new
@@ -9,7 +11,15 @@ graphs are run against the merged one with ONNX Runtime on random inputs (a firs
 3 tokens, then cached calls of 1 and 4); a difference beyond the export tolerance aborts and
 leaves the bundle as it was. The argmax output is one ArgMax node appended to the decoder graph
 (its weights, inline or external, are not rewritten); the new graph must give the old one's
-logits and presents and the exact argmax of its logits on the same random calls.
+logits and presents and the exact argmax of its logits on the same random calls. The static
+decoder is derived from the (final) with-past decoder by graph surgery: its initializers point
+at the decoder's own external-data file (inline weights are copied into it), so the bundle grows
+by one graph file; it must match the with-past decoder on sequences of calls at batch 2 with
+the rows at different positions (static_decoder.check_static; --static-check short runs one
+scenario, none skips it). A converted decoder (int8, or fp16 by scripts.half --roles all) gets
+no static decoder (see _converted_decoder). Each step bumps exporter.graphs_revision from the
+one before it (2 -> 3 -> 4); an older revision stays. A bundle that has all of it is left
+unchanged.
 """
 
 from __future__ import annotations
@@ -23,13 +33,17 @@ import numpy as np
 import onnx
 
 from . import graph_check as gc
+from . import static_decoder as sd
 from .bundle_files import file_entry, graph_io, save_graph, save_manifest, strip_graph
-from .bundle_format import ARGMAX_OUTPUT, FILES, GRAPHS_REVISION
+from .bundle_format import ARGMAX_OUTPUT, FILES
 from .decoder_split import SplitError, merged_branches, split_decoder
 from .onnx_graphs import add_argmax
 
 CROSS_FILE = FILES["decoder_cross"]
 DECODER_FILE = FILES["decoder"]
+STATIC_FILE = FILES["decoder_static"]
+# --static-check: the scenarios static_decoder.check_static runs (short: one, at large positions).
+STATIC_CHECKS = {"full": sd.SCENARIOS, "short": sd.SCENARIOS[-1:], "none": ()}
 
 
 class UpgradeError(RuntimeError):
@@ -97,7 +111,7 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
     return max(report.values(), default=0.0)
 
 
-def upgrade(bundle: str) -> str:
+def upgrade(bundle: str, static_check: str = "full") -> str:
     mpath = os.path.join(bundle, "manifest.json")
     try:
         with open(mpath) as f:
@@ -108,7 +122,7 @@ def upgrade(bundle: str) -> str:
         raise UpgradeError(f"{mpath}: not an autoui bundle manifest")
     version = manifest.get("format_version")
     if version == 2:
-        return _add_argmax(bundle, manifest)
+        return _upgrade_format2(bundle, manifest, static_check)
     if version != 1:
         raise UpgradeError(f"{bundle}: format_version {version!r}; this tool upgrades 1 to 2")
     entry = manifest["files"]["decoder"]
@@ -133,68 +147,154 @@ def upgrade(bundle: str) -> str:
         e["external_data"] = [file_entry(bundle, x) for x in ext]
         e["inputs"], e["outputs"] = graph_io(onnx.load(path, load_external_data=False))
         files[role] = e
+    converted = _converted_decoder(manifest)
+    worst_static = None
     try:
         worst = _check(merged_path, os.path.join(bundle, DECODER_FILE), os.path.join(bundle, CROSS_FILE), model)
+        if not converted:
+            written.append(os.path.join(bundle, STATIC_FILE))
+            files["decoder_static"], worst_static = _static(bundle, DECODER_FILE, STATIC_FILE, model, static_check)
     except Exception:
         for p in written:
-            os.remove(p)
+            if os.path.exists(p):
+                os.remove(p)
         raise
     # The roles in the exporter's order (decoder_cross after decoder).
-    manifest["files"] = {r: files[r] for r in list(FILES) + ["tokenizer"] if r in files}
-    manifest["files"].update({r: v for r, v in files.items() if r not in manifest["files"]})
+    manifest["files"] = _ordered(files)
     manifest["format_version"] = 2
-    _bump_revision(manifest)
+    _bump_revision(manifest, 2, 3)
+    if not converted:
+        _bump_revision(manifest, 3, 4)
     q = manifest.get("quantization")
     if isinstance(q, dict) and "decoder" in q.get("graphs", []) and "decoder_cross" not in q["graphs"]:
         q["graphs"].insert(q["graphs"].index("decoder") + 1, "decoder_cross")  # cut from the int8 merged graph
     save_manifest(bundle, manifest)
     for old in [entry["path"]] + [x["path"] for x in entry.get("external_data", [])]:
         os.remove(os.path.join(bundle, old))
-    return f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}); worst |diff| vs the merged decoder {worst:.2g}"
+    if converted:
+        return (f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}; no {STATIC_FILE} for an {converted} decoder); "
+                f"worst |diff| vs the merged decoder {worst:.2g}")
+    return (f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}, {STATIC_FILE}); worst |diff| vs the merged "
+            f"decoder {worst:.2g}, {_static_said(worst_static)}")
 
 
-def _bump_revision(manifest: dict) -> None:
-    """Graphs revision 2 (the exporter's before the argmax output) becomes 3. An older revision
-    stays: its other graphs still lack revision 2's changes; the engine reads the decoder's
-    outputs, not the revision."""
+def _bump_revision(manifest: dict, before: int, after: int) -> None:
+    """Graphs revision before (the exporter's before a step's change) becomes after. An older
+    revision stays: its other graphs still lack the changes in between; the engine reads the
+    graphs' IO and the manifest's files, not the revision."""
     exp = manifest.get("exporter")
-    if isinstance(exp, dict) and exp.get("graphs_revision") == 2:
-        exp["graphs_revision"] = GRAPHS_REVISION
+    if isinstance(exp, dict) and exp.get("graphs_revision") == before:
+        exp["graphs_revision"] = after
 
 
-def _add_argmax(bundle: str, manifest: dict) -> str:
-    """A format-2 bundle's decoder gains the logits_argmax output, checked against the old graph."""
-    entry = manifest["files"]["decoder"]
-    if any(o.get("name") == ARGMAX_OUTPUT for o in entry.get("outputs", [])):
-        return f"{bundle}: already format 2 with {ARGMAX_OUTPUT}"
-    path = os.path.join(bundle, entry["path"])
-    # Only the graph proto is rewritten: external weights stay where they are, inline ones inline.
-    m = add_argmax(onnx.load(path, load_external_data=False))
-    tmp = path + ".argmax.tmp"
-    onnx.save_model(m, tmp)
+def _static_said(worst) -> str:
+    return "static decoder not checked" if worst is None else f"static vs with-past decoder {worst:.2g}"
+
+
+def _static(bundle: str, dec_name: str, out_name: str, model: dict, static_check: str):
+    """Write the static decoder of bundle/dec_name to bundle/out_name and check it against that
+    decoder: its manifest entry (path STATIC_FILE) and the worst logits |diff| (None unchecked)."""
+    if static_check not in STATIC_CHECKS:
+        raise UpgradeError(f"static check {static_check!r}: want {', '.join(STATIC_CHECKS)}")
     try:
-        onnx.checker.check_model(tmp)
-        worst = _check(path, tmp, os.path.join(bundle, manifest["files"]["decoder_cross"]["path"]),
-                       manifest["model"], ref="the decoder without argmax")
+        ext = sd.write_static(bundle, model, decoder_name=dec_name, out_name=out_name)
+        worst = None
+        if STATIC_CHECKS[static_check]:
+            worst = sd.check_static(os.path.join(bundle, dec_name), os.path.join(bundle, out_name), model,
+                                    scenarios=STATIC_CHECKS[static_check])
+    except (sd.StaticError, gc.ExportCheckError) as e:
+        raise UpgradeError(f"{bundle}: {STATIC_FILE}: {e}") from None
+    e = file_entry(bundle, out_name)
+    e["path"] = STATIC_FILE
+    e["external_data"] = [file_entry(bundle, x) for x in ext]
+    e["inputs"], e["outputs"] = graph_io(onnx.load(os.path.join(bundle, out_name), load_external_data=False))
+    return e, worst
+
+
+def _upgrade_format2(bundle: str, manifest: dict, static_check: str) -> str:
+    """A format-2 bundle's decoder gains the logits_argmax output (checked against the old
+    graph), and the bundle the static decoder derived from it (checked against the decoder)
+    where either is missing; nothing is replaced before both checks pass."""
+    files = manifest["files"]
+    entry = files["decoder"]
+    has_argmax = any(o.get("name") == ARGMAX_OUTPUT for o in entry.get("outputs", []))
+    converted = _converted_decoder(manifest)
+    if has_argmax and ("decoder_static" in files or converted):
+        if converted:
+            return f"{bundle}: already format 2 with {ARGMAX_OUTPUT}; no {STATIC_FILE} for an {converted} decoder"
+        return f"{bundle}: already format 2 with {ARGMAX_OUTPUT} and {STATIC_FILE}"
+    path = os.path.join(bundle, entry["path"])
+    dec_tmp, static_tmp = path + ".argmax.tmp", os.path.join(bundle, STATIC_FILE + ".tmp")
+    said = []
+    try:
+        dec_name = entry["path"]
+        if not has_argmax:
+            # Only the graph proto is rewritten: external weights stay where they are, inline ones inline.
+            m = add_argmax(onnx.load(path, load_external_data=False))
+            onnx.save_model(m, dec_tmp)
+            onnx.checker.check_model(dec_tmp)
+            worst = _check(path, dec_tmp, os.path.join(bundle, files["decoder_cross"]["path"]),
+                           manifest["model"], ref="the decoder without argmax")
+            said.append(f"{entry['path']} gains {ARGMAX_OUTPUT}; worst |diff| vs the old decoder {worst:.2g}")
+            dec_name = os.path.basename(dec_tmp)
+        # Derived from the decoder as it will be (again when the decoder changed).
+        static_entry = None
+        if not converted:
+            static_entry, worst = _static(bundle, dec_name, os.path.basename(static_tmp), manifest["model"],
+                                          static_check)
+            said.append(f"{STATIC_FILE} added; {_static_said(worst)}")
     except Exception:
-        os.remove(tmp)
+        for p in (dec_tmp, static_tmp):
+            if os.path.exists(p):
+                os.remove(p)
         raise
-    os.replace(tmp, path)
-    new = file_entry(bundle, entry["path"])
-    entry.update(sha256=new["sha256"], size=new["size"])
-    entry["inputs"], entry["outputs"] = graph_io(m)
-    _bump_revision(manifest)
+    if not has_argmax:
+        os.replace(dec_tmp, path)
+        new = file_entry(bundle, entry["path"])
+        entry.update(sha256=new["sha256"], size=new["size"])
+        entry["inputs"], entry["outputs"] = graph_io(onnx.load(path, load_external_data=False))
+        _bump_revision(manifest, 2, 3)
+    if static_entry is not None:
+        os.replace(static_tmp, os.path.join(bundle, STATIC_FILE))
+        files["decoder_static"] = static_entry
+        _bump_revision(manifest, 3, 4)
+    else:
+        files.pop("decoder_static", None)  # it was derived from the decoder as it was
+    manifest["files"] = _ordered(files)
     save_manifest(bundle, manifest)
-    return f"{bundle}: {entry['path']} gains {ARGMAX_OUTPUT}; worst |diff| vs the old decoder {worst:.2g}"
+    return f"{bundle}: " + "; ".join(said)
+
+
+def _converted_decoder(manifest: dict) -> str | None:
+    """"int8" or "fp16" when the bundle's decoder is a converted one (scripts.quantize,
+    scripts.half --roles all): no static decoder then. Dynamic int8 quantizes each call's
+    activations with one scale per tensor, so its logits depend on the batch's other rows and
+    a static graph cannot be held to the with-past one row by row; the fp16 converter's casts
+    are not a layout static_decoder knows."""
+    for key, name in (("quantization", "int8"), ("half", "fp16")):
+        rec = manifest.get(key)
+        if isinstance(rec, dict) and "decoder" in rec.get("graphs", []):
+            return name
+    return None
+
+
+def _ordered(files: dict) -> dict:
+    """The roles in the exporter's order (FILES, then the tokenizer), any others after."""
+    out = {r: files[r] for r in list(FILES) + ["tokenizer"] if r in files}
+    out.update({r: v for r, v in files.items() if r not in out})
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.upgrade_bundle", description=__doc__.splitlines()[0])
+    p.add_argument("--static-check", choices=list(STATIC_CHECKS), default="full",
+                   help="how much of the static decoder's check against the with-past decoder to run "
+                        "(short: one scenario, at positions past max_distance; default full)")
     p.add_argument("bundles", nargs="+", metavar="BUNDLE_DIR")
     args = p.parse_args(argv)
     for b in args.bundles:
         try:
-            print(upgrade(b), flush=True)
+            print(upgrade(b, args.static_check), flush=True)
         except (UpgradeError, OSError, KeyError, TypeError) as e:
             print(f"upgrade_bundle: {e}", file=sys.stderr)
             return 1

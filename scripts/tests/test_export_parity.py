@@ -35,7 +35,8 @@ def test_manifest_matches_files(bundle):
         assert bundle_files.sha256_file(p) == spec["sha256"], role
         assert spec.get("external_data", []) == [] or role != "tokenizer"
     assert manifest["format_version"] == 2
-    assert list(manifest["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"]
+    assert list(manifest["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "decoder_static",
+                                       "tokenizer"]
     dec = manifest["files"]["decoder"]
     assert dec["path"] == "decoder_with_past_model.onnx"
     names = [i["name"] for i in dec["inputs"]]

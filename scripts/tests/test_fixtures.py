@@ -22,7 +22,8 @@ def test_tokenizer_layouts_present():
 
 def test_manifest_shas(tiny_manifest):
     assert tiny_manifest["format"] == "autoui-bundle" and tiny_manifest["format_version"] == export.FORMAT_VERSION == 2
-    assert set(tiny_manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"}
+    assert set(tiny_manifest["files"]) == {"vision", "encoder", "fusion", "decoder", "decoder_cross", "decoder_static",
+                                           "tokenizer"}
     for role, spec in tiny_manifest["files"].items():
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(TINY, f["path"])
@@ -92,7 +93,7 @@ def test_reexport_is_byte_identical(tiny_manifest, tmp_path):
                  "--tokenizer", fixtures.TOKENIZER, "--name", "tiny", "--scroll-map", "fixed", "--no-check"])
     with open(os.path.join(out, "manifest.json")) as f:
         again = json.load(f)
-    for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"):
+    for role in ("vision", "encoder", "fusion", "decoder", "decoder_cross", "decoder_static", "tokenizer"):
         assert again["files"][role]["sha256"] == tiny_manifest["files"][role]["sha256"], role
     # The committed manifest is what the exporter writes today (tool versions aside).
     for m in (again, tiny_manifest):

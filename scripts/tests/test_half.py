@@ -132,7 +132,7 @@ def test_vision_only_by_default(tmp_path):
     assert m["half"]["graphs"] == ["vision"]
     with open(os.path.join(TINY, "manifest.json")) as f:
         fp32 = json.load(f)
-    for role in ("encoder", "fusion", "decoder", "decoder_cross", "tokenizer"):
+    for role in ("encoder", "fusion", "decoder", "decoder_cross", "decoder_static", "tokenizer"):
         assert m["files"][role] == fp32["files"][role], role
 
 

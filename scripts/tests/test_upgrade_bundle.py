@@ -23,10 +23,13 @@ from scripts.tests.conftest import GOLDEN, TESTDATA, TINY
 
 
 def make_format1(src: str, dst: str) -> dict:
-    """A copy of the format-2 bundle src as format 1: decoder_model_merged.onnx, no decoder_cross."""
+    """A copy of the format-2 bundle src as format 1: decoder_model_merged.onnx, no decoder_cross
+    (nor decoder_static)."""
     shutil.copytree(src, dst)
     with open(os.path.join(dst, "manifest.json")) as f:
         m = json.load(f)
+    if "decoder_static" in m["files"]:
+        os.remove(os.path.join(dst, m["files"].pop("decoder_static")["path"]))
     for role in ("decoder", "decoder_cross"):
         for f in [m["files"][role]] + m["files"][role].get("external_data", []):
             os.remove(os.path.join(dst, f["path"]))
@@ -125,7 +128,8 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
     with open(os.path.join(old, "manifest.json")) as f:
         m = json.load(f)
     assert m["format_version"] == 2
-    assert list(m["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "tokenizer"]
+    assert list(m["files"]) == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "decoder_static",
+                                "tokenizer"]
     assert not os.path.exists(os.path.join(old, "decoder_model_merged.onnx"))
     assert sorted(os.listdir(old)) == sorted(os.listdir(TINY))
     for role, spec in m["files"].items():
@@ -150,7 +154,7 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
 
     # Upgrading again: a no-op.
     before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
+    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx"
     assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
 
 
@@ -165,6 +169,7 @@ def test_upgrade_int8_bundle_stays_int8(tmp_path):
     with open(os.path.join(old, "manifest.json")) as f:
         m = json.load(f)
     assert m["precision"] == "int8" and m["quantization"]["graphs"] == ["vision", "encoder", "decoder", "decoder_cross"]
+    assert "decoder_static" not in m["files"]  # none for an int8 decoder
     for role in ("decoder", "decoder_cross"):
         g = onnx.load(os.path.join(old, m["files"][role]["path"])).graph
         assert any(n.op_type == "DynamicQuantizeMatMul" for n in g.node), role
@@ -205,10 +210,13 @@ def test_failed_check_leaves_the_bundle_as_it_was(tmp_path, monkeypatch):
 
 def without_argmax(src: str, dst: str) -> dict:
     """A copy of the format-2 bundle src as the exporter wrote it before graphs revision 3: the
-    decoder without the logits_argmax output (its ArgMax node dropped, weights untouched)."""
+    decoder without the logits_argmax output (its ArgMax node dropped, weights untouched), no
+    decoder_static."""
     shutil.copytree(src, dst)
     with open(os.path.join(dst, "manifest.json")) as f:
         m = json.load(f)
+    if "decoder_static" in m["files"]:
+        os.remove(os.path.join(dst, m["files"].pop("decoder_static")["path"]))
     e = m["files"]["decoder"]
     path = os.path.join(dst, e["path"])
     g = onnx.load(path, load_external_data=False)
@@ -232,28 +240,30 @@ DEC = "decoder_with_past_model.onnx"
 
 
 def test_upgrade_adds_argmax(tmp_path, tiny_manifest):
-    """A format-2 bundle from before graphs revision 3 gains the argmax output in place: the same
-    decoder file as the exporter's, the external weights untouched, revision 2 -> 3; again: a no-op."""
+    """A format-2 bundle from before graphs revision 3 gains the argmax output in place (and the
+    static decoder): the same decoder file as the exporter's, the external weights untouched,
+    revision 2 -> 3 -> 4; again: a no-op."""
     old = str(tmp_path / "old")
     m = without_argmax(TINY, old)
     data = {x["path"]: x["sha256"] for x in m["files"]["decoder"]["external_data"]}
     assert ub.main([old]) == 0
     with open(os.path.join(old, "manifest.json")) as f:
         up = json.load(f)
-    assert up["exporter"]["graphs_revision"] == 3
+    assert up["exporter"]["graphs_revision"] == 4
     assert {x["path"]: bundle_files.sha256_file(os.path.join(old, x["path"])) for x in up["files"]["decoder"]["external_data"]} == data
-    # The exporter's manifest but for the decoder file's own bytes (node names differ).
-    for k in ("sha256", "size"):
-        up["files"]["decoder"].pop(k)
+    # The exporter's manifest but for the decoder file's own bytes (node names differ), and so
+    # the static graph's derived from it.
     want = json.loads(json.dumps(tiny_manifest))
-    for k in ("sha256", "size"):
-        want["files"]["decoder"].pop(k)
+    for m in (up, want):
+        for role in ("decoder", "decoder_static"):
+            for k in ("sha256", "size"):
+                m["files"][role].pop(k)
     assert up == want
     got = [(n.op_type, list(n.input), list(n.output)) for n in onnx.load(os.path.join(old, DEC), load_external_data=False).graph.node]
     assert got == [(n.op_type, list(n.input), list(n.output))
                    for n in onnx.load(os.path.join(TINY, DEC), load_external_data=False).graph.node]
     before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax"
+    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx"
     assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
     # An older revision is not claimed to be revision 3.
     older = str(tmp_path / "older")
