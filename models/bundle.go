@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -71,8 +72,11 @@ func Load(dir string, opts LoadOptions) (*Bundle, error) {
 		return nil, fmt.Errorf("model bundle %s: %s: %w", dir, ManifestFile, err)
 	}
 	b := &Bundle{Dir: dir, Manifest: m}
-	for _, role := range append(append([]Role{}, GraphRoles...), RoleTokenizer) {
-		spec := m.Files[role]
+	for _, role := range fileRoles() {
+		spec, ok := m.Files[role]
+		if !ok {
+			continue // an optional graph (validate requires the others)
+		}
 		if err := b.checkFile(spec.Path, spec.Size, spec.SHA256, opts.Verify); err != nil {
 			return nil, err
 		}
@@ -90,6 +94,17 @@ func (b *Bundle) Path(role Role) string {
 	return filepath.Join(b.Dir, b.Manifest.Files[role].Path)
 }
 
+// fileRoles are every role a manifest may list, required and optional.
+func fileRoles() []Role {
+	return slices.Concat(GraphRoles, OptionalGraphRoles, []Role{RoleTokenizer})
+}
+
+// Has says whether the bundle has a file for the role (optional graphs).
+func (b *Bundle) Has(role Role) bool {
+	_, ok := b.Manifest.Files[role]
+	return ok
+}
+
 func (m *Manifest) validate() error {
 	if m.Format != Format {
 		return fmt.Errorf("format %q, want %q: %w", m.Format, Format, ErrBadManifest)
@@ -102,8 +117,11 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("format_version %d, this autoui reads %d (upgrade autoui or re-export the bundle): %w",
 			m.FormatVersion, FormatVersion, ErrFormatVersion)
 	}
-	for _, role := range append(append([]Role{}, GraphRoles...), RoleTokenizer) {
+	for _, role := range fileRoles() {
 		spec, ok := m.Files[role]
+		if !ok && slices.Contains(OptionalGraphRoles, role) {
+			continue
+		}
 		if !ok || spec.Path == "" {
 			return fmt.Errorf("files.%s missing: %w", role, ErrBadManifest)
 		}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -50,8 +51,8 @@ func (m *Manifest) checkConsistency() error {
 	if t.EOSID == t.PadID || t.EOSID == t.DecoderStartID {
 		return fmt.Errorf("tokens.eos_id %d is also the pad or decoder start id: %w", t.EOSID, ErrBadManifest)
 	}
-	for _, role := range GraphRoles {
-		spec := m.Files[role]
+	for _, role := range slices.Concat(GraphRoles, OptionalGraphRoles) {
+		spec := m.Files[role] // an absent optional graph has nothing to check
 		for _, ts := range append(append([]TensorSpec{}, spec.Inputs...), spec.Outputs...) {
 			if err := checkDims(ts, m.expectedDims(ts.Name)); err != nil {
 				return fmt.Errorf("files.%s %w: %w", role, err, ErrBadManifest)

@@ -31,11 +31,19 @@ const (
 	// RoleDecoderCross projects the fused states to every decoder layer's
 	// cross-attention K/V, once per request.
 	RoleDecoderCross Role = "decoder_cross"
-	RoleTokenizer    Role = "tokenizer"
+	// RoleDecoderStatic is the decoder over a fixed-length self-attention
+	// cache written at a position input (optional; CUDA-graph capture needs
+	// fixed shapes and addresses).
+	RoleDecoderStatic Role = "decoder_static"
+	RoleTokenizer     Role = "tokenizer"
 )
 
 // GraphRoles are the ONNX graphs every bundle has, in pipeline order.
 var GraphRoles = []Role{RoleVision, RoleEncoder, RoleFusion, RoleDecoderCross, RoleDecoder}
+
+// OptionalGraphRoles are graphs a bundle may have (older exports lack them);
+// Load checks each one the manifest lists.
+var OptionalGraphRoles = []Role{RoleDecoderStatic}
 
 // Manifest is manifest.json.
 type Manifest struct {
