@@ -20,12 +20,14 @@ type Report struct {
 	Bundle   string
 	Runtime  string // ONNX Runtime version
 	Decoding string // the engine's decoding strategy (greedy or speculative)
-	Threads  int
-	Provider string
-	Options  Options
-	Cases    []Case
-	Actions  []Action
-	Stages   map[string]Summary
+	// CUDAGraph: decoded through the static decoder graph (--cuda-graph).
+	CUDAGraph bool
+	Threads   int
+	Provider  string
+	Options   Options
+	Cases     []Case
+	Actions   []Action
+	Stages    map[string]Summary
 	// Batches are the measured PredictBatch calls of a --batch run (RunBatch).
 	Batches []Batch
 	Memory  Memory
@@ -239,6 +241,7 @@ func (r *Report) JSON() ([]byte, error) {
 		"threads":             r.Threads,
 		"provider":            r.Provider,
 		"decoding":            r.Decoding,
+		"cuda_graph":          r.CUDAGraph,
 		"runs":                r.Options.Runs,
 		"warmup":              r.Options.Warmup,
 		"fixed_length":        fixedLength(r.Options),
@@ -313,8 +316,8 @@ func (r *Report) JSON() ([]byte, error) {
 
 // WriteTable prints the human-readable report.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "autoui bench: model=%s threads=%d provider=%s decoding=%s runs=%d warmup=%d actions=%d\n",
-		r.Model, r.Threads, r.Provider, r.Decoding, r.Options.Runs, r.Options.Warmup, len(r.Actions))
+	fmt.Fprintf(w, "autoui bench: model=%s threads=%d provider=%s decoding=%s cuda_graph=%v runs=%d warmup=%d actions=%d\n",
+		r.Model, r.Threads, r.Provider, r.Decoding, r.CUDAGraph, r.Options.Runs, r.Options.Warmup, len(r.Actions))
 	fmt.Fprintf(w, "fixed length: %s\n", fixedLength(r.Options))
 	var lens []string
 	seen := map[string]bool{}

@@ -29,12 +29,15 @@ func tableCases(t testing.TB) []goldenCase {
 	return out
 }
 
+var placeNames = map[placement]string{placeHost: "host", placeDevice: "device", placeStatic: "static"}
+
 // placed returns a predictor on the tiny bundle whose decodes keep their
 // cross part at place (Adapter on the cpu provider runs the cuda code path
 // with the adapters in host memory).
 func placed(t testing.TB, place placement, opts Options) *Predictor {
 	t.Helper()
 	opts.Truncation = TruncateRight
+	opts.CUDAGraph = place == placeStatic // opens the static graph
 	p := tinyWith(t, opts)
 	p.cachePlace = place
 	return p
@@ -80,7 +83,7 @@ func TestDecodeTable(t *testing.T) {
 	preds := map[key]*Predictor{}
 	results := map[string][]*predict.Result{} // by configuration name
 	var ref []*predict.Result                 // grammar reference: host, B=1, no drafter
-	for _, place := range []placement{placeHost, placeDevice} {
+	for _, place := range []placement{placeHost, placeDevice, placeStatic} {
 		for _, chooser := range []string{"argmax", "grammar", "replay"} {
 			for _, draft := range []string{"none", "ngram"} {
 				opts := Options{Constrained: chooser == "grammar"}
@@ -92,10 +95,10 @@ func TestDecodeTable(t *testing.T) {
 		}
 	}
 	for _, chooser := range []string{"grammar", "argmax", "replay"} {
-		for _, place := range []placement{placeHost, placeDevice} {
+		for _, place := range []placement{placeHost, placeDevice, placeStatic} {
 			for _, draft := range []string{"none", "ngram"} {
 				for _, B := range []int{1, 3} {
-					name := fmt.Sprintf("%s/%s/B=%d/%s", map[placement]string{placeHost: "host", placeDevice: "device"}[place], chooser, B, draft)
+					name := fmt.Sprintf("%s/%s/B=%d/%s", placeNames[place], chooser, B, draft)
 					p := preds[key{place, chooser, draft}]
 					var got []*predict.Result
 					for lo := 0; lo < len(cases); lo += B {
@@ -141,7 +144,7 @@ func TestDecodeTable(t *testing.T) {
 		}
 	}
 	// Drafts save calls; a replay costs what the model's own decoding does.
-	for _, place := range []string{"host", "device"} {
+	for _, place := range []string{"host", "device", "static"} {
 		for _, B := range []int{1, 3} {
 			calls := func(chooser, draft string) (n int) {
 				for _, r := range results[fmt.Sprintf("%s/%s/B=%d/%s", place, chooser, B, draft)] {

@@ -285,9 +285,16 @@ func (c *callBufs) release() {
 }
 
 // newCall makes a decode's cache and its call tensors for up to width
-// positions per row: in Go memory for maxLen positions, or device-resident
-// (placeDevice: under cuda, and in tests on the cpu provider).
+// positions per row: in Go memory for maxLen positions, device-resident
+// (placeDevice: under cuda, and in tests on the cpu provider), or in fixed
+// buffers of maxLen positions (placeStatic: Options.CUDAGraph).
 func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width int) (stepper, error) {
+	if p.cachePlace == placeStatic {
+		return p.newStaticCall(B, fused, mask, maxLen, width)
+	}
+	if p.decoder.sess == nil {
+		return nil, fmt.Errorf("decoder graph not opened: this predictor decodes with the static one (programmer error)")
+	}
 	shape := kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel}
 	bufs := newCallBufs(B, width, p.cfg.VocabSize)
 	if p.cachePlace == placeDevice {

@@ -133,3 +133,43 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 		}
 	}
 }
+
+// CUDA graphs (Options.CUDAGraph): the static decoder's calls captured once
+// per shape and replayed give the golden tokens at batches of 1, 3 and 8,
+// speculative and greedy, twice over (the second pass replays the graphs
+// the first captured, on the same buffers); constrained decoding gives the
+// device-resident decode's tokens.
+func TestCUDAGraphGolden(t *testing.T) {
+	if !inCUDAChild() {
+		runCUDAChild(t, "TestCUDAGraphGolden")
+		return
+	}
+	cases := loadGolden(t)
+	for _, dec := range []Decoding{DecodeSpeculative, DecodeGreedy} {
+		p := cudaPredictorWith(t, Options{Decoding: dec, CUDAGraph: true})
+		if p.cachePlace != placeStatic || !p.statics.capture {
+			t.Fatal("--cuda-graph under cuda does not capture")
+		}
+		for pass := range 2 {
+			for _, B := range []int{1, 3, 8} {
+				goldenBatches(t, p, cases, B, fmt.Sprintf("cuda graph, %s B=%d pass %d", dec, B, pass))
+			}
+		}
+		t.Logf("%s: %d CUDA graphs captured", dec, p.statics.graphs)
+	}
+	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
+	for _, c := range cases[:6] {
+		r := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
+		a, err := dev.Predict(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := graph.Predict(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.TokenIDs, b.TokenIDs) {
+			t.Errorf("%s constrained: cuda graph %v, device %v", c.ID, b.TokenIDs, a.TokenIDs)
+		}
+	}
+}

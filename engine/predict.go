@@ -103,6 +103,10 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 		res[i].Timings.Tokenize = time.Since(t)
 		n = max(n, len(prompts[i]))
 	}
+	if b := p.promptBucket; b > 0 {
+		// captured CUDA graphs are per shape: a few prompt lengths, not each
+		n = max(n, min((n+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens))
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -386,7 +390,7 @@ func (p *Predictor) runEncoder(B, n int, ids, mask []int64) (encoded, error) {
 	g := p.encoder
 	ins, outs := g.values()
 	ins[g.in["input_ids"]], ins[g.in["attention_mask"]] = idT, maskT
-	if p.cachePlace == placeDevice {
+	if p.cachePlace != placeHost {
 		dev, err := g.runOnDevice(ins, "last_hidden_state", p.deviceMem)
 		return encoded{dev: dev}, err
 	}

@@ -39,6 +39,15 @@ type Options struct {
 	// a batch may verify, shared among its rows (0: DefaultVerifyPositions
 	// of the provider). Only the number of calls changes, never the tokens.
 	VerifyPositions int
+	// CUDAGraph decodes through the bundle's static decoder graph
+	// (decoder_static: a fixed-length self-attention cache written at a
+	// position input) over buffers that never move, and under cuda has ORT
+	// capture each call shape once as a CUDA graph that later calls replay:
+	// a call then costs the GPU's time instead of the host's launching of
+	// its ~300 kernels. On the cpu provider the same fixed-buffer decode
+	// runs without capture (how CI tests it). The tokens are those of any
+	// other decode.
+	CUDAGraph bool
 }
 
 // VerifyPositionsLimit bounds Options.VerifyPositions: a call under
@@ -92,6 +101,16 @@ type Predictor struct {
 	drafts   *sample.NGram
 	grammars *sample.Grammars
 
+	// decoderStatic is the bundle's static decoder (Options.CUDAGraph), its
+	// session options apart (capture on under cuda), statics its buffers.
+	decoderStatic   *graph
+	decoderStaticSO *ort.SessionOptions
+	statics         statics
+	// promptBucket, when > 0, pads a batch's prompts to a multiple of it
+	// (at most the bundle's prompt limit): under capture, so that a few
+	// encoder lengths, not every one, each capture their CUDA graphs.
+	promptBucket int
+
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
 	// cachePlace is where a decode keeps its state: where ORT computes it
@@ -114,6 +133,9 @@ const (
 	// placeDevice keeps it in ORT-owned values on the decoder's device
 	// (kv.Device); only ids, and logits where needed, cross.
 	placeDevice
+	// placeStatic keeps it in fixed ORT-owned buffers for the static
+	// decoder graph (kv.Static, Options.CUDAGraph).
+	placeStatic
 )
 
 // NewPredictor opens the bundle's graphs and tokenizer.
@@ -188,7 +210,13 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		if g.role == models.RoleDecoder && p.decoderSO != nil {
 			so = p.decoderSO
 		}
-		if *g.dst, err = openGraph(b, g.role, so, opts.Session.Profile); err != nil {
+		if g.role == models.RoleDecoder && opts.CUDAGraph {
+			// decodes run the static decoder: not a second copy of the weights
+			*g.dst, err = readGraph(b, g.role)
+		} else {
+			*g.dst, err = openGraph(b, g.role, so, opts.Session.Profile)
+		}
+		if err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -213,7 +241,43 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if opts.Session.Provider == ProviderCUDA {
 		p.cachePlace = placeDevice
 	}
+	if opts.CUDAGraph {
+		if err := p.openStatic(b, opts.Session); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.cachePlace = placeStatic
+	}
 	return p, nil
+}
+
+// capturePromptBucket is Predictor.promptBucket under capture: prompts of
+// up to 512 tokens come in 8 lengths.
+const capturePromptBucket = 64
+
+// openStatic opens the bundle's static decoder graph, with graph capture
+// under cuda.
+func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
+	if !b.Has(models.RoleDecoderStatic) {
+		return fmt.Errorf("--cuda-graph: bundle %s has no static decoder graph (decoder_static); add it with `python -m scripts.upgrade_bundle %s`", b.Dir, b.Dir)
+	}
+	if o.Spin == SpinDecoder {
+		o.Spin = SpinOn
+	}
+	var err error
+	if p.decoderStaticSO, err = o.buildCapture(o.Provider == ProviderCUDA); err != nil {
+		return err
+	}
+	if p.decoderStatic, err = openGraph(b, models.RoleDecoderStatic, p.decoderStaticSO, o.Profile); err != nil {
+		return err
+	}
+	if err := kv.CheckStatic(p.decoderNames, p.decoderStatic.inputs, p.decoderStatic.outputs); err != nil {
+		return fmt.Errorf("load %s graph %s: %w", models.RoleDecoderStatic, p.decoderStatic.path, err)
+	}
+	if p.statics.capture = o.Provider == ProviderCUDA; p.statics.capture {
+		p.promptBucket = capturePromptBucket
+	}
+	return nil
 }
 
 // check refuses option values outside the convention (0 the default,
@@ -233,6 +297,8 @@ func (o Options) check() error {
 
 // Close releases the sessions.
 func (p *Predictor) Close() error {
+	p.statics.close()
+	p.decoderStatic.close()
 	p.encoder.close()
 	p.fusion.close()
 	p.decoder.close()
@@ -246,7 +312,7 @@ func (p *Predictor) Close() error {
 		p.deviceMem.Destroy()
 		p.deviceMem = nil
 	}
-	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO} {
+	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.decoderStaticSO} {
 		if *so != nil {
 			(*so).Destroy()
 			*so = nil

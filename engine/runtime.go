@@ -260,7 +260,12 @@ func (o SessionOptions) threads() int {
 	return PhysicalCores()
 }
 
-func (o SessionOptions) build() (*ort.SessionOptions, error) {
+func (o SessionOptions) build() (*ort.SessionOptions, error) { return o.buildCapture(false) }
+
+// buildCapture is build, with the cuda provider's CUDA-graph capture on
+// when capture is set (for the static decoder's session only: capture needs
+// fixed shapes and bound buffers, which only that decode keeps).
+func (o SessionOptions) buildCapture(capture bool) (*ort.SessionOptions, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
@@ -320,6 +325,9 @@ func (o SessionOptions) build() (*ort.SessionOptions, error) {
 		opts := map[string]string{"device_id": strconv.Itoa(o.CUDADevice)}
 		if !o.TF32 {
 			opts["use_tf32"] = "0"
+		}
+		if capture {
+			opts["enable_cuda_graph"] = "1"
 		}
 		if err := cuda.Update(opts); err != nil {
 			return fail("cuda provider", cudaError(err))

@@ -25,6 +25,27 @@ type graph struct {
 // openGraph checks the graph's reported inputs and outputs against the
 // manifest, then opens a session for it.
 func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profile string) (*graph, error) {
+	g, err := readGraph(b, role)
+	if err != nil {
+		return nil, err
+	}
+	if profile != "" {
+		// one file per graph, named by its role (ORT names a profile only by
+		// the time it started)
+		if err := so.EnableProfiling(profile + "-" + string(role)); err != nil {
+			return nil, fmt.Errorf("load %s graph: profiling: %w", role, err)
+		}
+		defer so.DisableProfiling()
+	}
+	if g.sess, err = ort.NewDynamicAdvancedSession(g.path, g.inputs, g.outputs, so); err != nil {
+		return nil, fmt.Errorf("load %s graph %s: %w", role, g.path, err)
+	}
+	return g, nil
+}
+
+// readGraph is openGraph without the session: the graph's checked inputs and
+// outputs only (a graph whose weights need not be loaded).
+func readGraph(b *models.Bundle, role models.Role) (*graph, error) {
 	path := b.Path(role)
 	// Read the declared IO from the file: asking ORT would build a throwaway
 	// session with all the weights.
@@ -44,20 +65,6 @@ func openGraph(b *models.Bundle, role models.Role, so *ort.SessionOptions, profi
 		g.outputs = append(g.outputs, t.Name)
 	}
 	g.in, g.out = slots(g.inputs), slots(g.outputs)
-	if profile != "" {
-		// one file per graph, named by its role (ORT names a profile only by
-		// the time it started)
-		if err := so.EnableProfiling(profile + "-" + string(role)); err != nil {
-			return nil, fmt.Errorf("load %s graph: profiling: %w", role, err)
-		}
-		defer so.DisableProfiling()
-	}
-	var sess *ort.DynamicAdvancedSession
-	sess, err = ort.NewDynamicAdvancedSession(path, g.inputs, g.outputs, so)
-	g.sess = sess
-	if err != nil {
-		return nil, fmt.Errorf("load %s graph %s: %w", role, path, err)
-	}
 	return g, nil
 }
 

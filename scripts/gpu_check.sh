@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 21's GPU checks in one run on a GPU machine packed by ../shared/gpu/pack.sh: the CUDA tests,
-# one action at batch 1, screens/s per batch size, one decoder call, ORT profiles, TF32 on and off,
+# CUDA graphs against the device-resident decode, one action at batch 1, screens/s per batch size, one decoder call, ORT profiles, TF32 on and off,
 # serve under load, PyTorch on the same card, and fp16 agreement. Steps run in that order (most needed
 # first); a step starts only if its estimate fits in BUDGET_S, so a cut-short run still returns what it
 # measured. Results: docs/cuda.md, "Measured on an H200".
@@ -25,7 +25,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests action batch step profile tf32 serve peers fp16}
+steps=${STEPS:-env tests graph action batch step profile tf32 serve peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -110,6 +110,28 @@ if want tests && fits 120 tests; then
   # golden tokens on the device path, batches 1/3/8, drafts, truncation, argmax on and off, constrained
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
+  save
+fi
+
+if want graph && [ -d "$b32" ]; then
+  # CUDA graphs (--cuda-graph: the static decoder, each call shape captured once, then replayed) against
+  # the device-resident decode, back to back on one machine: one action at batch 1, then batches of 8 and
+  # 64; the first passes (warm-up) capture. Then its profile: what a replayed call leaves to the host.
+  for k in 1 8 64; do
+    for g in false true; do
+      fits $((30 + k / 2)) "graph b$k cuda-graph=$g" || break 2
+      flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
+      run timeout 150 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical "${flags[@]}" \
+        --probe=false --cuda-graph="$g" --json > "$res/graph-$g-b$k.json"
+      log "cuda-graph=$g $(bench_line "$res/graph-$g-b$k.json")"
+    done
+  done
+  if fits 40 "graph profile"; then
+    mkdir -p /tmp/prof-graph
+    run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
+      --probe=false --cuda-graph --ort-profile /tmp/prof-graph/p --json > "$res/profile-graph.json"
+    log "profile cuda-graph:"; python3 -m scripts.ort_profile /tmp/prof-graph/*.json 2>&3 | tee -a "$out/summary.txt"
+  fi
   save
 fi
 

@@ -125,6 +125,7 @@ func runBench(ctx context.Context, args []string) error {
 	rep.Bundle = mf.model
 	rep.Runtime = engine.RuntimeVersion()
 	rep.Decoding = mf.decoding
+	rep.CUDAGraph = mf.cudaGraph
 	if rep.Decoding == "" {
 		rep.Decoding = engine.DecodeSpeculative.String()
 	}

@@ -29,6 +29,7 @@ type modelFlags struct {
 	spin       string
 	verify     int
 	tf32       bool
+	cudaGraph  bool
 	profile    string // bench's --ort-profile
 	capWarned  bool   // the --threads cap warning was printed
 }
@@ -49,6 +50,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
 	fs.IntVar(&m.verify, "verify-positions", 0, fmt.Sprintf("positions one speculative decoder call of a batch may verify, shared by its rows; fewer calls, same tokens (0: %d on cpu, %d on cuda)", engine.DefaultVerifyPositions(engine.ProviderCPU), engine.DefaultVerifyPositions(engine.ProviderCUDA)))
 	fs.BoolVar(&m.tf32, "tf32", false, "cuda: float32 matmuls and convolutions in TF32 (ORT's own default): up to 4x faster in large batches, but a few outputs in a thousand differ from the CPU's and between batch sizes (off: the CPU's outputs)")
+	fs.BoolVar(&m.cudaGraph, "cuda-graph", false, "decode through the bundle's static decoder graph on fixed buffers, each call shape captured once as a CUDA graph and replayed (cuda; on cpu the same decode without capture); same tokens; needs a bundle with decoder_static (python -m scripts.upgrade_bundle DIR)")
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -118,6 +120,7 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		Decoding:        dec,
 		Constrained:     m.constrain,
 		VerifyPositions: m.verify,
+		CUDAGraph:       m.cudaGraph,
 	}, nil
 }
 

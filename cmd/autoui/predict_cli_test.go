@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -329,4 +330,63 @@ func TestHelpAndVersionCLI(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
 		}
 	}
+}
+
+// --cuda-graph (here on the cpu provider: the fixed-buffer decode without
+// capture) predicts what the default decode does; a bundle without the
+// static decoder graph is refused in one line naming the upgrade command.
+func TestPredictCUDAGraphCLI(t *testing.T) {
+	args := []string{"predict", "--model", tinyBundle, "--screen", sampleScreen, "--goal", "Open the settings app", "--json"}
+	plain, stderr, code := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	graph, stderr, code := runCLI(t, append(args, "--cuda-graph")...)
+	if code != 0 {
+		t.Fatalf("--cuda-graph: exit %d: %s", code, stderr)
+	}
+	ids := func(out string) string {
+		var r struct {
+			Raw       string  `json:"raw"`
+			OutputIDs []int64 `json:"output_ids"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.OutputIDs) == 0 {
+			t.Fatalf("stdout %q: %v", out, err)
+		}
+		return fmt.Sprint(r.Raw, r.OutputIDs)
+	}
+	if a, b := ids(plain), ids(graph); a != b {
+		t.Errorf("--cuda-graph predicted %s, the default decode %s", b, a)
+	}
+	// the tiny bundle, its manifest without the static graph
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join(tinyBundle, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m["files"].(map[string]any), "decoder_static")
+	if raw, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(tinyBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "manifest.json" {
+			abs, _ := filepath.Abs(filepath.Join(tinyBundle, e.Name()))
+			if err := os.Symlink(abs, filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stdout, stderr, code := runCLI(t, "predict", "--model", dir, "--screen", sampleScreen, "--goal", "Open the settings app", "--cuda-graph")
+	wantOneLineError(t, stdout, stderr, code, 1, "scripts.upgrade_bundle")
 }

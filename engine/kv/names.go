@@ -16,7 +16,10 @@ import (
 // the cross graph that gives its cross-attention K/V).
 type Names struct {
 	IDs, EncoderMask string
-	Logits           string
+	// Position is the static decoder's input of each row's cache position
+	// (the decoder_static graph's only name the with-past one lacks).
+	Position string
+	Logits   string
 	// Argmax is the logits' argmax per position (int64 ids), an output of
 	// graphs_revision 3 decoders; older decoders lack it.
 	Argmax string
@@ -40,8 +43,8 @@ const (
 
 // DecoderNames returns the names of a decoder with the given layers.
 func DecoderNames(layers int) Names {
-	n := Names{IDs: "input_ids", EncoderMask: "encoder_attention_mask", Logits: "logits", Argmax: "logits_argmax",
-		CrossStates: "encoder_hidden_states"}
+	n := Names{IDs: "input_ids", EncoderMask: "encoder_attention_mask", Position: "position", Logits: "logits",
+		Argmax: "logits_argmax", CrossStates: "encoder_hidden_states"}
 	for l := 0; l < layers; l++ {
 		var past [4]string
 		for role, s := range [4]string{"decoder.key", "decoder.value", "encoder.key", "encoder.value"} {
@@ -123,4 +126,34 @@ func index(names []string) map[string]int {
 		m[n] = i
 	}
 	return m
+}
+
+// CheckStatic says whether a static decoder graph's inputs and outputs are
+// exactly the ones a static decode binds (in any order): ids, position, mask
+// and every past in; logits, argmax and every self-attention present out.
+func CheckStatic(n Names, inputs, outputs []string) error {
+	want := []string{n.IDs, n.Position, n.EncoderMask}
+	for _, p := range n.Past {
+		want = append(want, p[:]...)
+	}
+	wantOut := []string{n.Logits, n.Argmax}
+	for _, p := range n.Present {
+		wantOut = append(wantOut, p[:]...)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{{"inputs", inputs, want}, {"outputs", outputs, wantOut}} {
+		have := index(c.got)
+		var missing []string
+		for _, w := range c.want {
+			if _, ok := have[w]; !ok {
+				missing = append(missing, w)
+			}
+		}
+		if missing != nil || len(c.got) != len(c.want) {
+			return fmt.Errorf("static decoder graph has %d %s, want %d (lacking %q)", len(c.got), c.what, len(c.want), missing)
+		}
+	}
+	return nil
 }

@@ -24,10 +24,19 @@ import (
 // be bound at its capacity and trimmed by a shorter view; and T5's [B, heads,
 // T, d_kv] layout makes a shorter T a strided subset, not a prefix. Hence a
 // copy on the device, of the positions or rows that stay.
+//
+// Three more serve the static cache (Static): copies between host and
+// device memory of int64 and float32 tensors (Identity), and zeros
+// (ConstantOfShape) to allocate its buffers on the device.
 type Ops struct {
-	trim, gather *ort.DynamicAdvancedSession
-	tensors      int // self K/V per graph call: 2 x layers
+	trim, gather, zerosSess *ort.DynamicAdvancedSession
+	// copies[float][n-1] copies n tensors of int64 (float false) or float32
+	copies  [2][transferTensors]*ort.DynamicAdvancedSession
+	tensors int // self K/V per graph call: 2 x layers
 }
+
+// transferTensors is how many tensors one copy graph run moves at most.
+const transferTensors = 2
 
 // Graph input and output names.
 const (
@@ -51,7 +60,28 @@ func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 		o.Close()
 		return nil, fmt.Errorf("cache gather graph: %w", err)
 	}
+	for f, elem := range []int64{onnxInt64, onnxFloat} {
+		for n := 1; n <= transferTensors; n++ {
+			if o.copies[f][n-1], err = openN(copyGraph(n, elem), n, so); err != nil {
+				o.Close()
+				return nil, fmt.Errorf("copy graph: %w", err)
+			}
+		}
+	}
+	if o.zerosSess, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("zeros graph: %w", err)
+	}
 	return o, nil
+}
+
+// openN opens a graph of inputs x_i and outputs y_i, i < n.
+func openN(model []byte, n int, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
+	ins, outs := make([]string, n), make([]string, n)
+	for i := range ins {
+		ins[i], outs[i] = opsIn(i), opsOut(i)
+	}
+	return ort.NewDynamicAdvancedSessionWithONNXData(model, ins, outs, so)
 }
 
 func openOps(model []byte, first string, n int, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
@@ -65,7 +95,13 @@ func openOps(model []byte, first string, n int, so *ort.SessionOptions) (*ort.Dy
 
 // Close releases the sessions.
 func (o *Ops) Close() {
-	for _, s := range []**ort.DynamicAdvancedSession{&o.trim, &o.gather} {
+	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess}
+	for f := range o.copies {
+		for n := range o.copies[f] {
+			sessions = append(sessions, &o.copies[f][n])
+		}
+	}
+	for _, s := range sessions {
 		if *s != nil {
 			(*s).Destroy()
 			*s = nil
@@ -104,6 +140,69 @@ func (o *Ops) Gather(kv []ort.Value, rows []int64, mem *ort.MemoryInfo) ([]*ort.
 	return o.run(o.gather, opsRows, rows, kv, mem)
 }
 
+// Transfer is a copy that runs again and again between the same tensors
+// (host to device or back): one binding of a copy graph.
+type Transfer struct {
+	sess *ort.DynamicAdvancedSession
+	bind *ort.IoBinding
+}
+
+// NewTransfer binds a copy of srcs into dsts (pairwise, the same shapes;
+// float32 or int64 tensors, at most two).
+func (o *Ops) NewTransfer(float bool, srcs, dsts []ort.Value) (*Transfer, error) {
+	if len(srcs) != len(dsts) || len(srcs) == 0 || len(srcs) > transferTensors {
+		return nil, fmt.Errorf("copy %d tensors into %d (programmer error)", len(srcs), len(dsts))
+	}
+	f := 0
+	if float {
+		f = 1
+	}
+	t := &Transfer{sess: o.copies[f][len(srcs)-1]}
+	var err error
+	if t.bind, err = t.sess.CreateIoBinding(); err != nil {
+		return nil, fmt.Errorf("copy binding: %w", err)
+	}
+	for i := range srcs {
+		if err = t.bind.BindInput(opsIn(i), srcs[i]); err == nil {
+			err = t.bind.BindOutput(opsOut(i), dsts[i])
+		}
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("copy binding: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// Run copies.
+func (t *Transfer) Run() error { return t.sess.RunWithBinding(t.bind) }
+
+// Close releases the binding.
+func (t *Transfer) Close() { t.bind.Destroy() }
+
+// upload returns a copy of the int64 tensor src in mem.
+func (o *Ops) upload(src ort.Value, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	vs, err := ortval.RunOnDevice(o.copies[0][0], []string{opsIn(0)}, []ort.Value{src}, []string{opsOut(0)}, mem)
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
+// zeros returns a float32 tensor of zeros of the given dims in mem.
+func (o *Ops) zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	shape, err := ort.NewTensor(ort.NewShape(int64(len(dims))), dims)
+	if err != nil {
+		return nil, err
+	}
+	defer shape.Destroy()
+	vs, err := ortval.RunOnDevice(o.zerosSess, []string{"shape"}, []ort.Value{shape}, []string{opsOut(0)}, mem)
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
 // ONNX protobuf field numbers (onnx.proto) and the values used here.
 const (
 	modelIRVersion, modelOpset, modelGraph = 1, 8, 7
@@ -122,49 +221,103 @@ const (
 	irVersion, opset     = 8, 17
 )
 
+// graphProto encodes a small ONNX model: its inputs and outputs are typed
+// tensors of any shape.
+type graphProto struct{ g []byte }
+
+func bytesField(b []byte, num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+}
+
+func strField(b []byte, num protowire.Number, s string) []byte { return bytesField(b, num, []byte(s)) }
+
+func varintField(b []byte, num protowire.Number, v int64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), uint64(v))
+}
+
+func newGraphProto(name string) *graphProto { return &graphProto{g: strField(nil, graphName, name)} }
+
+func valueInfo(name string, elem int64) []byte {
+	t := varintField(nil, tensorElem, elem) // no shape: any
+	return bytesField(strField(nil, valueName, name), valueType, bytesField(nil, typeTensor, t))
+}
+
+func (p *graphProto) input(name string, elem int64) {
+	p.g = bytesField(p.g, graphInput, valueInfo(name, elem))
+}
+
+func (p *graphProto) output(name string, elem int64) {
+	p.g = bytesField(p.g, graphOutput, valueInfo(name, elem))
+}
+
+// int64Init adds a one-element int64 initializer.
+func (p *graphProto) int64Init(name string, v int64) {
+	t := varintField(nil, tensorDims, 1)
+	t = varintField(t, tensorType, onnxInt64)
+	t = strField(t, tensorName, name)
+	p.g = bytesField(p.g, graphInit, bytesField(t, tensorRaw, binary.LittleEndian.AppendUint64(nil, uint64(v))))
+}
+
+// node adds op(ins) -> out, with int attributes.
+func (p *graphProto) node(op string, ins []string, out string, ints map[string]int64) {
+	var n []byte
+	for _, in := range ins {
+		n = strField(n, nodeInput, in)
+	}
+	for name, v := range ints {
+		att := varintField(strField(nil, attName, name), attInt, v)
+		n = bytesField(n, nodeAtt, varintField(att, attType, attributeInt))
+	}
+	n = strField(strField(n, nodeOutput, out), nodeOp, op)
+	p.g = bytesField(p.g, graphNode, n)
+}
+
+func (p *graphProto) model() []byte {
+	m := varintField(nil, modelIRVersion, irVersion)
+	m = bytesField(m, modelOpset, varintField(nil, opsetVersion, opset))
+	return bytesField(m, modelGraph, p.g)
+}
+
 // opsGraph encodes a model whose outputs y_i are op(x_i, arg) for n float
 // tensors x_i of any shape: Slice (starts 0, ends arg, axis 2) or Gather
 // (indices arg, axis 0).
 func opsGraph(name string, n int, arg, op string) []byte {
-	var g []byte
-	bytesField := func(b []byte, num protowire.Number, v []byte) []byte {
-		return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
-	}
-	str := func(b []byte, num protowire.Number, s string) []byte { return bytesField(b, num, []byte(s)) }
-	varint := func(b []byte, num protowire.Number, v int64) []byte {
-		return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), uint64(v))
-	}
-	valueInfo := func(name string, elem int64) []byte {
-		t := varint(nil, tensorElem, elem) // no shape: any
-		return bytesField(str(nil, valueName, name), valueType, bytesField(nil, typeTensor, t))
-	}
-	int64Init := func(name string, v int64) []byte {
-		t := varint(nil, tensorDims, 1)
-		t = varint(t, tensorType, onnxInt64)
-		t = str(t, tensorName, name)
-		return bytesField(t, tensorRaw, binary.LittleEndian.AppendUint64(nil, uint64(v)))
-	}
-	g = str(g, graphName, name)
-	g = bytesField(g, graphInput, valueInfo(arg, onnxInt64))
+	p := newGraphProto(name)
+	p.input(arg, onnxInt64)
 	if op == "Slice" {
-		g = bytesField(g, graphInit, int64Init("zero", 0))
-		g = bytesField(g, graphInit, int64Init("axis", 2))
+		p.int64Init("zero", 0)
+		p.int64Init("axis", 2)
 	}
 	for i := 0; i < n; i++ {
-		node := str(nil, nodeInput, opsIn(i))
 		if op == "Slice" {
-			node = str(str(str(node, nodeInput, "zero"), nodeInput, arg), nodeInput, "axis")
+			p.node(op, []string{opsIn(i), "zero", arg, "axis"}, opsOut(i), nil)
 		} else {
-			node = str(node, nodeInput, arg)
-			att := varint(str(nil, attName, "axis"), attInt, 0)
-			node = bytesField(node, nodeAtt, varint(att, attType, attributeInt))
+			p.node(op, []string{opsIn(i), arg}, opsOut(i), map[string]int64{"axis": 0})
 		}
-		node = str(str(node, nodeOutput, opsOut(i)), nodeOp, op)
-		g = bytesField(g, graphNode, node)
-		g = bytesField(g, graphInput, valueInfo(opsIn(i), onnxFloat))
-		g = bytesField(g, graphOutput, valueInfo(opsOut(i), onnxFloat))
+		p.input(opsIn(i), onnxFloat)
+		p.output(opsOut(i), onnxFloat)
 	}
-	m := varint(nil, modelIRVersion, irVersion)
-	m = bytesField(m, modelOpset, varint(nil, opsetVersion, opset))
-	return bytesField(m, modelGraph, g)
+	return p.model()
+}
+
+// copyGraph encodes y_i = Identity(x_i) for n tensors of one element type:
+// run with x_i in one memory and y_i bound in another, it is a copy between
+// them, by the provider's own transfer.
+func copyGraph(n int, elem int64) []byte {
+	p := newGraphProto("copy")
+	for i := 0; i < n; i++ {
+		p.node("Identity", []string{opsIn(i)}, opsOut(i), nil)
+		p.input(opsIn(i), elem)
+		p.output(opsOut(i), elem)
+	}
+	return p.model()
+}
+
+// zerosGraph encodes y = ConstantOfShape(shape): float32 zeros.
+func zerosGraph() []byte {
+	p := newGraphProto("zeros")
+	p.input("shape", onnxInt64)
+	p.node("ConstantOfShape", []string{"shape"}, opsOut(0), nil)
+	p.output(opsOut(0), onnxFloat)
+	return p.model()
 }

@@ -1,0 +1,313 @@
+package kv
+
+import (
+	"fmt"
+	"strconv"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
+)
+
+// Static is a decode's state in buffers that never move, for the static
+// decoder graph (a bundle's decoder_static): every input and output of a
+// decoder call, the self-attention cache included, is a fixed device
+// buffer bound once, so a call's shapes and addresses are the same every
+// time, which is what CUDA-graph capture needs (ORT replays a captured
+// call without looking at its inputs: they must already be in place).
+//
+// The cache has a fixed length (Capacity positions per row); a call writes
+// its Width positions at each row's position input and attends only up to
+// each query's own position, so a rejected draft needs no cut: the next
+// call writes over it. The graph writes the whole cache to its present, so
+// two caches take turns (call t reads cache t%2 and writes the other), each
+// turn its own binding and, under capture, its own CUDA graph.
+//
+// The host sides (IDs, Pos in; Best, Logits out) cross by small copy graphs
+// run before and after the call (Ops.NewTransfer): that keeps the captured
+// call free of host memory.
+type Static struct {
+	names           Names
+	d               dims
+	width, capacity int64
+	vocab           int64
+	ops             *Ops
+	mem             *ort.MemoryInfo
+	decoder, cross  *ort.DynamicAdvancedSession
+
+	// device buffers
+	idsDev, posDev, maskDev, bestDev, logitsDev *ort.OwnedValue
+	cache                                       [2][]*ort.OwnedValue // self K/V [2*layer + k/v]
+	crossKV                                     []*ort.OwnedValue    // [2*layer + k/v]
+	bind                                        [2]*ort.IoBinding
+	run                                         [2]*ort.RunOptions // nil without capture
+	turn                                        int
+
+	// host sides and their copies
+	IDs                          []int64   // [rows, Width]: the next call's ids, set by the caller
+	Pos                          []int64   // [rows]: each row's cache position for the next call
+	Best                         []int64   // [rows, Width]: the last call's argmax ids
+	Logits                       []float32 // [rows, Width, vocab]: the last call's logits, when asked for
+	maskHost                     []int64
+	host                         [5]ortval.Pinned // over IDs, Pos, mask, Best, Logits
+	up, maskUp, down, downLogits *Transfer
+	shape                        ort.Shape
+}
+
+// StaticConfig is what a Static is made for: its shapes are fixed for life.
+type StaticConfig struct {
+	Shape
+	Batch, Width, Enc, Capacity, Vocab int
+	Names                              Names
+	// Decoder is the static decoder's session, Cross the cross graph's.
+	Decoder, Cross *ort.DynamicAdvancedSession
+	Ops            *Ops
+	Mem            *ort.MemoryInfo
+	// GraphIDs, when set, are the CUDA graphs the two turns' calls are
+	// captured as and replayed from (ORT's gpu_graph_id run option; the
+	// decoder session has graph capture on). Nil: plain runs.
+	GraphIDs *[2]int
+}
+
+// Host-side value indices in Static.host.
+const (
+	hostIDs = iota
+	hostPos
+	hostMask
+	hostBest
+	hostLogits
+)
+
+// NewStatic allocates the buffers (zeros) and binds them.
+func NewStatic(cfg StaticConfig) (*Static, error) {
+	if cfg.Batch <= 0 || cfg.Width <= 0 || cfg.Enc <= 0 || cfg.Capacity < cfg.Width || cfg.Vocab <= 0 {
+		return nil, fmt.Errorf("static cache: batch %d, width %d, encoder length %d, capacity %d, vocab %d (programmer error)",
+			cfg.Batch, cfg.Width, cfg.Enc, cfg.Capacity, cfg.Vocab)
+	}
+	s := &Static{names: cfg.Names, ops: cfg.Ops, mem: cfg.Mem, decoder: cfg.Decoder, cross: cfg.Cross,
+		width: int64(cfg.Width), capacity: int64(cfg.Capacity), vocab: int64(cfg.Vocab), shape: make(ort.Shape, 0, 4),
+		d: dims{b: int64(cfg.Batch), layers: int64(cfg.Layers), heads: int64(cfg.Heads), dkv: int64(cfg.DKV),
+			model: int64(cfg.DModel), enc: int64(cfg.Enc)}}
+	if err := s.alloc(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("static cache: %w", err)
+	}
+	if err := s.bindCalls(cfg.GraphIDs); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("static cache: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Static) alloc() error {
+	b, w := s.d.b, s.width
+	s.IDs, s.Pos, s.Best, s.maskHost = make([]int64, b*w), make([]int64, b), make([]int64, b*w), make([]int64, b*s.d.enc)
+	var err error
+	for i, h := range []struct {
+		data []int64
+		dims []int64
+	}{{s.IDs, []int64{b, w}}, {s.Pos, []int64{b}}, {s.maskHost, []int64{b, s.d.enc}}, {s.Best, []int64{b, w}}} {
+		if s.host[i], err = ortval.NewTensor(&s.shape, h.data, h.dims...); err != nil {
+			return err
+		}
+	}
+	// The int64 buffers start as copies of the host zeros.
+	for _, d := range []struct {
+		dst  **ort.OwnedValue
+		from int
+	}{{&s.idsDev, hostIDs}, {&s.posDev, hostPos}, {&s.maskDev, hostMask}, {&s.bestDev, hostBest}} {
+		if *d.dst, err = s.ops.upload(&s.host[d.from], s.mem); err != nil {
+			return fmt.Errorf("allocate: %w", err)
+		}
+	}
+	self := []int64{b, s.d.heads, s.capacity, s.d.dkv}
+	cross := []int64{b, s.d.heads, s.d.enc, s.d.dkv}
+	for t := range s.cache {
+		for range 2 * s.d.layers {
+			v, err := s.ops.zeros(self, s.mem)
+			if err != nil {
+				return fmt.Errorf("allocate the self-attention cache: %w", err)
+			}
+			s.cache[t] = append(s.cache[t], v)
+		}
+	}
+	for range 2 * s.d.layers {
+		v, err := s.ops.zeros(cross, s.mem)
+		if err != nil {
+			return fmt.Errorf("allocate the cross-attention cache: %w", err)
+		}
+		s.crossKV = append(s.crossKV, v)
+	}
+	if s.logitsDev, err = s.ops.zeros([]int64{b, w, s.vocab}, s.mem); err != nil {
+		return fmt.Errorf("allocate the logits: %w", err)
+	}
+	if s.up, err = s.ops.NewTransfer(false, []ort.Value{&s.host[hostIDs], &s.host[hostPos]}, []ort.Value{s.idsDev, s.posDev}); err != nil {
+		return err
+	}
+	if s.maskUp, err = s.ops.NewTransfer(false, []ort.Value{&s.host[hostMask]}, []ort.Value{s.maskDev}); err != nil {
+		return err
+	}
+	if s.down, err = s.ops.NewTransfer(false, []ort.Value{s.bestDev}, []ort.Value{&s.host[hostBest]}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// bindCalls binds both turns' decoder calls, once for life.
+func (s *Static) bindCalls(graphIDs *[2]int) error {
+	n := s.names
+	for t := range s.bind {
+		b, err := s.decoder.CreateIoBinding()
+		if err != nil {
+			return fmt.Errorf("io binding: %w", err)
+		}
+		s.bind[t] = b
+		ins := []struct {
+			name string
+			v    ort.Value
+		}{{n.IDs, s.idsDev}, {n.Position, s.posDev}, {n.EncoderMask, s.maskDev}}
+		for l := range n.Past {
+			for kv := SelfKey; kv <= CrossValue; kv++ {
+				v := s.crossKV
+				if kv <= SelfValue {
+					v = s.cache[t]
+				}
+				ins = append(ins, struct {
+					name string
+					v    ort.Value
+				}{n.Past[l][kv], v[2*l+kv%2]})
+			}
+		}
+		for _, in := range ins {
+			if err := b.BindInput(in.name, in.v); err != nil {
+				return fmt.Errorf("bind decoder input %s: %w", in.name, err)
+			}
+		}
+		outs := []struct {
+			name string
+			v    ort.Value
+		}{{n.Logits, s.logitsDev}, {n.Argmax, s.bestDev}}
+		for l := range n.Present {
+			for kv := SelfKey; kv <= SelfValue; kv++ {
+				outs = append(outs, struct {
+					name string
+					v    ort.Value
+				}{n.Present[l][kv], s.cache[1-t][2*l+kv]})
+			}
+		}
+		for _, o := range outs {
+			if err := b.BindOutput(o.name, o.v); err != nil {
+				return fmt.Errorf("bind decoder output %s: %w", o.name, err)
+			}
+		}
+		if graphIDs != nil {
+			if s.run[t], err = ort.NewRunOptions(); err != nil {
+				return fmt.Errorf("run options: %w", err)
+			}
+			if err := s.run[t].AddRunConfigEntry("gpu_graph_id", strconv.Itoa(graphIDs[t])); err != nil {
+				return fmt.Errorf("run options: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Rows, Width and Capacity are the fixed shapes.
+func (s *Static) Rows() int     { return int(s.d.b) }
+func (s *Static) Width() int    { return int(s.width) }
+func (s *Static) Capacity() int { return int(s.capacity) }
+
+// Enc is the encoder length the cross part was made for.
+func (s *Static) Enc() int { return int(s.d.enc) }
+
+// Start begins a request on the buffers: the cross graph runs on states
+// [rows, Enc, DModel] into the cross buffers and the mask [rows, Enc] is
+// copied up. The self-attention cache keeps what it held: a call attends
+// only to positions written before it in this request.
+func (s *Static) Start(states ort.Value, mask []int64) error {
+	if sh := states.GetShape(); len(sh) != 3 || sh[0] != s.d.b || sh[1] != s.d.enc || sh[2] != s.d.model || len(mask) != len(s.maskHost) {
+		return fmt.Errorf("static cache: states %v and %d mask values for [%d, %d, %d] (programmer error)", sh, len(mask), s.d.b, s.d.enc, s.d.model)
+	}
+	copy(s.maskHost, mask)
+	if err := s.maskUp.Run(); err != nil {
+		return fmt.Errorf("static cache: encoder mask: %w", err)
+	}
+	b, err := s.cross.CreateIoBinding()
+	if err != nil {
+		return fmt.Errorf("static cache: cross projection: %w", err)
+	}
+	defer b.Destroy()
+	if err := b.BindInput(s.names.CrossStates, states); err != nil {
+		return fmt.Errorf("static cache: cross projection: %w", err)
+	}
+	for l, kv := range s.names.CrossKV {
+		for j := range kv {
+			if err := b.BindOutput(kv[j], s.crossKV[2*l+j]); err != nil {
+				return fmt.Errorf("static cache: cross projection: %w", err)
+			}
+		}
+	}
+	if err := s.cross.RunWithBinding(b); err != nil {
+		return fmt.Errorf("static cache: cross projection: %w", err)
+	}
+	s.turn = 0
+	return nil
+}
+
+// Step runs one decoder call on IDs at Pos and brings back Best, and Logits
+// when asked for.
+func (s *Static) Step(logits bool) error {
+	if err := s.up.Run(); err != nil {
+		return fmt.Errorf("decoder inputs: %w", err)
+	}
+	t := s.turn
+	if err := s.decoder.RunWithBindingOptions(s.bind[t], s.run[t]); err != nil {
+		return err
+	}
+	s.turn = 1 - t
+	if err := s.down.Run(); err != nil {
+		return fmt.Errorf("decoder argmax: %w", err)
+	}
+	if logits {
+		if s.downLogits == nil {
+			s.Logits = make([]float32, s.d.b*s.width*s.vocab)
+			var err error
+			if s.host[hostLogits], err = ortval.NewTensor(&s.shape, s.Logits, s.d.b, s.width, s.vocab); err != nil {
+				return fmt.Errorf("decoder logits: %w", err)
+			}
+			if s.downLogits, err = s.ops.NewTransfer(true, []ort.Value{s.logitsDev}, []ort.Value{&s.host[hostLogits]}); err != nil {
+				return fmt.Errorf("decoder logits: %w", err)
+			}
+		}
+		if err := s.downLogits.Run(); err != nil {
+			return fmt.Errorf("decoder logits: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close releases everything; closing twice is safe.
+func (s *Static) Close() {
+	for _, t := range []**Transfer{&s.up, &s.maskUp, &s.down, &s.downLogits} {
+		if *t != nil {
+			(*t).Close()
+			*t = nil
+		}
+	}
+	for t := range s.bind {
+		if s.bind[t] != nil {
+			s.bind[t].Destroy()
+			s.bind[t] = nil
+		}
+		if s.run[t] != nil {
+			s.run[t].Destroy()
+			s.run[t] = nil
+		}
+		ortval.DestroyAll(s.cache[t])
+		s.cache[t] = nil
+	}
+	ortval.DestroyAll(s.crossKV)
+	ortval.DestroyAll([]*ort.OwnedValue{s.idsDev, s.posDev, s.maskDev, s.bestDev, s.logitsDev})
+	s.crossKV, s.idsDev, s.posDev, s.maskDev, s.bestDev, s.logitsDev = nil, nil, nil, nil, nil, nil
+	ortval.ReleaseAll(s.host[:])
+}
