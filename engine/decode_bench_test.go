@@ -14,8 +14,8 @@ import (
 // the tiny bundle, or a synthetic one on the bundle AUTOUI_BENCH_MODEL names
 // (allocations per step grow with the layer count). AUTOUI_BENCH_PROVIDER
 // (cpu, cuda) picks the execution provider; the process's ONNX Runtime
-// library must have it.
-func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
+// library must have it. graph opens it with Options.CUDAGraph.
+func decodeInputs(b *testing.B, graph bool) (*Predictor, []float32, []int64) {
 	b.Helper()
 	var p *Predictor
 	var ids []int64
@@ -24,7 +24,7 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := Options{Session: SessionOptions{Provider: provider}}
+	opts := Options{Session: SessionOptions{Provider: provider}, CUDAGraph: graph}
 	if dir := os.Getenv("AUTOUI_BENCH_MODEL"); dir != "" {
 		bundle, err := models.Load(dir, models.LoadOptions{Verify: models.VerifySizes})
 		if err != nil {
@@ -60,15 +60,22 @@ func decodeInputs(b *testing.B) (*Predictor, []float32, []int64) {
 // decoding. Each runs with the cache in Go memory (host: past in, present
 // and logits out through Go buffers) and device-resident (device: ORT-owned
 // values fed back, only the argmax ids fetched; on the cpu provider ORT's
-// CPU memory stands in for the GPU's). greedy-32 and speculative-32 are
-// whole decodes of 32 tokens including the cache's setup (op = one decode).
+// CPU memory stands in for the GPU's), and on fixed buffers through the
+// static decoder (static: Options.CUDAGraph, captured and replayed under
+// cuda; k positions per call, the cache's buffers reused from one decode to
+// the next). greedy-32 and speculative-32 are whole decodes of 32 tokens
+// including the cache's setup (op = one decode).
 func BenchmarkDecoderStep(b *testing.B) {
-	p, fused, mask := decodeInputs(b)
+	p, fused, mask := decodeInputs(b, false)
 	const maxLen = 128
 	for _, place := range []struct {
 		name  string
 		place placement
-	}{{"host", placeHost}, {"device", placeDevice}} {
+	}{{"host", placeHost}, {"device", placeDevice}, {"static", placeStatic}} {
+		p := p
+		if place.place == placeStatic {
+			p, _, _ = decodeInputs(b, true)
+		}
 		for _, bc := range []struct {
 			name   string
 			tokens []int64
@@ -78,8 +85,10 @@ func BenchmarkDecoderStep(b *testing.B) {
 			{"k=4", []int64{5, 6, 7, 8}, 2},
 		} {
 			b.Run(place.name+"/"+bc.name, func(b *testing.B) {
-				p.cachePlace = place.place
-				defer func() { p.cachePlace = placeHost }()
+				if place.place != placeStatic {
+					p.cachePlace = place.place
+					defer func() { p.cachePlace = placeHost }()
+				}
 				b.ReportAllocs()
 				k := len(bc.tokens)
 				var c stepper

@@ -17,7 +17,7 @@
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
-# STEPS picks steps (default: all), BATCHES the batch sizes of `batch`, PROVIDER=cpu dry-runs the
+# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (GRAPH_BATCHES of `graph`), PROVIDER=cpu dry-runs the
 # plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -117,7 +117,7 @@ if want graph && [ -d "$b32" ]; then
   # CUDA graphs (--cuda-graph: the static decoder, each call shape captured once, then replayed) against
   # the device-resident decode, back to back on one machine: one action at batch 1, then batches of 8 and
   # 64; the first passes (warm-up) capture. Then its profile: what a replayed call leaves to the host.
-  for k in 1 8 64; do
+  for k in ${GRAPH_BATCHES:-1 8 64}; do
     for g in false true; do
       fits $((30 + k / 2)) "graph b$k cuda-graph=$g" || break 2
       flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
@@ -127,7 +127,7 @@ if want graph && [ -d "$b32" ]; then
     done
   done
   if fits 40 "graph profile"; then
-    mkdir -p /tmp/prof-graph
+    rm -rf /tmp/prof-graph; mkdir -p /tmp/prof-graph
     run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
       --probe=false --cuda-graph --ort-profile /tmp/prof-graph/p --json > "$res/profile-graph.json"
     log "profile cuda-graph:"; python3 -m scripts.ort_profile /tmp/prof-graph/*.json 2>&3 | tee -a "$out/summary.txt"
@@ -169,9 +169,10 @@ if want batch; then
 fi
 
 if want step && fits 60 step; then
-  # one decoder call, host cache vs device-resident, same card, same process (k=1: greedy; k=4: a verify)
+  # one decoder call, host cache vs device-resident vs static (captured), same card, same process (k=1:
+  # greedy; k=4: a verify)
   (cd engine && AUTOUI_BENCH_PROVIDER=$prov AUTOUI_BENCH_MODEL=$b32 run timeout 150 engine.test -test.run '^$' \
-    -test.bench 'DecoderStep/(host|device)' -test.benchtime 200x -test.count 2 -test.benchmem > "$res/step.txt")
+    -test.bench 'DecoderStep/(host|device|static)' -test.benchtime 200x -test.count 2 -test.benchmem > "$res/step.txt")
   log "step: $(grep -E '^Benchmark' "$res/step.txt" | awk '{printf "%s %.2f ms; ", $1, $3/1e6}')"
   save
 fi
@@ -219,16 +220,16 @@ if want tf32 && fits 90 tf32; then
 fi
 
 if want serve && fits 55 serve; then
-  # serve under load: 64 clients, batches of up to 64. fp16 vision decoding the typical action (--replay:
-  # what a trained model's requests cost), then fp32 as the random weights decode (127 tokens, no draft
-  # accepted: the issue's first table)
-  for cfg in "$b16:typical" "$b32:"; do
-    b=${cfg%:*} replay=${cfg##*:}
+  # serve under load: 64 clients, batches of up to 64. fp32 decoding the typical action (--replay: what a
+  # trained model's requests cost) with CUDA graphs and without, fp16 vision the same, then fp32 as the
+  # random weights decode (127 tokens, no draft accepted: the issue's first table)
+  for cfg in "$b32:typical:graph" "$b32:typical:" "$b16:typical:" "$b32::"; do
+    IFS=: read -r b replay graph <<< "$cfg"
     [ -d "$b" ] || continue
-    n=$(basename "$b")${replay:+-replay}
+    n=$(basename "$b")${replay:+-replay}${graph:+-graph}
     fits 55 "serve $n" || break
     autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch 64 --queue 256 \
-      ${replay:+--replay "$replay"} 2>"$res/serve-$n.log" &
+      ${replay:+--replay "$replay"} ${graph:+--cuda-graph} 2>"$res/serve-$n.log" &
     pid=$!
     python3 -c 'import time, urllib.request
 for _ in range(240):
