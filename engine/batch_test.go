@@ -157,9 +157,17 @@ func TestPredictBatchTokenLimits(t *testing.T) {
 }
 
 // Requests with precomputed features skip the vision tower; screens in the
-// same batch still go through it.
+// same batch still go through it. With the prompts encoded while the screens
+// are (overlapPrefill, cuda's way) the results are the same.
 func TestPredictBatchMixedFeatures(t *testing.T) {
-	p := tiny(t)
+	overlapped := tinyWith(t, Options{Truncation: TruncateRight})
+	overlapped.overlapPrefill = true
+	for _, p := range []*Predictor{tiny(t), overlapped} {
+		mixedFeatures(t, p)
+	}
+}
+
+func mixedFeatures(t *testing.T, p *Predictor) {
 	cases := loadGolden(t)
 	// odd items are screenshots (small ones, to keep -race runs short)
 	picks := []int{2, 1, 11, 3, 21}
@@ -178,7 +186,11 @@ func TestPredictBatchMixedFeatures(t *testing.T) {
 	}
 	for k, i := range picks {
 		if !slices.Equal(got[k].TokenIDs, cases[i].GeneratedIDs) {
-			t.Errorf("item %d (%s): ids differ from golden", k, cases[i].ID)
+			t.Errorf("overlap %v, item %d (%s): ids differ from golden", p.overlapPrefill, k, cases[i].ID)
+		}
+		if got[k].SourceTokens != len(cases[i].InputIDs) || got[k].Timings.Encoder == 0 {
+			t.Errorf("overlap %v, item %d: %d source tokens, golden %d; encoder time %v", p.overlapPrefill, k,
+				got[k].SourceTokens, len(cases[i].InputIDs), got[k].Timings.Encoder)
 		}
 		if fromFeatures := k%2 == 0; fromFeatures != (got[k].Timings.Vision == 0) {
 			t.Errorf("item %d: features given %v, vision time %v", k, fromFeatures, got[k].Timings.Vision)
@@ -280,7 +292,14 @@ func (c *countdownCtx) Err() error {
 }
 
 func TestPredictBatchCancel(t *testing.T) {
-	p := tiny(t)
+	overlapped := tinyWith(t, Options{Truncation: TruncateRight})
+	overlapped.overlapPrefill = true
+	for _, p := range []*Predictor{tiny(t), overlapped} {
+		predictBatchCancel(t, p)
+	}
+}
+
+func predictBatchCancel(t *testing.T, p *Predictor) {
 	feat := make([]float32, p.cfg.ImageDim)
 	reqs := []predict.Request{{Features: feat, Goal: "open settings", MinNewTokens: 30, MaxNewTokens: 30}, {Features: feat, Goal: "go home"}}
 	ctx, cancel := context.WithCancel(context.Background())

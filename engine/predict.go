@@ -84,69 +84,46 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := p.features(ctx, reqs, res); err != nil {
-		return nil, batchErr(err)
+	// The text's prefill needs no image: under overlapPrefill it runs while
+	// the screens are resized and the vision tower runs.
+	var text prefilled
+	var textErr error
+	var wg sync.WaitGroup
+	if p.overlapPrefill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, textErr = p.prefillText(ctx, reqs, res, itemErr, batchErr)
+		}()
 	}
-
-	// Prompts right-padded to the longest.
-	prompts := make([][]int64, B)
-	n := 0
-	for i, r := range reqs {
-		t := time.Now()
-		var err error
-		res[i].SourceText, prompts[i], err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, r.Goal, r.History,
-			p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
-		if err != nil {
-			return nil, itemErr(i, err)
-		}
-		res[i].SourceIDs, res[i].SourceTokens = prompts[i], len(prompts[i])
-		res[i].Timings.Tokenize = time.Since(t)
-		n = max(n, len(prompts[i]))
+	featErr := p.features(ctx, reqs, res)
+	if p.overlapPrefill {
+		wg.Wait()
+	} else if featErr == nil {
+		text, textErr = p.prefillText(ctx, reqs, res, itemErr, batchErr)
 	}
-	if b := p.promptBucket; b > 0 {
-		// captured CUDA graphs are per shape: a few prompt lengths, not each
-		n = max(n, min((n+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens))
+	defer text.enc.release()
+	if featErr != nil {
+		return nil, batchErr(featErr)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if textErr != nil {
+		return nil, textErr
 	}
-	// The mask is 0 on padding; the encoder, fusion and the decoder's
-	// cross-attention all read it, so padded positions never reach an output.
-	ids := make([]int64, B*n)
-	mask := make([]int64, B*n)
+	n, mask, enc := text.n, text.mask, text.enc
 	feats := make([]float32, 0, B*p.cfg.ImageDim)
-	for i, pr := range prompts {
-		row := ids[i*n : (i+1)*n]
-		copy(row, pr)
-		for j := len(pr); j < n; j++ {
-			row[j] = p.bundle.Manifest.Tokens.PadID
-		}
-		for j := range pr {
-			mask[i*n+j] = 1
-		}
-		feats = append(feats, res[i].Features...)
-	}
-
-	t := time.Now()
-	enc, err := p.runEncoder(B, n, ids, mask)
-	if err != nil {
-		return nil, batchErr(err)
-	}
-	defer enc.release()
-	dt := time.Since(t)
 	for _, r := range res {
-		r.Timings.Encoder = dt
+		feats = append(feats, r.Features...)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t = time.Now()
+	t := time.Now()
 	fused, err := p.runFusion(B, n, enc, feats, mask)
 	if err != nil {
 		return nil, batchErr(err)
 	}
 	defer fused.release()
-	dt = time.Since(t)
+	dt := time.Since(t)
 	for _, r := range res {
 		r.Timings.Fusion = dt
 	}
@@ -159,6 +136,67 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 		p.parse(r, start)
 	}
 	return res, nil
+}
+
+// prefilled is a batch's encoded text: prompts right-padded to n tokens,
+// their mask, and the encoder's states.
+type prefilled struct {
+	n    int
+	mask []int64
+	enc  encoded
+}
+
+// prefillText builds and tokenizes the prompts, pads them to the longest
+// (or to promptBucket) and runs the encoder on them; its errors are wrapped
+// as PredictBatch returns them.
+func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res []*predict.Result,
+	itemErr func(int, error) error, batchErr func(error) error) (prefilled, error) {
+	B := len(reqs)
+	prompts := make([][]int64, B)
+	n := 0
+	for i, r := range reqs {
+		t := time.Now()
+		var err error
+		res[i].SourceText, prompts[i], err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, r.Goal, r.History,
+			p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
+		if err != nil {
+			return prefilled{}, itemErr(i, err)
+		}
+		res[i].SourceIDs, res[i].SourceTokens = prompts[i], len(prompts[i])
+		res[i].Timings.Tokenize = time.Since(t)
+		n = max(n, len(prompts[i]))
+	}
+	if b := p.promptBucket; b > 0 {
+		// captured CUDA graphs are per shape: a few prompt lengths, not each
+		n = max(n, min((n+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens))
+	}
+	if err := ctx.Err(); err != nil {
+		return prefilled{}, err
+	}
+	// The mask is 0 on padding; the encoder, fusion and the decoder's
+	// cross-attention all read it, so padded positions never reach an output.
+	ids := make([]int64, B*n)
+	mask := make([]int64, B*n)
+	for i, pr := range prompts {
+		row := ids[i*n : (i+1)*n]
+		copy(row, pr)
+		for j := len(pr); j < n; j++ {
+			row[j] = p.bundle.Manifest.Tokens.PadID
+		}
+		for j := range pr {
+			mask[i*n+j] = 1
+		}
+	}
+	t := time.Now()
+	enc, err := p.runEncoder(B, n, ids, mask)
+	if err != nil {
+		return prefilled{}, batchErr(err)
+	}
+	dt := time.Since(t)
+	for _, r := range res {
+		r.Timings.Encoder = dt
+	}
+	return prefilled{n: n, mask: mask, enc: enc}, nil
 }
 
 // Check reports whether PredictBatch would take r, with the error it would

@@ -110,6 +110,10 @@ type Predictor struct {
 	// (at most the bundle's prompt limit): under capture, so that a few
 	// encoder lengths, not every one, each capture their CUDA graphs.
 	promptBucket int
+	// overlapPrefill encodes a batch's prompts while its screens are resized
+	// and seen (under cuda: the host and the GPU work side by side; on a
+	// CPU the two would only share its cores).
+	overlapPrefill bool
 
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
@@ -240,6 +244,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	}
 	if opts.Session.Provider == ProviderCUDA {
 		p.cachePlace = placeDevice
+		p.overlapPrefill = true
 	}
 	if opts.CUDAGraph {
 		if err := p.openStatic(b, opts.Session); err != nil {
