@@ -101,23 +101,38 @@ func TestDeviceFetchesLogitsOnlyWhereNeeded(t *testing.T) {
 		if !tc.argmax {
 			withoutArgmax(t, p)
 		}
-		s, err := p.sequence(predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
-			MaxNewTokens: max(c.MaxNewTokens, p.grammars.MinTokens())}, &predict.Timings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fused, mask := caseInputs(t, p, c)
-		var calls *deviceCall
-		p.newCallHook = func(s stepper) { calls = s.(*deviceCall) }
-		if err := p.decode(context.Background(), []*sequence{s}, fused, mask); err != nil {
-			t.Fatal(err)
-		}
-		p.newCallHook = nil
-		n := s.tm.DecoderCalls
-		if want := map[bool]int{false: 0, true: n}[tc.allLogits]; calls.logitsCalls != want {
-			t.Errorf("%s: logits fetched in %d of %d calls, want %d", tc.name, calls.logitsCalls, n, want)
+		n, fetched := decodeCountingLogits(t, p, c)
+		if want := map[bool]int{false: 0, true: n}[tc.allLogits]; fetched != want {
+			t.Errorf("%s: logits fetched in %d of %d calls, want %d", tc.name, fetched, n, want)
 		}
 	}
+}
+
+// decodeCountingLogits decodes case c alone on p (device-resident or static)
+// and returns its decoder calls and how many of them fetched logits.
+func decodeCountingLogits(t *testing.T, p *Predictor, c goldenCase) (calls, fetched int) {
+	t.Helper()
+	s, err := p.sequence(predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
+		MaxNewTokens: max(c.MaxNewTokens, p.grammars.MinTokens())}, &predict.Timings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, mask := caseInputs(t, p, c)
+	var st stepper
+	p.newCallHook = func(s stepper) { st = s }
+	defer func() { p.newCallHook = nil }()
+	if err := p.decode(context.Background(), []*sequence{s}, fused, mask); err != nil {
+		t.Fatal(err)
+	}
+	switch st := st.(type) {
+	case *deviceCall:
+		fetched = st.logitsCalls
+	case *staticCall:
+		fetched = st.logitsCalls
+	default:
+		t.Fatalf("%T counts no logits", st)
+	}
+	return s.tm.DecoderCalls, fetched
 }
 
 // With the state on the device the encoder's and the fusion's outputs stay

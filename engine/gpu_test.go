@@ -118,18 +118,25 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 	// constrained: the device cache fetches logits and gives the host cache's tokens
 	hostCons, devCons := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true})
 	hostCons.cachePlace = placeHost
-	for _, c := range cases[:6] {
+	sameConstrained(t, hostCons, devCons, cases[:6])
+}
+
+// sameConstrained requires the same constrained tokens (90 at most) of a and
+// b on each case.
+func sameConstrained(t *testing.T, a, b *Predictor, cases []goldenCase) {
+	t.Helper()
+	for _, c := range cases {
 		r := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
-		a, err := hostCons.Predict(context.Background(), r)
+		ra, err := a.Predict(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := devCons.Predict(context.Background(), r)
+		rb, err := b.Predict(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(a.TokenIDs, b.TokenIDs) {
-			t.Errorf("%s constrained: device %v, host %v", c.ID, b.TokenIDs, a.TokenIDs)
+		if !slices.Equal(ra.TokenIDs, rb.TokenIDs) {
+			t.Errorf("%s constrained: %v, against %v", c.ID, rb.TokenIDs, ra.TokenIDs)
 		}
 	}
 }
@@ -158,18 +165,5 @@ func TestCUDAGraphGolden(t *testing.T) {
 		t.Logf("%s: %d CUDA graphs captured", dec, p.statics.graphs)
 	}
 	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
-	for _, c := range cases[:6] {
-		r := predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t), MaxNewTokens: 90}
-		a, err := dev.Predict(context.Background(), r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := graph.Predict(context.Background(), r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(a.TokenIDs, b.TokenIDs) {
-			t.Errorf("%s constrained: cuda graph %v, device %v", c.ID, b.TokenIDs, a.TokenIDs)
-		}
-	}
+	sameConstrained(t, dev, graph, cases[:6])
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/models"
-	"github.com/autoui/autoui/predict"
 )
 
 // The fixed-buffer decode over the static decoder graph (Options.CUDAGraph,
@@ -44,20 +43,9 @@ func TestStaticFetchesLogitsOnlyWhereNeeded(t *testing.T) {
 	c := loadGolden(t)[0]
 	for _, constrained := range []bool{false, true} {
 		p := placed(t, placeStatic, Options{Constrained: constrained})
-		s, err := p.sequence(predict.Request{Features: loadNpy(t, c.Tensors["image_features"]), Goal: c.Goal, History: c.history(t),
-			MaxNewTokens: max(c.MaxNewTokens, p.grammars.MinTokens())}, &predict.Timings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fused, mask := caseInputs(t, p, c)
-		var calls *staticCall
-		p.newCallHook = func(s stepper) { calls = s.(*staticCall) }
-		if err := p.decode(context.Background(), []*sequence{s}, fused, mask); err != nil {
-			t.Fatal(err)
-		}
-		p.newCallHook = nil
-		if n, want := s.tm.DecoderCalls, map[bool]int{false: 0, true: s.tm.DecoderCalls}[constrained]; calls.logitsCalls != want {
-			t.Errorf("constrained=%v: logits fetched in %d of %d calls, want %d", constrained, calls.logitsCalls, n, want)
+		n, fetched := decodeCountingLogits(t, p, c)
+		if want := map[bool]int{false: 0, true: n}[constrained]; fetched != want {
+			t.Errorf("constrained=%v: logits fetched in %d of %d calls, want %d", constrained, fetched, n, want)
 		}
 	}
 }
