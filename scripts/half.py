@@ -21,7 +21,10 @@ value exposed, and a node stays fp32 when a value it reads or writes reaches 655
 A node that reads a large value must stay fp32 too: the Cast into fp16 before it would give
 inf. The fp16 bundle then runs the same inputs and must give finite features and logits.
 The naive fp16 with-past decoder measured 10-14x slower per call than fp32 on the H200
-(DESIGN.md 6b), hence vision only by default until the GPU session times `--roles all`.
+(DESIGN.md 6b), hence vision only by default until the GPU session times `--roles all`. ORT's
+profile put 94% of that decoder's time in its fp16 com.microsoft.MultiHeadAttention nodes
+(docs/cuda.md, "Where the time goes"), so ops named by --fp32-ops (default that one) stay fp32
+whatever their values: the rest of the graph is fp16 around them.
 
 Agreement with fp32 (--compare, or agreement()): the int8 script's golden-token measure
 (scripts.quantize.agreement) plus the cosine of the image features on the real screens.
@@ -46,6 +49,9 @@ from .quantize import agreement as golden_agreement
 
 FP16_MAX = 65504.0
 DEFAULT_ROLES = ("vision",)
+# Op types kept fp32 in every converted graph (measured: ORT's CUDA MultiHeadAttention with
+# T5's attention_bias and past K/V is ~9x slower in fp16 than in fp32 on an H200).
+DEFAULT_FP32_OPS = ("MultiHeadAttention",)
 ALL_ROLES = ("vision", "encoder", "fusion", "decoder")
 SCREENS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "testdata", "screens")
 CONVERTER = "onnxruntime.transformers.float16.convert_float_to_float16"
@@ -103,9 +109,51 @@ def half_model(model: onnx.ModelProto, block=()) -> onnx.ModelProto:
     from onnxruntime.transformers.onnx_model import OnnxModel
     half = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=True,
                                     node_block_list=list(block))
+    drop_duplicate_casts(half.graph)
     drop_cast_round_trips(half.graph)
     OnnxModel(half).topological_sort()  # the converter appends its IO casts last; the checker wants order
     return half
+
+
+def declare_float_outputs(graph: onnx.GraphProto, op_types) -> None:
+    """Give the float outputs of nodes of op_types the value_info onnx's shape inference leaves out
+    for contrib ops (com.microsoft.MultiHeadAttention's: all float), so that the converter sees
+    their type and casts them back to fp16 after the node when it stays fp32."""
+    known = {v.name for v in list(graph.value_info) + list(graph.output)}
+    for n in graph.node:
+        if n.op_type in op_types and n.domain == "com.microsoft":
+            for o in n.output:
+                if o and o not in known:
+                    graph.value_info.append(onnx.helper.make_tensor_value_info(o, TensorProto.FLOAT, None))
+                    known.add(o)
+
+
+def drop_duplicate_casts(graph: onnx.GraphProto) -> int:
+    """Keep one of the identical Casts the converter writes when several fp32 (blocked) nodes read
+    one fp16 value (each gets `<value>_cast_to_fp32`, one name: not SSA), and one value_info per
+    name. Returns how many nodes were dropped."""
+    seen, keep, dropped = {}, [], 0
+    for n in graph.node:
+        if n.op_type == "Cast" and len(n.output) == 1 and n.output[0] in seen:
+            first = seen[n.output[0]]
+            if list(first.input) != list(n.input) or first.attribute != n.attribute:
+                raise HalfError(f"two different nodes write {n.output[0]}")
+            dropped += 1
+            continue
+        seen.update({o: n for o in n.output})
+        keep.append(n)
+    if dropped:
+        del graph.node[:]
+        graph.node.extend(keep)
+    names, infos = set(), []
+    for v in graph.value_info:
+        if v.name not in names:
+            names.add(v.name)
+            infos.append(v)
+    if len(infos) != len(graph.value_info):
+        del graph.value_info[:]
+        graph.value_info.extend(infos)
+    return dropped
 
 
 def drop_cast_round_trips(graph: onnx.GraphProto) -> int:
@@ -119,12 +167,17 @@ def drop_cast_round_trips(graph: onnx.GraphProto) -> int:
     def cast_to(n):
         return next((a.i for a in n.attribute if a.name == "to"), None) if n.op_type == "Cast" else None
 
-    rename = {}
+    rename, pairs = {}, 0
     for n in graph.node:
         src = producer.get(n.input[0]) if n.input else None
-        if cast_to(n) == TensorProto.FLOAT and src is not None and cast_to(src) == TensorProto.FLOAT16 \
-                and n.output[0] not in outputs:
-            rename[n.output[0]] = src.input[0]
+        if cast_to(n) == TensorProto.FLOAT and src is not None and cast_to(src) == TensorProto.FLOAT16:
+            pairs += 1
+            if n.output[0] in outputs:
+                # a graph output keeps its name: the round trip becomes a copy
+                n.op_type, n.input[0] = "Identity", src.input[0]
+                del n.attribute[:]
+            else:
+                rename[n.output[0]] = src.input[0]
     for n in graph.node:
         for i, v in enumerate(n.input):
             if v in rename:
@@ -138,7 +191,7 @@ def drop_cast_round_trips(graph: onnx.GraphProto) -> int:
         keep = left
     del graph.node[:]
     graph.node.extend(keep)
-    return len(rename)
+    return pairs
 
 
 # ---------------------------------------------------------------- calibration
@@ -246,8 +299,9 @@ def check_finite(bundle_dir: str, steps: int = 32, threads: int = 2, screens_dir
 # ---------------------------------------------------------------- the bundle
 
 def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float = 8.0, steps: int = 32,
-                threads: int = 2, screens_dir: str = SCREENS) -> dict:
-    """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest."""
+                threads: int = 2, screens_dir: str = SCREENS, fp32_ops=DEFAULT_FP32_OPS) -> dict:
+    """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest. Nodes of
+    the op types in fp32_ops stay fp32 (besides those the calibration keeps)."""
     manifest = read_fp32_bundle(in_dir, out_dir, HalfError)
     if headroom < 1:
         raise HalfError(f"headroom {headroom}: want >= 1")
@@ -266,7 +320,10 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         t0 = time.time()
         model = load_with_shapes(src)
         name_nodes(model.graph)
-        fp32_nodes[role] = block = blocked_nodes(model.graph, ranges[role], limit)
+        block = blocked_nodes(model.graph, ranges[role], limit)
+        block += [n.name for n in model.graph.node if n.op_type in fp32_ops and n.name not in block]
+        declare_float_outputs(model.graph, fp32_ops)
+        fp32_nodes[role] = block
         peak = fp16_peak(model.graph, ranges[role], block)
         log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
                    f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
@@ -276,7 +333,7 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     manifest["precision"] = "fp16"
     manifest["half"] = {
         "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)",
-        "graphs": graphs, "limit": limit,
+        "graphs": graphs, "limit": limit, "fp32_ops": list(fp32_ops),
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
         "fp32_nodes": fp32_nodes}
     save_variant_manifest(out_dir, manifest, files)
@@ -346,6 +403,9 @@ def main(argv=None) -> int:
                    help="a node stays fp32 where a value it reads or writes reaches 65504 / headroom in the "
                         "fp32 calibration run")
     p.add_argument("--steps", type=int, default=32, help="greedy decoder calls per calibration prompt")
+    p.add_argument("--fp32-ops", default=",".join(DEFAULT_FP32_OPS),
+                   help="op types kept fp32 in every converted graph, comma-separated ('' for none; default: "
+                        "MultiHeadAttention, whose fp16 CUDA kernel measured ~9x slower)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--compare", action="store_true",
                    help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")
@@ -353,7 +413,7 @@ def main(argv=None) -> int:
     roles = ALL_ROLES if args.roles == "all" else tuple(r for r in args.roles.split(",") if r)
     try:
         half_bundle(args.in_dir, args.out, roles=roles, headroom=args.headroom, steps=args.steps,
-                    threads=args.threads)
+                    threads=args.threads, fp32_ops=tuple(o for o in args.fp32_ops.split(",") if o))
     except HalfError as e:
         print(f"half: {e}", file=sys.stderr)
         return 1
