@@ -110,6 +110,8 @@ type Predictor struct {
 	// (at most the bundle's prompt limit): under capture, so that a few
 	// encoder lengths, not every one, each capture their CUDA graphs.
 	promptBucket int
+	// bucketRows decodes a batch on staticRows(B) rows (under capture).
+	bucketRows bool
 	// overlapPrefill encodes a batch's prompts while its screens are resized
 	// and seen (under cuda: the host and the GPU work side by side; on a
 	// CPU the two would only share its cores).
@@ -279,8 +281,10 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
 	if err := kv.CheckStatic(p.decoderNames, p.decoderStatic.inputs, p.decoderStatic.outputs); err != nil {
 		return fmt.Errorf("load %s graph %s: %w", models.RoleDecoderStatic, p.decoderStatic.path, err)
 	}
+	p.statics.keep = staticKeepCPU
 	if p.statics.capture = o.Provider == ProviderCUDA; p.statics.capture {
-		p.promptBucket = capturePromptBucket
+		p.statics.keep = staticKeepCUDA
+		p.promptBucket, p.bucketRows = capturePromptBucket, true
 	}
 	return nil
 }

@@ -13,16 +13,18 @@ type staticKey struct{ rows, width, enc, capacity int }
 
 // statics keeps fixed-buffer decodes' buffers (kv.Static) for reuse. Under
 // capture a buffer set is baked into its two CUDA graphs, so a later decode
-// of the same shape must run on the same buffers to replay them; each new
-// shape captures two more graphs, up to maxCapturedGraphs, after which new
-// shapes run uncaptured. ORT keeps a captured graph (and what it allocated
-// while capturing) until the session closes, so those sets are never
-// dropped; uncaptured ones are kept up to maxFreeStatics per shape.
+// of the same shape must run on the same buffers to replay them; ORT keeps a
+// captured graph (and what it allocated while capturing) until the session
+// closes, so a captured set is never dropped. What the kept sets may hold is
+// bounded (keep bytes, maxCapturedGraphs graphs): past it a new shape runs
+// uncaptured, and an uncaptured set is dropped after its decode.
 type statics struct {
 	mu      sync.Mutex
-	free    map[staticKey][]*kv.Static
+	free    map[staticKey][]staticSet
 	capture bool
-	graphs  int // graph ids handed out (ids 1.., 0 is ORT's default)
+	graphs  int   // graph ids handed out (ids 1.., 0 is ORT's default)
+	keep    int64 // bytes the kept sets may take
+	kept    int64 // bytes of the captured sets and of the free uncaptured ones
 	// replay serializes the captured calls: the graphs of one session share
 	// the memory ORT's arena lent them while capturing, so two replays at
 	// once could write each other's intermediates (the GPU runs one call at
@@ -32,92 +34,159 @@ type statics struct {
 
 const (
 	maxCapturedGraphs = 64
-	maxFreeStatics    = 4
+	// staticKeepCUDA and staticKeepCPU are statics.keep: a batch of 64 at
+	// base size with 512-token prompts holds ~3.9 GB.
+	staticKeepCUDA = 16 << 30
+	staticKeepCPU  = 1 << 30
 )
+
+// staticSet is a kept buffer set: captured (for good) or not.
+type staticSet struct {
+	st       *kv.Static
+	bytes    int64
+	captured bool
+}
 
 // get returns free buffers of the key's shape, or new ones from make (with
 // the CUDA graph ids they are captured as, or nil).
-func (s *statics) get(key staticKey, make func(graphIDs *[2]int) (*kv.Static, error)) (*kv.Static, error) {
+func (s *statics) get(key staticKey, bytes int64, make func(graphIDs *[2]int) (*kv.Static, error)) (staticSet, error) {
 	s.mu.Lock()
 	if free := s.free[key]; len(free) > 0 {
-		st := free[len(free)-1]
+		set := free[len(free)-1]
 		s.free[key] = free[:len(free)-1]
+		if !set.captured {
+			s.kept -= set.bytes // counted again when put back
+		}
 		s.mu.Unlock()
-		return st, nil
+		return set, nil
 	}
 	var ids *[2]int
 	if s.capture {
 		// a session with capture on must be told per run: -1 is "don't"
 		ids = &[2]int{-1, -1}
-		if s.graphs+2 <= maxCapturedGraphs {
+		if s.graphs+2 <= maxCapturedGraphs && s.kept+bytes <= s.keep {
 			ids = &[2]int{s.graphs + 1, s.graphs + 2}
 			s.graphs += 2
+			s.kept += bytes
 		}
 	}
 	s.mu.Unlock()
-	return make(ids)
+	captured := ids != nil && ids[0] >= 0
+	st, err := make(ids)
+	if err != nil && captured {
+		s.release(bytes)
+	}
+	return staticSet{st: st, bytes: bytes, captured: captured}, err
 }
 
-// put keeps st for the next decode of its shape (captured: always).
-func (s *statics) put(key staticKey, st *kv.Static, captured bool) {
+func (s *statics) release(bytes int64) {
+	s.mu.Lock()
+	s.kept -= bytes
+	s.mu.Unlock()
+}
+
+// put keeps a set for the next decode of its shape: a captured one always,
+// another while the kept sets fit in keep.
+func (s *statics) put(key staticKey, set staticSet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !set.captured {
+		if s.kept+set.bytes > s.keep {
+			set.st.Close()
+			return
+		}
+		s.kept += set.bytes
+	}
 	if s.free == nil {
-		s.free = map[staticKey][]*kv.Static{}
+		s.free = map[staticKey][]staticSet{}
 	}
-	if !captured && len(s.free[key]) >= maxFreeStatics {
-		st.Close()
-		return
-	}
-	s.free[key] = append(s.free[key], st)
+	s.free[key] = append(s.free[key], set)
 }
 
 func (s *statics) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, free := range s.free {
-		for _, st := range free {
-			st.Close()
+		for _, set := range free {
+			set.st.Close()
 		}
 	}
-	s.free = nil
+	s.free, s.kept = nil, 0
+}
+
+// staticRows is the rows of the buffers a batch of b decodes on when rows
+// are bucketed (under capture): the next power of two up to 64, then the
+// next multiple of 64, so that a server's varying batch sizes share a few
+// captured shapes. The extra rows are fed padding.
+func staticRows(b int) int {
+	if b > 64 {
+		return (b + 63) / 64 * 64
+	}
+	r := 1
+	for r < b {
+		r *= 2
+	}
+	return r
 }
 
 // newStaticCall starts a fixed-buffer decode of B rows of up to width
 // positions per call on states [B, E, d] (mask [B, E]), in a cache of
-// capacity positions.
+// capacity positions; on staticRows(B) rows when p.bucketRows.
 func (p *Predictor) newStaticCall(B int, fused encoded, mask []int64, capacity, width int) (stepper, error) {
 	if B <= 0 || len(mask)%B != 0 {
 		return nil, fmt.Errorf("static decoder: %d mask values for %d rows (programmer error)", len(mask), B)
 	}
 	E := len(mask) / B
-	key := staticKey{rows: B, width: width, enc: E, capacity: capacity}
-	var captured bool
-	st, err := p.statics.get(key, func(ids *[2]int) (*kv.Static, error) {
-		captured = ids != nil && ids[0] >= 0
-		return kv.NewStatic(kv.StaticConfig{
-			Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-			Batch: B, Width: width, Enc: E, Capacity: capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
-			Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem, GraphIDs: ids})
+	rows := B
+	if p.bucketRows {
+		rows = staticRows(B)
+	}
+	key := staticKey{rows: rows, width: width, enc: E, capacity: capacity}
+	cfg := kv.StaticConfig{
+		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
+		Batch: rows, Width: width, Enc: E, Capacity: capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
+		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
+	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
+		cfg.GraphIDs = ids
+		return kv.NewStatic(cfg)
 	})
 	if err != nil {
 		return nil, err
 	}
-	states, done, err := fused.value(B, E, p.cfg.DModel)
-	if err == nil {
-		err = st.Start(states, mask)
-		done()
-	}
-	if err != nil {
-		st.Close()
+	if err := p.startStatic(set.st, B, rows, fused, mask); err != nil {
+		set.st.Close()
+		if set.captured {
+			p.statics.release(set.bytes)
+		}
 		return nil, fmt.Errorf("static decoder: %w", err)
 	}
-	c := &staticCall{st: st, key: key, captured: captured, p: p, pad: p.bundle.Manifest.Tokens.PadID,
-		vocab: p.cfg.VocabSize, in: make([]int64, B*width), ids: make([]int64, B*width), live: make([]int, B)}
+	c := &staticCall{set: set, key: key, p: p, pad: p.bundle.Manifest.Tokens.PadID,
+		vocab: p.cfg.VocabSize, in: make([]int64, rows*width), ids: make([]int64, rows*width), live: make([]int, B)}
 	for i := range c.live {
 		c.live[i] = i
 	}
 	return c, nil
+}
+
+// startStatic starts st's request on B rows of states and mask, padded with
+// rows of zeros (states) and of padding (mask 0) up to its rows.
+func (p *Predictor) startStatic(st *kv.Static, B, rows int, fused encoded, mask []int64) error {
+	E := len(mask) / B
+	states, done, err := fused.value(B, E, p.cfg.DModel)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if rows > B {
+		padded, err := p.kvOps.PadRows(states, rows, p.deviceMem)
+		if err != nil {
+			return fmt.Errorf("pad the batch to %d rows: %w", rows, err)
+		}
+		defer padded.Destroy()
+		states = padded
+		mask = append(append(make([]int64, 0, rows*E), mask...), make([]int64, (rows-B)*E)...)
+	}
+	return st.Start(states, mask)
 }
 
 // staticCall runs a decode's calls on fixed buffers (kv.Static): every call
@@ -128,18 +197,17 @@ func (p *Predictor) newStaticCall(B int, fused encoded, mask []int64, capacity, 
 // its own positions over them first, so the tokens are those of any other
 // decode.
 type staticCall struct {
-	p        *Predictor
-	st       *kv.Static
-	key      staticKey
-	captured bool
-	broken   bool // a call failed: the buffers are not kept
-	pad      int64
-	vocab    int
-	n        int   // positions cached per row
-	live     []int // the buffers' row of each active sequence, in order
-	in       []int64
-	ids      []int64   // [live, k] argmax out
-	logits   []float32 // [live, k, vocab] out, made on first use
+	p      *Predictor
+	set    staticSet
+	key    staticKey
+	broken bool // a call failed: the buffers are not kept
+	pad    int64
+	vocab  int
+	n      int   // positions cached per row
+	live   []int // the buffers' row of each active sequence, in order
+	in     []int64
+	ids    []int64   // [live, k] argmax out
+	logits []float32 // [live, k, vocab] out, made on first use
 	// logitsCalls counts the calls that fetched logits (tests).
 	logitsCalls int
 }
@@ -147,7 +215,8 @@ type staticCall struct {
 func (c *staticCall) input(k int) []int64 { return c.in[:len(c.live)*k] }
 
 func (c *staticCall) step(k int, wantLogits bool) (stepOut, error) {
-	st, W := c.st, c.st.Width()
+	st := c.set.st
+	W := st.Width()
 	if k <= 0 || k > W || c.n+W > st.Capacity() {
 		return stepOut{}, fmt.Errorf("static decoder call on %d positions at %d, at most %d in a cache of %d (programmer error)", k, c.n, W, st.Capacity())
 	}
@@ -211,13 +280,16 @@ func (c *staticCall) keepRows(rows []int) error {
 }
 
 func (c *staticCall) close() {
-	if c.st == nil {
+	switch {
+	case c.set.st == nil:
 		return
+	case !c.broken:
+		c.p.statics.put(c.key, c.set)
+	case c.set.captured:
+		c.set.st.Close() // its graphs are lost with it
+		c.p.statics.release(c.set.bytes)
+	default:
+		c.set.st.Close()
 	}
-	if c.broken {
-		c.st.Close()
-	} else {
-		c.p.statics.put(c.key, c.st, c.captured)
-	}
-	c.st = nil
+	c.set.st = nil
 }

@@ -109,3 +109,63 @@ func TestStaticConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Batches bucketed to a few row counts (as under capture) decode on padded
+// buffers (rows of zero states, mask 0, fed padding) and give the golden
+// tokens.
+func TestStaticBucketedRows(t *testing.T) {
+	for b, want := range map[int]int{1: 1, 2: 2, 3: 4, 5: 8, 33: 64, 64: 64, 65: 128, 130: 192} {
+		if got := staticRows(b); got != want {
+			t.Errorf("staticRows(%d) = %d, want %d", b, got, want)
+		}
+	}
+	p := placed(t, placeStatic, Options{})
+	p.bucketRows = true
+	for _, B := range []int{3, 5} {
+		goldenBatches(t, p, loadGolden(t), B, fmt.Sprintf("static, rows bucketed, B=%d", B))
+	}
+	for key := range p.statics.free {
+		if key.rows != staticRows(key.rows) {
+			t.Errorf("buffers of %d rows", key.rows)
+		}
+	}
+}
+
+// What the kept buffer sets hold stays within statics.keep: captured sets
+// (here the capture bookkeeping on the cpu, which ignores the graph ids) are
+// kept for good while they fit, and past the budget a set runs uncaptured
+// and is dropped after its decode.
+func TestStaticsKeepBudget(t *testing.T) {
+	cases := loadGolden(t)[:3]
+	for _, tc := range []struct {
+		name     string
+		keep     int64
+		capture  bool
+		captured bool
+	}{
+		{"captured", staticKeepCPU, true, true},
+		{"over budget, captured", 1, true, false},
+		{"over budget", 1, false, false},
+	} {
+		p := placed(t, placeStatic, Options{})
+		p.statics.keep, p.statics.capture = tc.keep, tc.capture
+		goldenBatches(t, p, cases, 1, tc.name)
+		var sets []staticSet
+		for _, free := range p.statics.free {
+			sets = append(sets, free...)
+		}
+		var bytes int64
+		for _, s := range sets {
+			bytes += s.bytes
+			if s.captured != tc.captured {
+				t.Errorf("%s: a set with captured %v", tc.name, s.captured)
+			}
+		}
+		if bytes != p.statics.kept || bytes > tc.keep || (tc.keep == 1) != (len(sets) == 0) {
+			t.Errorf("%s: %d sets of %d bytes kept, counted %d, budget %d", tc.name, len(sets), bytes, p.statics.kept, tc.keep)
+		}
+		if tc.captured && p.statics.graphs != 2*len(sets) {
+			t.Errorf("%s: %d graph ids for %d sets", tc.name, p.statics.graphs, len(sets))
+		}
+	}
+}

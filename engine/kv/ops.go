@@ -25,11 +25,12 @@ import (
 // T, d_kv] layout makes a shorter T a strided subset, not a prefix. Hence a
 // copy on the device, of the positions or rows that stay.
 //
-// Three more serve the static cache (Static): copies between host and
-// device memory of int64 and float32 tensors (Identity), and zeros
-// (ConstantOfShape) to allocate its buffers on the device.
+// Four more serve the static cache (Static): copies between host and
+// device memory of int64 and float32 tensors (Identity), zeros
+// (ConstantOfShape) to allocate its buffers on the device, and rows of zeros
+// appended to a batch's states (Pad), so batches of a few sizes share them.
 type Ops struct {
-	trim, gather, zerosSess *ort.DynamicAdvancedSession
+	trim, gather, zerosSess, padSess *ort.DynamicAdvancedSession
 	// copies[float][n-1] copies n tensors of int64 (float false) or float32
 	copies  [2][transferTensors]*ort.DynamicAdvancedSession
 	tensors int // self K/V per graph call: 2 x layers
@@ -72,6 +73,10 @@ func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 		o.Close()
 		return nil, fmt.Errorf("zeros graph: %w", err)
 	}
+	if o.padSess, err = ort.NewDynamicAdvancedSessionWithONNXData(padGraph(), []string{opsIn(0), "pads"}, []string{opsOut(0)}, so); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("pad graph: %w", err)
+	}
 	return o, nil
 }
 
@@ -95,7 +100,7 @@ func openOps(model []byte, first string, n int, so *ort.SessionOptions) (*ort.Dy
 
 // Close releases the sessions.
 func (o *Ops) Close() {
-	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess}
+	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess, &o.padSess}
 	for f := range o.copies {
 		for n := range o.copies[f] {
 			sessions = append(sessions, &o.copies[f][n])
@@ -197,6 +202,25 @@ func (o *Ops) zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) 
 	}
 	defer shape.Destroy()
 	vs, err := ortval.RunOnDevice(o.zerosSess, []string{"shape"}, []ort.Value{shape}, []string{opsOut(0)}, mem)
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
+// PadRows returns x [b, ...] (float32, rank 3) with rows of zeros after its
+// own up to rows, in mem.
+func (o *Ops) PadRows(x ort.Value, rows int, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	sh := x.GetShape()
+	if len(sh) != 3 || int64(rows) < sh[0] {
+		return nil, fmt.Errorf("pad %v to %d rows (programmer error)", sh, rows)
+	}
+	pads, err := ort.NewTensor(ort.NewShape(6), []int64{0, 0, 0, int64(rows) - sh[0], 0, 0})
+	if err != nil {
+		return nil, err
+	}
+	defer pads.Destroy()
+	vs, err := ortval.RunOnDevice(o.padSess, []string{opsIn(0), "pads"}, []ort.Value{x, pads}, []string{opsOut(0)}, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +334,16 @@ func copyGraph(n int, elem int64) []byte {
 		p.input(opsIn(i), elem)
 		p.output(opsOut(i), elem)
 	}
+	return p.model()
+}
+
+// padGraph encodes y = Pad(x, pads): zeros around a float32 tensor.
+func padGraph() []byte {
+	p := newGraphProto("pad")
+	p.input(opsIn(0), onnxFloat)
+	p.input("pads", onnxInt64)
+	p.node("Pad", []string{opsIn(0), "pads"}, opsOut(0), nil)
+	p.output(opsOut(0), onnxFloat)
 	return p.model()
 }
 

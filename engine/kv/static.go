@@ -69,6 +69,13 @@ type StaticConfig struct {
 	GraphIDs *[2]int
 }
 
+// StaticBytes is about how much memory a Static of cfg holds: both caches,
+// the cross K/V and the logits (the int64 buffers are small).
+func StaticBytes(cfg StaticConfig) int64 {
+	row := int64(cfg.Heads) * int64(cfg.DKV) * 2 * int64(cfg.Layers) // K and V of every layer, one position
+	return 4 * int64(cfg.Batch) * (row*(2*int64(cfg.Capacity)+int64(cfg.Enc)) + int64(cfg.Width)*int64(cfg.Vocab))
+}
+
 // Host-side value indices in Static.host.
 const (
 	hostIDs = iota
