@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 21's GPU checks in one run on a GPU machine packed by ../shared/gpu/pack.sh: the CUDA tests,
-# CUDA graphs against the device-resident decode, one action at batch 1, screens/s per batch size, one decoder call, ORT profiles, TF32 on and off,
-# serve under load, PyTorch on the same card, and fp16 agreement. Steps run in that order (most needed
+# CUDA graphs against the device-resident decode, one action at batch 1, screens/s per batch size,
+# one decoder call, ORT profiles, TF32 on and off, serve under load, PyTorch on the same card, and
+# fp16 agreement. Steps run in that order (most needed
 # first); a step starts only if its estimate fits in BUDGET_S, so a cut-short run still returns what it
 # measured. Results: docs/cuda.md, "Measured on an H200".
 #
 # Here, in the repository root:
-#   make build && python -m scripts.bench_models base-vitg
+#   make build && python -m scripts.bench_models base-vitg   # graphs revision 4: with decoder_static
+#   python -m scripts.upgrade_bundle bench-models/base-vitg   # (an older export: adds decoder_static)
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16all --roles all
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16
 #   python -m scripts.half --in models/default --out build/default-fp16v
@@ -16,9 +18,9 @@
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
-#   STEPS="env tests action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
-# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (GRAPH_BATCHES of `graph`), PROVIDER=cpu dry-runs the
-# plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
+#   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
+# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (GRAPH_BATCHES of `graph`),
+# PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
 out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
