@@ -239,12 +239,17 @@ func newCallBufs(B, width, vocab int) callBufs {
 
 func (c *callBufs) input(k int) []int64 { return c.ids[:int(c.rows)*k] }
 
-// check refuses a call on no positions or more than the buffers hold.
-func (c *callBufs) check(k int) error {
+// callIDs returns the ids tensor of a call on k positions per row, refusing
+// no positions or more than the buffers hold.
+func (c *callBufs) callIDs(k int) (*ortval.Pinned, error) {
 	if k <= 0 || k >= len(c.idsT) {
-		return fmt.Errorf("decoder call on %d positions per row, at most %d (programmer error)", k, len(c.idsT)-1)
+		return nil, fmt.Errorf("decoder call on %d positions per row, at most %d (programmer error)", k, len(c.idsT)-1)
 	}
-	return nil
+	ids, err := c.idsTensor(k)
+	if err != nil {
+		return nil, fmt.Errorf("decoder input ids: %w", err)
+	}
+	return ids, nil
 }
 
 // tensor returns the tensor of ts for k positions over data, made on first use.
@@ -342,12 +347,9 @@ type hostCall struct {
 }
 
 func (c *hostCall) step(k int, _ bool) (stepOut, error) {
-	if err := c.check(k); err != nil {
-		return stepOut{}, err
-	}
-	ids, err := c.idsTensor(k)
+	ids, err := c.callIDs(k)
 	if err != nil {
-		return stepOut{}, fmt.Errorf("decoder input ids: %w", err)
+		return stepOut{}, err
 	}
 	logits, err := c.logitsTensor(k)
 	if err != nil {
@@ -394,12 +396,9 @@ type deviceCall struct {
 }
 
 func (c *deviceCall) step(k int, wantLogits bool) (stepOut, error) {
-	if err := c.check(k); err != nil {
-		return stepOut{}, err
-	}
-	ids, err := c.idsTensor(k)
+	ids, err := c.callIDs(k)
 	if err != nil {
-		return stepOut{}, fmt.Errorf("decoder input ids: %w", err)
+		return stepOut{}, err
 	}
 	var out stepOut
 	c.outs = c.outs[:0]
