@@ -47,9 +47,9 @@ type staticSet struct {
 	captured bool
 }
 
-// get returns free buffers of the key's shape, or new ones from make (with
+// get returns free buffers of the key's shape, or new ones from create (with
 // the CUDA graph ids they are captured as, or nil).
-func (s *statics) get(key staticKey, bytes int64, make func(graphIDs *[2]int) (*kv.Static, error)) (staticSet, error) {
+func (s *statics) get(key staticKey, bytes int64, create func(graphIDs *[2]int) (*kv.Static, error)) (staticSet, error) {
 	s.mu.Lock()
 	if free := s.free[key]; len(free) > 0 {
 		set := free[len(free)-1]
@@ -72,7 +72,7 @@ func (s *statics) get(key staticKey, bytes int64, make func(graphIDs *[2]int) (*
 	}
 	s.mu.Unlock()
 	captured := ids != nil && ids[0] >= 0
-	st, err := make(ids)
+	st, err := create(ids)
 	if err != nil && captured {
 		s.release(bytes)
 	}
