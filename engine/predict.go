@@ -59,6 +59,10 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 		return nil, errors.New("predict batch: empty batch")
 	}
 	start := time.Now()
+	if p.statics.capture {
+		p.statics.serial.Lock() // statics.serial says why
+		defer p.statics.serial.Unlock()
+	}
 	B := len(reqs)
 	itemErr := func(i int, err error) error {
 		if B == 1 {

@@ -75,7 +75,8 @@ func DefaultVerifyPositions(p Provider) int {
 const NoHistory = -1
 
 // Predictor runs a bundle. It is safe for concurrent use: sessions are
-// shared, every request has its own buffers.
+// shared, every request has its own buffers (under CUDA-graph capture the
+// calls take turns: statics.serial).
 type Predictor struct {
 	bundle    *models.Bundle
 	cfg       models.ModelConfig

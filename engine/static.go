@@ -25,11 +25,12 @@ type statics struct {
 	graphs  int   // graph ids handed out (ids 1.., 0 is ORT's default)
 	keep    int64 // bytes the kept sets may take
 	kept    int64 // bytes of the captured sets and of the free uncaptured ones
-	// replay serializes the captured calls: the graphs of one session share
-	// the memory ORT's arena lent them while capturing, so two replays at
-	// once could write each other's intermediates (the GPU runs one call at
-	// a time anyway; batches are how work is shared).
-	replay sync.Mutex
+	// serial runs PredictBatch calls one at a time under capture: a capture
+	// must see no other CUDA work of the process (ORT captures in CUDA's
+	// global mode), and the graphs of one session share the memory ORT's
+	// arena lent them while capturing, so two replays at once could write
+	// each other's intermediates. Batches are how work is shared.
+	serial sync.Mutex
 }
 
 const (
@@ -229,14 +230,7 @@ func (c *staticCall) step(k int, wantLogits bool) (stepOut, error) {
 	for r := range st.Pos {
 		st.Pos[r] = int64(c.n)
 	}
-	if c.p.statics.capture {
-		c.p.statics.replay.Lock()
-	}
-	err := st.Step(wantLogits)
-	if c.p.statics.capture {
-		c.p.statics.replay.Unlock()
-	}
-	if err != nil {
+	if err := st.Step(wantLogits); err != nil {
 		c.broken = true
 		return stepOut{}, fmt.Errorf("run %s graph %s: %w", c.p.decoderStatic.role, c.p.decoderStatic.path, err)
 	}

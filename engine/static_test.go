@@ -85,9 +85,18 @@ func TestStaticPaddedPrompts(t *testing.T) {
 }
 
 // Concurrent requests on one predictor each get buffers of their own (or
-// reuse ones another has finished with) and the golden tokens.
+// reuse ones another has finished with) and the golden tokens; under the
+// capture bookkeeping (on the cpu: the graph ids are ignored) they take
+// turns.
 func TestStaticConcurrent(t *testing.T) {
-	p := placed(t, placeStatic, Options{})
+	for _, capture := range []bool{false, true} {
+		p := placed(t, placeStatic, Options{})
+		p.statics.capture = capture
+		staticConcurrent(t, p)
+	}
+}
+
+func staticConcurrent(t *testing.T, p *Predictor) {
 	cases := loadGolden(t)
 	var wg sync.WaitGroup
 	for w := range 4 {
