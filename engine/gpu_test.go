@@ -144,8 +144,9 @@ func sameConstrained(t *testing.T, a, b *Predictor, cases []goldenCase) {
 // CUDA graphs (Options.CUDAGraph): the static decoder's calls captured once
 // per shape and replayed give the golden tokens at batches of 1, 3 and 8,
 // speculative and greedy, twice over (the second pass replays the graphs
-// the first captured, on the same buffers); constrained decoding gives the
-// device-resident decode's tokens.
+// the first captured, on the same buffers), and from screens (the vision
+// tower captured too); constrained decoding gives the device-resident
+// decode's tokens.
 func TestCUDAGraphGolden(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDAGraphGolden")
@@ -162,7 +163,19 @@ func TestCUDAGraphGolden(t *testing.T) {
 				goldenBatches(t, p, cases, B, fmt.Sprintf("cuda graph, %s B=%d pass %d", dec, B, pass))
 			}
 		}
-		t.Logf("%s: %d CUDA graphs captured", dec, p.statics.graphs)
+		// screens: the vision tower's captured runs too
+		for pass := range 2 {
+			for _, c := range cases {
+				res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+					t.Errorf("cuda graph, %s, screens pass %d, %s: ids differ from golden", dec, pass, c.ID)
+				}
+			}
+		}
+		t.Logf("%s: %d decoder and %d vision CUDA graphs captured", dec, p.statics.graphs, p.visionFixed.graphs)
 	}
 	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
 	sameConstrained(t, dev, graph, cases[:6])

@@ -360,24 +360,11 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 		return err
 	}
 
-	k := int64(len(need))
 	dim := p.bundle.Manifest.Vision.OutputDim
 	t := time.Now()
-	in, err := ort.NewTensor(ort.NewShape(k, 3, int64(H), int64(W)), pix)
-	if err != nil {
-		return fmt.Errorf("vision input: %w", err)
-	}
-	defer in.Destroy()
 	feat := make([]float32, len(need)*dim)
-	out, err := ort.NewTensor(ort.NewShape(k, int64(dim)), feat)
-	if err != nil {
-		return fmt.Errorf("vision output: %w", err)
-	}
-	defer out.Destroy()
-	ins, outs := g.values()
-	ins[0], outs[0] = in, out // the vision graph's one input and output
-	if err := g.run(ins, outs); err != nil {
-		return fmt.Errorf("%d screens: %w", k, err)
+	if err := p.runVision(g, len(need), pix, feat); err != nil {
+		return fmt.Errorf("%d screens: %w", len(need), err)
 	}
 	dt := time.Since(t)
 	for j, i := range need {
@@ -413,6 +400,28 @@ func (e encoded) value(B, n, d int) (ort.Value, func(), error) {
 		return nil, nil, err
 	}
 	return t, func() { t.Destroy() }, nil
+}
+
+// runVision runs the vision tower on k screens' pixels into their features:
+// on fixed buffers under Options.CUDAGraph (fixedGraph), else as any graph.
+func (p *Predictor) runVision(g *graph, k int, pix, feat []float32) error {
+	if p.visionFixed != nil {
+		return p.visionFixed.run(k, pix, feat)
+	}
+	H, W := int64(p.prep.Height), int64(p.prep.Width)
+	in, err := ort.NewTensor(ort.NewShape(int64(k), 3, H, W), pix)
+	if err != nil {
+		return fmt.Errorf("vision input: %w", err)
+	}
+	defer in.Destroy()
+	out, err := ort.NewTensor(ort.NewShape(int64(k), int64(len(feat)/k)), feat)
+	if err != nil {
+		return fmt.Errorf("vision output: %w", err)
+	}
+	defer out.Destroy()
+	ins, outs := g.values()
+	ins[0], outs[0] = in, out // the vision graph's one input and output
+	return g.run(ins, outs)
 }
 
 // runEncoder runs the T5 encoder on B padded prompts of n tokens: [B, n, d],

@@ -102,11 +102,13 @@ type Predictor struct {
 	drafts   *sample.NGram
 	grammars *sample.Grammars
 
-	// decoderStatic is the bundle's static decoder (Options.CUDAGraph), its
-	// session options apart (capture on under cuda), statics its buffers.
-	decoderStatic   *graph
-	decoderStaticSO *ort.SessionOptions
-	statics         statics
+	// decoderStatic is the bundle's static decoder (Options.CUDAGraph),
+	// statics its buffers; captureSO its session options and the vision
+	// tower's then (capture on under cuda), visionFixed the tower's buffers.
+	decoderStatic *graph
+	captureSO     *ort.SessionOptions
+	statics       statics
+	visionFixed   *fixedGraph
 	// promptBucket, when > 0, pads a batch's prompts to a multiple of it
 	// (at most the bundle's prompt limit): under capture, so that a few
 	// encoder lengths, not every one, each capture their CUDA graphs.
@@ -273,10 +275,10 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
 		o.Spin = SpinOn
 	}
 	var err error
-	if p.decoderStaticSO, err = o.buildCapture(o.Provider == ProviderCUDA); err != nil {
+	if p.captureSO, err = o.buildCapture(o.Provider == ProviderCUDA); err != nil {
 		return err
 	}
-	if p.decoderStatic, err = openGraph(b, models.RoleDecoderStatic, p.decoderStaticSO, o.Profile); err != nil {
+	if p.decoderStatic, err = openGraph(b, models.RoleDecoderStatic, p.captureSO, o.Profile); err != nil {
 		return err
 	}
 	if err := kv.CheckStatic(p.decoderNames, p.decoderStatic.inputs, p.decoderStatic.outputs); err != nil {
@@ -308,6 +310,7 @@ func (o Options) check() error {
 // Close releases the sessions.
 func (p *Predictor) Close() error {
 	p.statics.close()
+	p.visionFixed.close()
 	p.decoderStatic.close()
 	p.encoder.close()
 	p.fusion.close()
@@ -322,7 +325,7 @@ func (p *Predictor) Close() error {
 		p.deviceMem.Destroy()
 		p.deviceMem = nil
 	}
-	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.decoderStaticSO} {
+	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.captureSO} {
 		if *so != nil {
 			(*so).Destroy()
 			*so = nil
@@ -385,7 +388,16 @@ func (p *Predictor) Shrink(img image.Image) image.Image {
 
 func (p *Predictor) visionGraph() (*graph, error) {
 	p.visionOnce.Do(func() {
-		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, p.so, p.opts.Session.Profile)
+		so := p.so
+		if p.captureSO != nil {
+			so = p.captureSO
+		}
+		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, so, p.opts.Session.Profile)
+		if p.visionErr == nil && p.captureSO != nil {
+			dim, H, W := int64(p.bundle.Manifest.Vision.OutputDim), int64(p.prep.Height), int64(p.prep.Width)
+			p.visionFixed = &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,
+				bucket: p.bucketRows, in: []int64{3, H, W}, out: []int64{dim}}
+		}
 	})
 	return p.vision, p.visionErr
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
 )
 
 // The fixed-buffer decode over the static decoder graph (Options.CUDAGraph,
@@ -175,6 +176,43 @@ func TestStaticsKeepBudget(t *testing.T) {
 		}
 		if tc.captured && p.statics.graphs != 2*len(sets) {
 			t.Errorf("%s: %d graph ids for %d sets", tc.name, p.statics.graphs, len(sets))
+		}
+	}
+}
+
+// Under Options.CUDAGraph the vision tower runs on fixed buffers per batch
+// size (fixedGraph; bucketed rows as under capture, the extra rows dropped)
+// and gives the features and tokens of the plain run, on its second use of
+// the buffers too.
+func TestStaticVision(t *testing.T) {
+	cases := loadGolden(t)
+	var reqs []predict.Request
+	for _, i := range []int{1, 3, 21} {
+		c := cases[i]
+		reqs = append(reqs, predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	}
+	want, err := tiny(t).PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bucket := range []bool{false, true} {
+		p := placed(t, placeStatic, Options{})
+		p.bucketRows = bucket
+		for pass := range 2 {
+			for _, batch := range [][]predict.Request{reqs, reqs[:1]} {
+				got, err := p.PredictBatch(context.Background(), batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range got {
+					if !slices.Equal(r.Features, want[i].Features) || !slices.Equal(r.TokenIDs, want[i].TokenIDs) {
+						t.Errorf("bucket %v, pass %d, batch of %d, item %d: features or tokens differ from the plain run", bucket, pass, len(batch), i)
+					}
+				}
+			}
+		}
+		if p.visionFixed == nil || len(p.visionFixed.sets) != 2 {
+			t.Errorf("bucket %v: vision buffers %v", bucket, p.visionFixed)
 		}
 	}
 }

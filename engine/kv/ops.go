@@ -194,8 +194,8 @@ func (o *Ops) upload(src ort.Value, mem *ort.MemoryInfo) (*ort.OwnedValue, error
 	return vs[0], nil
 }
 
-// zeros returns a float32 tensor of zeros of the given dims in mem.
-func (o *Ops) zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+// Zeros returns a float32 tensor of zeros of the given dims in mem.
+func (o *Ops) Zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
 	shape, err := ort.NewTensor(ort.NewShape(int64(len(dims))), dims)
 	if err != nil {
 		return nil, err

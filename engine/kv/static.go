@@ -131,7 +131,7 @@ func (s *Static) alloc() error {
 	cross := []int64{b, s.d.heads, s.d.enc, s.d.dkv}
 	for t := range s.cache {
 		for range 2 * s.d.layers {
-			v, err := s.ops.zeros(self, s.mem)
+			v, err := s.ops.Zeros(self, s.mem)
 			if err != nil {
 				return fmt.Errorf("allocate the self-attention cache: %w", err)
 			}
@@ -139,13 +139,13 @@ func (s *Static) alloc() error {
 		}
 	}
 	for range 2 * s.d.layers {
-		v, err := s.ops.zeros(cross, s.mem)
+		v, err := s.ops.Zeros(cross, s.mem)
 		if err != nil {
 			return fmt.Errorf("allocate the cross-attention cache: %w", err)
 		}
 		s.crossKV = append(s.crossKV, v)
 	}
-	if s.logitsDev, err = s.ops.zeros([]int64{b, w, s.vocab}, s.mem); err != nil {
+	if s.logitsDev, err = s.ops.Zeros([]int64{b, w, s.vocab}, s.mem); err != nil {
 		return fmt.Errorf("allocate the logits: %w", err)
 	}
 	if s.up, err = s.ops.NewTransfer(false, []ort.Value{&s.host[hostIDs], &s.host[hostPos]}, []ort.Value{s.idsDev, s.posDev}); err != nil {

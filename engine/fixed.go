@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/internal/ortval"
+	"github.com/autoui/autoui/engine/kv"
+)
+
+// fixedGraph runs a graph of one float32 input and one float32 output (the
+// vision tower) on fixed device buffers, one set per batch size, and under
+// capture has ORT capture each set's run as a CUDA graph and replay it
+// (Options.CUDAGraph): at batch 1 the ViT-g tower is ~600 kernel launches.
+// Each run copies its input up and its output down by kv.Ops' copy graphs.
+// A batch runs on a set of staticRows(b) rows when bucket is set (under
+// capture: a few captured sizes, not every one); the extra rows hold
+// whatever the last run left there, and their outputs are dropped.
+type fixedGraph struct {
+	g       *graph // opened with capture under cuda
+	ops     *kv.Ops
+	mem     *ort.MemoryInfo
+	capture bool
+	bucket  bool
+	in, out []int64 // one row's dims
+
+	mu     sync.Mutex // one run at a time (under capture PredictBatch is serial anyway)
+	sets   map[int]*fixedSet
+	graphs int // graph ids handed out
+}
+
+// maxFixedSets bounds the batch sizes a fixedGraph keeps buffers (and, under
+// capture, a CUDA graph) for.
+const maxFixedSets = 64
+
+// fixedSet is one batch size's buffers and binding.
+type fixedSet struct {
+	in, out  []float32 // host sides
+	host     [2]ortval.Pinned
+	dev      [2]*ort.OwnedValue
+	up, down *kv.Transfer
+	bind     *ort.IoBinding
+	opts     *ort.RunOptions // the graph id under capture, else nil
+	shape    ort.Shape
+	rows     int
+}
+
+// run runs the graph on b rows of input into out, both row-major.
+func (f *fixedGraph) run(b int, in, out []float32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := b
+	if f.bucket {
+		rows = staticRows(b)
+	}
+	s, err := f.set(rows)
+	if err != nil {
+		return err
+	}
+	if len(in)*rows != len(s.in)*b || len(out)*rows != len(s.out)*b {
+		return fmt.Errorf("fixed %s graph: %d input and %d output values for %d rows (programmer error)", f.g.role, len(in), len(out), b)
+	}
+	copy(s.in, in)
+	if err := s.up.Run(); err != nil {
+		return fmt.Errorf("%s input: %w", f.g.role, err)
+	}
+	if err := f.g.sess.RunWithBindingOptions(s.bind, s.opts); err != nil {
+		return fmt.Errorf("run %s graph %s: %w", f.g.role, f.g.path, err)
+	}
+	if err := s.down.Run(); err != nil {
+		return fmt.Errorf("%s output: %w", f.g.role, err)
+	}
+	copy(out, s.out)
+	return nil
+}
+
+// set returns the buffers of a batch of rows, made on first use.
+func (f *fixedGraph) set(rows int) (*fixedSet, error) {
+	if s := f.sets[rows]; s != nil {
+		return s, nil
+	}
+	if len(f.sets) >= maxFixedSets {
+		return nil, fmt.Errorf("fixed %s graph: buffers for %d batch sizes already, refusing another (batch fewer sizes)", f.g.role, len(f.sets))
+	}
+	s := &fixedSet{rows: rows}
+	if err := f.makeSet(s); err != nil {
+		s.close()
+		return nil, fmt.Errorf("fixed %s graph, %d rows: %w", f.g.role, rows, err)
+	}
+	if f.sets == nil {
+		f.sets = map[int]*fixedSet{}
+	}
+	f.sets[rows] = s
+	return s, nil
+}
+
+func (f *fixedGraph) makeSet(s *fixedSet) error {
+	for i, row := range [2][]int64{f.in, f.out} {
+		dims := append([]int64{int64(s.rows)}, row...)
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		data := make([]float32, n)
+		if i == 0 {
+			s.in = data
+		} else {
+			s.out = data
+		}
+		var err error
+		if s.host[i], err = ortval.NewTensor(&s.shape, data, dims...); err != nil {
+			return err
+		}
+		if s.dev[i], err = f.ops.Zeros(dims, f.mem); err != nil {
+			return fmt.Errorf("allocate: %w", err)
+		}
+	}
+	var err error
+	if s.up, err = f.ops.NewTransfer(true, []ort.Value{&s.host[0]}, []ort.Value{s.dev[0]}); err != nil {
+		return err
+	}
+	if s.down, err = f.ops.NewTransfer(true, []ort.Value{s.dev[1]}, []ort.Value{&s.host[1]}); err != nil {
+		return err
+	}
+	if s.bind, err = f.g.sess.CreateIoBinding(); err != nil {
+		return err
+	}
+	if err := s.bind.BindInput(f.g.inputs[0], s.dev[0]); err != nil {
+		return err
+	}
+	if err := s.bind.BindOutput(f.g.outputs[0], s.dev[1]); err != nil {
+		return err
+	}
+	if f.capture {
+		if s.opts, err = ort.NewRunOptions(); err != nil {
+			return err
+		}
+		f.graphs++ // ids 1..; 0 is ORT's default
+		if err := s.opts.AddRunConfigEntry("gpu_graph_id", strconv.Itoa(f.graphs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *fixedSet) close() {
+	for _, t := range []*kv.Transfer{s.up, s.down} {
+		if t != nil {
+			t.Close()
+		}
+	}
+	if s.bind != nil {
+		s.bind.Destroy()
+	}
+	if s.opts != nil {
+		s.opts.Destroy()
+	}
+	ortval.DestroyAll(s.dev[:])
+	ortval.ReleaseAll(s.host[:])
+}
+
+func (f *fixedGraph) close() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sets {
+		s.close()
+	}
+	f.sets = nil
+}
