@@ -215,7 +215,7 @@ func TestReportJSONFields(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"model", "threads", "provider", "stages", "total_median_ms", "tokens", "decoder_calls", "peak_rss_mb", "limits", "machine"} {
+	for _, k := range []string{"model", "threads", "provider", "cuda_graph", "cuda_graphs", "stages", "total_median_ms", "tokens", "decoder_calls", "peak_rss_mb", "limits", "machine"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("missing %q", k)
 		}

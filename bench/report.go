@@ -20,14 +20,16 @@ type Report struct {
 	Bundle   string
 	Runtime  string // ONNX Runtime version
 	Decoding string // the engine's decoding strategy (greedy or speculative)
-	// CUDAGraph: decoded through the static decoder graph (--cuda-graph).
-	CUDAGraph bool
-	Threads   int
-	Provider  string
-	Options   Options
-	Cases     []Case
-	Actions   []Action
-	Stages    map[string]Summary
+	// CUDAGraph: decoded through the static decoder graph (--cuda-graph);
+	// CapturedGraphs the CUDA graphs captured then, decoder and vision.
+	CUDAGraph      bool
+	CapturedGraphs [2]int
+	Threads        int
+	Provider       string
+	Options        Options
+	Cases          []Case
+	Actions        []Action
+	Stages         map[string]Summary
 	// Batches are the measured PredictBatch calls of a --batch run (RunBatch).
 	Batches []Batch
 	Memory  Memory
@@ -242,6 +244,7 @@ func (r *Report) JSON() ([]byte, error) {
 		"provider":            r.Provider,
 		"decoding":            r.Decoding,
 		"cuda_graph":          r.CUDAGraph,
+		"cuda_graphs":         map[string]int{"decoder": r.CapturedGraphs[0], "vision": r.CapturedGraphs[1]},
 		"runs":                r.Options.Runs,
 		"warmup":              r.Options.Warmup,
 		"fixed_length":        fixedLength(r.Options),
@@ -319,6 +322,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "autoui bench: model=%s threads=%d provider=%s decoding=%s cuda_graph=%v runs=%d warmup=%d actions=%d\n",
 		r.Model, r.Threads, r.Provider, r.Decoding, r.CUDAGraph, r.Options.Runs, r.Options.Warmup, len(r.Actions))
 	fmt.Fprintf(w, "fixed length: %s\n", fixedLength(r.Options))
+	if r.CUDAGraph {
+		fmt.Fprintf(w, "cuda graphs captured: decoder %d, vision %d\n", r.CapturedGraphs[0], r.CapturedGraphs[1])
+	}
 	var lens []string
 	seen := map[string]bool{}
 	for _, a := range r.Actions {

@@ -287,3 +287,18 @@ func (c *staticCall) close() {
 	}
 	c.set.st = nil
 }
+
+// CapturedGraphs counts the CUDA graphs the predictor has had ORT capture
+// (Options.CUDAGraph under cuda): the static decoder's (two per buffer set)
+// and the vision tower's (one per batch size). 0, 0 without capture.
+func (p *Predictor) CapturedGraphs() (decoder, vision int) {
+	p.statics.mu.Lock()
+	decoder = p.statics.graphs
+	p.statics.mu.Unlock()
+	if f := p.visionFixed; f != nil {
+		f.mu.Lock()
+		vision = f.graphs
+		f.mu.Unlock()
+	}
+	return decoder, vision
+}

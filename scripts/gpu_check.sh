@@ -74,7 +74,7 @@ for p in sys.argv[1:]:
           f" screens/s {sps} | decode_image {g('decode_image')} preprocess {g('preprocess')} vision {g('vision')}"
           f" encoder {g('encoder')} fusion {g('fusion')} first_step {g('first_step')} decode_step {g('decode_step')}"
           f" later_steps {g('later_steps')} text_path {g('text_path')} | calls {d.get('decoder_calls')}"
-          f" rss {d.get('peak_rss_mb')} MB")
+          f" rss {d.get('peak_rss_mb')} MB" + (f" | cuda graphs {d['cuda_graphs']}" if d.get("cuda_graph") else ""))
     for l in d.get("limits") or []:
         print(f"    {l['stage']}: {l['measured_ms']} ms, bound {l['bound_ms']} ms ({l['basis']}), x{l['ratio']}")
     if d.get("machine"):

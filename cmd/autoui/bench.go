@@ -126,6 +126,7 @@ func runBench(ctx context.Context, args []string) error {
 	rep.Runtime = engine.RuntimeVersion()
 	rep.Decoding = mf.decoding
 	rep.CUDAGraph = mf.cudaGraph
+	rep.CapturedGraphs[0], rep.CapturedGraphs[1] = p.CapturedGraphs()
 	if rep.Decoding == "" {
 		rep.Decoding = engine.DecodeSpeculative.String()
 	}
