@@ -21,6 +21,13 @@ type Batch struct {
 // ScreensPerSecond is the batch's throughput, decoding included.
 func (b Batch) ScreensPerSecond() float64 { return float64(b.Screens) / b.Wall.Seconds() }
 
+// EngineScreensPerSecond is the batch's throughput without decoding the
+// screens: PredictBatch's alone, what `eval run` (AITW's raw pixels) and
+// `serve` (each handler decodes its own request while the engine works) get.
+func (b Batch) EngineScreensPerSecond() float64 {
+	return float64(b.Screens) / (b.Wall - b.Decode).Seconds()
+}
+
 // RunBatch predicts opts.Batch screens per PredictBatch call — the cases
 // round-robin, each screen decoded from its PNG/JPEG bytes on its own —
 // opts.Warmup + opts.Runs times. It returns one Action per screen of the

@@ -58,20 +58,25 @@ func TestRunBatch(t *testing.T) {
 
 	r := NewReport("autoui-go", "base", 2, "cpu", Options{Runs: 2, Tokens: 5, Batch: 4}, cases, actions)
 	r.Batches = batches
-	tp := r.Throughput()
+	tp, et := r.Throughput(), r.EngineThroughput()
 	if tp.Min > tp.Median || tp.Median > tp.Max || tp.Min <= 0 {
 		t.Fatalf("throughput %+v", tp)
+	}
+	// without the decoding the same screens take less time
+	if et.Min > et.Median || et.Median > et.Max || et.Median <= tp.Median {
+		t.Fatalf("engine throughput %+v, with decoding %+v", et, tp)
 	}
 	js, err := r.JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any
-	if err := json.Unmarshal(js, &doc); err != nil || doc["batch"] != 4.0 || len(doc["batches"].([]any)) != 2 {
+	if err := json.Unmarshal(js, &doc); err != nil || doc["batch"] != 4.0 || len(doc["batches"].([]any)) != 2 || doc["engine_screens_per_s"] == nil {
 		t.Fatalf("%v: %s", err, js)
 	}
 	var table strings.Builder
-	if err := r.WriteTable(&table); err != nil || !strings.Contains(table.String(), "batch: 4 screens per PredictBatch") {
+	if err := r.WriteTable(&table); err != nil || !strings.Contains(table.String(), "batch: 4 screens per PredictBatch") ||
+		!strings.Contains(table.String(), "engine alone") {
 		t.Fatalf("%v: %s", err, table.String())
 	}
 

@@ -167,10 +167,15 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 type Throughput struct{ Min, Median, Max float64 }
 
 // Throughput summarizes the batches' screens/s (zero without batches).
-func (r *Report) Throughput() Throughput {
+func (r *Report) Throughput() Throughput { return r.throughput(Batch.ScreensPerSecond) }
+
+// EngineThroughput summarizes the batches' screens/s without decoding.
+func (r *Report) EngineThroughput() Throughput { return r.throughput(Batch.EngineScreensPerSecond) }
+
+func (r *Report) throughput(rate func(Batch) float64) Throughput {
 	var v []float64
 	for _, b := range r.Batches {
-		v = append(v, b.ScreensPerSecond())
+		v = append(v, rate(b))
 	}
 	if len(v) == 0 {
 		return Throughput{}
@@ -276,6 +281,8 @@ func (r *Report) JSON() ([]byte, error) {
 		}
 		doc["batch"] = r.Batches[0].Screens
 		doc["screens_per_s"] = map[string]any{"min": round3(tp.Min), "median": round3(tp.Median), "max": round3(tp.Max)}
+		et := r.EngineThroughput()
+		doc["engine_screens_per_s"] = map[string]any{"min": round3(et.Min), "median": round3(et.Median), "max": round3(et.Max)}
 		doc["batches"] = batches
 	}
 	if r.Machine != nil && r.Machine.Device != nil {
@@ -359,6 +366,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "batch: %d screens per PredictBatch: %.2f screens/s median (%.2f-%.2f over %d batches); per batch %.1f ms, of which decoding the screens %.1f ms (%d cores)\n",
 			r.Batches[0].Screens, tp.Median, tp.Min, tp.Max, len(r.Batches), ms(Summarize(walls).Median), ms(Summarize(decodes).Median), runtime.GOMAXPROCS(0))
+		fmt.Fprintf(w, "engine alone (screens already decoded, as eval run's raw pixels and serve's handlers give them): %.2f screens/s median\n",
+			r.EngineThroughput().Median)
 	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",
 		mb(r.Memory.PeakRSS), mb(r.Memory.GoHeap), mb(r.Memory.GoSys), mb(r.Memory.Native))
