@@ -26,9 +26,9 @@ EXTERNAL_ALIGN = 4096
 ROLE_GRAPHS = {"vision": ("vision",), "encoder": ("encoder",), "fusion": ("fusion",),
                "decoder": ("decoder", "decoder_cross")}
 # Graphs derived from another role's graph whose weights they share (the static-cache decoder
-# reads the with-past decoder's external data): a variant that converts that graph drops them
-# (they would read the converted graph's weights file as the old one's); one that does not
-# copies them.
+# reads the with-past decoder's external data): a variant that converts that graph converts them
+# too or drops them (they would read the converted graph's weights file as the old one's); one
+# that does not copies them.
 DERIVED_GRAPHS = {"decoder_static": "decoder"}
 
 
@@ -183,14 +183,15 @@ def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
 def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, what: str, error=RuntimeError) -> dict:
     """Write the files of a variant of the bundle in_dir to out_dir: each role in graphs as
     convert(role, path) returns it (its IO checked against the manifest's), the other graphs and
-    the tokenizer copied, a graph derived from a converted one (DERIVED_GRAPHS) left out.
+    the tokenizer copied, a graph derived from a converted one (DERIVED_GRAPHS) left out unless
+    graphs converts it too.
     Returns the manifest's new "files" (the caller writes the manifest)."""
     os.makedirs(out_dir, exist_ok=True)
     files = manifest["files"]
     new_files = {}
     copied = set()
     for role, spec in files.items():
-        if role == "tokenizer" or DERIVED_GRAPHS.get(role) in graphs:
+        if role == "tokenizer" or (DERIVED_GRAPHS.get(role) in graphs and role not in graphs):
             continue
         src = os.path.join(in_dir, spec["path"])
         dst = os.path.join(out_dir, spec["path"])

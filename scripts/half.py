@@ -52,6 +52,10 @@ DEFAULT_ROLES = ("vision",)
 # Op types kept fp32 in every converted graph (measured: ORT's CUDA MultiHeadAttention with
 # T5's attention_bias and past K/V is ~9x slower in fp16 than in fp32 on an H200).
 DEFAULT_FP32_OPS = ("MultiHeadAttention",)
+# The fp16 static decoder against the fp16 decoder: both round to fp16, but not the same values
+# (the static graph's position bias is an fp32 table, the decoder's an fp16 Gather), so half a
+# per mille of the largest logit apart, a little over fp16's own step (2^-11).
+FP16_STATIC_TOLERANCE = {"atol": 1e-3, "rtol": 5e-3}
 ALL_ROLES = ("vision", "encoder", "fusion", "decoder")
 SCREENS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "testdata", "screens")
 CONVERTER = "onnxruntime.transformers.float16.convert_float_to_float16"
@@ -314,17 +318,24 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     t0 = time.time()
     ranges = calibrate(in_dir, graphs, steps, threads, screens_dir)
     log(f"  calibrated {', '.join(graphs)} in {time.time() - t0:.1f}s")
+    if "decoder" in graphs and "decoder_static" in files:
+        # The static decoder (--cuda-graph) converts with the decoder whose values it computes
+        # under the same names, so the decoder's ranges decide; what the surgery added (the
+        # position bias with its mask table, the cache writes) stays fp32, as the cache does.
+        graphs.append("decoder_static")
     fp32_nodes = {}
 
     def convert(role, src):
+        from .static_decoder import ADDED_PREFIX
         t0 = time.time()
         model = load_with_shapes(src)
         name_nodes(model.graph)
-        block = blocked_nodes(model.graph, ranges[role], limit)
-        block += [n.name for n in model.graph.node if n.op_type in fp32_ops and n.name not in block]
+        block = blocked_nodes(model.graph, ranges["decoder" if role == "decoder_static" else role], limit)
+        block += [n.name for n in model.graph.node if n.name not in block and (
+            n.op_type in fp32_ops or (role == "decoder_static" and n.name.startswith(ADDED_PREFIX)))]
         declare_float_outputs(model.graph, fp32_ops)
         fp32_nodes[role] = block
-        peak = fp16_peak(model.graph, ranges[role], block)
+        peak = fp16_peak(model.graph, ranges["decoder" if role == "decoder_static" else role], block)
         log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
                    f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
         return half_model(model, block)
@@ -339,6 +350,17 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     save_variant_manifest(out_dir, manifest, files)
     check_finite(out_dir, steps, threads, screens_dir)
     log(f"bundle {out_dir}: finite on the calibration inputs")
+    if "decoder_static" in graphs:
+        from . import graph_check as gc
+        from .static_decoder import check_static
+        new = manifest["files"]
+        try:
+            worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                 os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
+                                 tol=FP16_STATIC_TOLERANCE)
+        except gc.ExportCheckError as e:
+            raise HalfError(f"fp16 static decoder against the fp16 decoder: {e}") from None
+        log(f"bundle {out_dir}: fp16 static decoder within {worst:.3g} of the fp16 decoder's logits")
     return manifest
 
 

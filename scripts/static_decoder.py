@@ -46,7 +46,8 @@ MAX_CACHE_LENGTH = 8192
 POSITION_INPUT = "position"
 CACHE_DIM = "cache_length"
 NEG = float(np.finfo(np.float32).min)
-_P = "static/"  # prefix of every tensor and node this module adds
+# Prefix of every tensor and node this module adds (scripts.half keeps those nodes fp32).
+ADDED_PREFIX = _P = "static/"
 
 # Inputs that ONNX Runtime's CUDA kernels read from host memory (kernel definitions), and the ops
 # whose output is in host memory: see memcpy_edges.
@@ -400,7 +401,7 @@ CALLS = (1, 4, 1, 4)
 
 
 def check_static(dec_path: str, static_path: str, model_cfg: dict, seed: int = 11, report: dict | None = None,
-                 scenarios=SCENARIOS, calls=CALLS) -> float:
+                 scenarios=SCENARIOS, calls=CALLS, tol: dict | None = None) -> float:
     """Runs the static graph (ONNX Runtime, CPU) against the dynamic decoder on random inputs and
     returns the worst |logits diff|; raises gc.ExportCheckError. Batch 2, the two rows at different
     positions; per scenario a sequence of calls (CALLS new tokens), the static graph fed its own
@@ -408,10 +409,11 @@ def check_static(dec_path: str, static_path: str, model_cfg: dict, seed: int = 1
     and random values beyond it. Held: logits within the decoder tolerance, logits_argmax the
     exact argmax of the static logits and equal to the dynamic argmax (but for a near tie), the
     written cache rows [position, position + W) within tolerance of the dynamic presents' last W,
-    every other cache row bit-identical to the past."""
+    every other cache row bit-identical to the past. tol: the decoder's export tolerance unless
+    given (fp16 graphs: scripts.half's)."""
     L, H, dkv = model_cfg["num_decoder_layers"], model_cfg["num_heads"], model_cfg["d_kv"]
     vocab = model_cfg["vocab_size"]
-    tol = gc.TOLERANCES["decoder"]
+    tol = tol or gc.TOLERANCES["decoder"]
     report = {} if report is None else report
     rng = np.random.default_rng(seed)
     dyn, sta = gc.session(dec_path), gc.session(static_path)

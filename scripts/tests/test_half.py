@@ -39,7 +39,7 @@ def test_manifest_and_io(halved):
     with open(os.path.join(TINY, "manifest.json")) as f:
         fp32 = json.load(f)
     assert manifest["precision"] == "fp16"
-    assert manifest["half"]["graphs"] == ["vision", "encoder", "fusion", "decoder", "decoder_cross"]
+    assert manifest["half"]["graphs"] == ["vision", "encoder", "fusion", "decoder", "decoder_cross", "decoder_static"]
     same = {k: v for k, v in fp32.items() if k not in ("files", "precision")}
     assert {k: v for k, v in manifest.items() if k not in ("files", "precision", "half")} == same
     for role, spec in manifest["files"].items():
