@@ -86,6 +86,11 @@ def test_attention_stays_fp32(halved, tmp_path):
     init = {t.name: t.data_type for t in g.initializer}
     for n in mha:
         assert all(values.get(x, init.get(x, TensorProto.FLOAT)) == TensorProto.FLOAT for x in n.input if x), n.name
+    # the static decoder converts with it: attention and the surgery's cache writes stay fp32
+    static = _graph(out, manifest, "decoder_static").graph
+    kept = set(manifest["half"]["fp32_nodes"]["decoder_static"])
+    assert all(n.name in kept for n in static.node if n.op_type in ("MultiHeadAttention", "ScatterElements"))
+    assert manifest["files"]["decoder_static"]["external_data"][0]["path"] == "decoder_static_model.onnx.data"
     bare = h.half_bundle(TINY, str(tmp_path / "bare"), roles=("decoder",), steps=4, fp32_ops=())
     assert not any(n in bare["half"]["fp32_nodes"]["decoder"] for n in (m.name for m in mha))
 
