@@ -129,6 +129,15 @@ if want graph && [ -d "$b32" ]; then
       log "cuda-graph=$g $(bench_line "$res/graph-$g-b$k.json")"
     done
   done
+  # fp16 everywhere (attention kept fp32), its static decoder converted with it: batch 64
+  if [ -d "$b16all" ]; then
+    for g in false true; do
+      fits 45 "graph fp16all b64 cuda-graph=$g" || break
+      run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical --batch 64 \
+        --runs 3 --warmup 1 --probe=false --cuda-graph="$g" --json > "$res/graph-fp16all-$g-b64.json"
+      log "fp16all cuda-graph=$g $(bench_line "$res/graph-fp16all-$g-b64.json")"
+    done
+  fi
   if fits 40 "graph profile"; then
     rm -rf /tmp/prof-graph; mkdir -p /tmp/prof-graph
     run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
