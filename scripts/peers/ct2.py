@@ -31,13 +31,13 @@ and the whole call is `generate`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 import time
 from typing import List, Optional
 
+from ..bundle_files import sha256_file
 from . import common
 
 STAMP = "autoui_ct2.json"
@@ -119,18 +119,10 @@ def build_model(manifest: dict, checkpoint: Optional[str] = None):
     return am.random_model(src[0], cfg["vocab_size"], cfg["image_dim"], src[1])
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def stamp_for(bundle: str, manifest: dict, quantization: str, checkpoint: Optional[str]) -> dict:
     import ctranslate2
     return {"source": manifest["exporter"]["source"], "checkpoint": os.path.abspath(checkpoint) if checkpoint else None,
-            "tokenizer_sha256": _sha256(os.path.join(bundle, manifest["files"]["tokenizer"]["path"])),
+            "tokenizer_sha256": sha256_file(os.path.join(bundle, manifest["files"]["tokenizer"]["path"])),
             "quantization": quantization, "ctranslate2": ctranslate2.__version__}
 
 
