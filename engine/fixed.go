@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -135,11 +134,8 @@ func (f *fixedGraph) makeSet(s *fixedSet) error {
 		return err
 	}
 	if f.capture {
-		if s.opts, err = ort.NewRunOptions(); err != nil {
-			return err
-		}
 		f.graphs++ // ids 1..; 0 is ORT's default
-		if err := s.opts.AddRunConfigEntry("gpu_graph_id", strconv.Itoa(f.graphs)); err != nil {
+		if s.opts, err = ortval.GraphRunOptions(f.graphs); err != nil {
 			return err
 		}
 	}

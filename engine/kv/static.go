@@ -2,7 +2,6 @@ package kv
 
 import (
 	"fmt"
-	"strconv"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -208,24 +207,17 @@ func (s *Static) bindCalls(graphIDs *[2]int) error {
 			}
 		}
 		if graphIDs != nil {
-			if s.run[t], err = ort.NewRunOptions(); err != nil {
-				return fmt.Errorf("run options: %w", err)
-			}
-			if err := s.run[t].AddRunConfigEntry("gpu_graph_id", strconv.Itoa(graphIDs[t])); err != nil {
-				return fmt.Errorf("run options: %w", err)
+			if s.run[t], err = ortval.GraphRunOptions(graphIDs[t]); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// Rows, Width and Capacity are the fixed shapes.
-func (s *Static) Rows() int     { return int(s.d.b) }
+// Width and Capacity are the fixed positions per call and per row.
 func (s *Static) Width() int    { return int(s.width) }
 func (s *Static) Capacity() int { return int(s.capacity) }
-
-// Enc is the encoder length the cross part was made for.
-func (s *Static) Enc() int { return int(s.d.enc) }
 
 // Start begins a request on the buffers: the cross graph runs on states
 // [rows, Enc, DModel] into the cross buffers and the mask [rows, Enc] is

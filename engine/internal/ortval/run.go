@@ -1,6 +1,9 @@
 package ortval
 
 import (
+	"fmt"
+	"strconv"
+
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -27,4 +30,19 @@ func RunOnDevice(sess *ort.DynamicAdvancedSession, inNames []string, ins []ort.V
 		return nil, err
 	}
 	return b.GetBoundOutputOwnedValues() // in binding order
+}
+
+// GraphRunOptions are run options that have a session with CUDA-graph
+// capture on capture the run as graph id, or replay it once captured (ORT's
+// gpu_graph_id; -1: a plain run). The caller destroys them.
+func GraphRunOptions(id int) (*ort.RunOptions, error) {
+	o, err := ort.NewRunOptions()
+	if err != nil {
+		return nil, fmt.Errorf("run options: %w", err)
+	}
+	if err := o.AddRunConfigEntry("gpu_graph_id", strconv.Itoa(id)); err != nil {
+		o.Destroy()
+		return nil, fmt.Errorf("run options: %w", err)
+	}
+	return o, nil
 }
