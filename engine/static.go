@@ -86,6 +86,15 @@ func (s *statics) release(bytes int64) {
 	s.mu.Unlock()
 }
 
+// drop closes a set that is not to be kept (its start or a call failed);
+// a captured one gives its bytes back (its graphs are lost with it).
+func (s *statics) drop(set staticSet) {
+	set.st.Close()
+	if set.captured {
+		s.release(set.bytes)
+	}
+}
+
 // put keeps a set for the next decode of its shape: a captured one always,
 // another while the kept sets fit in keep.
 func (s *statics) put(key staticKey, set staticSet) {
@@ -155,10 +164,7 @@ func (p *Predictor) newStaticCall(B int, fused encoded, mask []int64, capacity, 
 		return nil, err
 	}
 	if err := p.startStatic(set.st, B, rows, fused, mask); err != nil {
-		set.st.Close()
-		if set.captured {
-			p.statics.release(set.bytes)
-		}
+		p.statics.drop(set)
 		return nil, fmt.Errorf("static decoder: %w", err)
 	}
 	c := &staticCall{set: set, key: key, p: p, pad: p.bundle.Manifest.Tokens.PadID,
@@ -261,12 +267,14 @@ func (c *staticCall) truncate(n int) error {
 	return nil
 }
 
+// keepRows keeps the active sequences' rows of the buffers: the others stay
+// in place and are fed padding.
 func (c *staticCall) keepRows(rows []int) error {
+	if err := kv.CheckRows(rows, len(c.live)); err != nil {
+		return err
+	}
 	live := make([]int, len(rows))
 	for j, i := range rows {
-		if i < 0 || i >= len(c.live) || (j > 0 && i <= rows[j-1]) {
-			return fmt.Errorf("keep rows %v of %d: want ascending distinct rows (programmer error)", rows, len(c.live))
-		}
 		live[j] = c.live[i]
 	}
 	c.live = live
@@ -277,13 +285,10 @@ func (c *staticCall) close() {
 	switch {
 	case c.set.st == nil:
 		return
-	case !c.broken:
-		c.p.statics.put(c.key, c.set)
-	case c.set.captured:
-		c.set.st.Close() // its graphs are lost with it
-		c.p.statics.release(c.set.bytes)
+	case c.broken:
+		c.p.statics.drop(c.set)
 	default:
-		c.set.st.Close()
+		c.p.statics.put(c.key, c.set)
 	}
 	c.set.st = nil
 }

@@ -77,7 +77,7 @@ func (c *Cache) Rows() int { return int(c.self.b) }
 
 // KeepRows keeps the given batch rows (ascending indices), in that order.
 func (c *Cache) KeepRows(rows []int) error {
-	if err := checkRows(rows, c.Rows()); err != nil {
+	if err := CheckRows(rows, c.Rows()); err != nil {
 		return err
 	}
 	if len(rows) == c.Rows() {

@@ -192,7 +192,7 @@ func (c *Device) Truncate(n int) error {
 
 // KeepRows keeps the given batch rows (ascending indices), in that order.
 func (c *Device) KeepRows(rows []int) error {
-	if err := checkRows(rows, int(c.d.b)); err != nil {
+	if err := CheckRows(rows, int(c.d.b)); err != nil {
 		return err
 	}
 	if len(rows) == int(c.d.b) {
@@ -233,8 +233,8 @@ func (c *Device) KeepRows(rows []int) error {
 	return nil
 }
 
-// checkRows accepts ascending, distinct row indices below b, at least one.
-func checkRows(rows []int, b int) error {
+// CheckRows accepts ascending, distinct row indices below b, at least one.
+func CheckRows(rows []int, b int) error {
 	for i, r := range rows {
 		if r < 0 || r >= b || (i > 0 && r <= rows[i-1]) {
 			return fmt.Errorf("keep rows %v of %d: want ascending distinct rows (programmer error)", rows, b)
