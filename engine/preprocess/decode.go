@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/jpeg"
 	"image/png"
 	"io"
@@ -190,8 +191,9 @@ func DecodeFileWith(path string, opts DecodeOptions) (image.Image, error) {
 }
 
 // FromRaw wraps an AITW raw screenshot — uint8, height x width x channels,
-// row-major, channels 3 (RGB) or 4 (RGBA, straight alpha) — as an image.
-// The pixels are copied.
+// row-major, channels 3 (RGB) or 4 (RGBA, straight alpha) — as an image
+// over pix itself: nothing is copied (a full screenshot is 8-10 MB and the
+// resize reads it once), so pix must not change while the image is used.
 func FromRaw(pix []byte, height, width, channels int) (image.Image, error) {
 	if height <= 0 || width <= 0 {
 		return nil, fmt.Errorf("raw image: size %dx%d must be positive", width, height)
@@ -206,15 +208,33 @@ func FromRaw(pix []byte, height, width, channels int) (image.Image, error) {
 	if len(pix) != want {
 		return nil, fmt.Errorf("raw image: %d bytes, want %dx%dx%d = %d", len(pix), height, width, channels, want)
 	}
-	img := image.NewNRGBA(image.Rect(0, 0, width, height))
+	r := image.Rect(0, 0, width, height)
 	if channels == 4 {
-		copy(img.Pix, pix)
-		return img, nil
+		return &image.NRGBA{Pix: pix, Stride: 4 * width, Rect: r}, nil
 	}
-	n := height * width
-	for i := 0; i < n; i++ {
-		d := img.Pix[4*i : 4*i+4 : 4*i+4]
-		d[0], d[1], d[2], d[3] = pix[3*i], pix[3*i+1], pix[3*i+2], 0xff
+	return &RGB{Pix: pix, Stride: 3 * width, Rect: r}, nil
+}
+
+// RGB is an opaque image of 3 bytes per pixel (R, G, B), the layout of
+// AITW's raw screenshots, which the standard library has no type for.
+type RGB struct {
+	Pix    []byte
+	Stride int
+	Rect   image.Rectangle
+}
+
+func (m *RGB) ColorModel() color.Model { return color.NRGBAModel }
+func (m *RGB) Bounds() image.Rectangle { return m.Rect }
+
+func (m *RGB) At(x, y int) color.Color {
+	if !(image.Point{x, y}.In(m.Rect)) {
+		return color.NRGBA{}
 	}
-	return img, nil
+	i := m.PixOffset(x, y)
+	return color.NRGBA{m.Pix[i], m.Pix[i+1], m.Pix[i+2], 0xff}
+}
+
+// PixOffset is the index of the first byte of pixel (x, y) in Pix.
+func (m *RGB) PixOffset(x, y int) int {
+	return (y-m.Rect.Min.Y)*m.Stride + (x-m.Rect.Min.X)*3
 }

@@ -39,8 +39,16 @@ func TestFromRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := img.(*image.NRGBA).NRGBAAt(1, 1); got != (color.NRGBA{10, 11, 12, 255}) {
+	if got := img.At(1, 1); got != (color.NRGBA{10, 11, 12, 255}) {
 		t.Fatalf("pixel (1,1) = %v", got)
+	}
+	if got := img.At(2, 0); got != (color.NRGBA{}) {
+		t.Fatalf("pixel (2,0), outside, = %v", got)
+	}
+	// The image reads the caller's bytes: nothing was copied.
+	rgb[9] = 99
+	if got := img.At(1, 1); got != (color.NRGBA{99, 11, 12, 255}) {
+		t.Fatalf("pixel (1,1) after a change = %v", got)
 	}
 	rgba := []byte{1, 2, 3, 0, 5, 6, 7, 128}
 	img, err = FromRaw(rgba, 1, 2, 4)
@@ -96,7 +104,16 @@ func TestImageTypesAgree(t *testing.T) {
 		}
 	}
 	sub := big.SubImage(image.Rect(-5, -2, b.Dx()-5, b.Dy()-2))
-	for name, img := range map[string]image.Image{"NRGBA": nrgba, "RGBA": rgba, "RGBA64": generic, "SubImage": sub} {
+	// AITW's raw layout, 3 bytes per pixel, at an offset origin too.
+	raw := &RGB{Pix: make([]byte, 3*b.Dx()*b.Dy()), Stride: 3 * b.Dx(), Rect: b.Add(image.Pt(4, -9))}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := nrgba.NRGBAAt(x, y)
+			i := raw.PixOffset(x+4, y-9)
+			raw.Pix[i], raw.Pix[i+1], raw.Pix[i+2] = c.R, c.G, c.B
+		}
+	}
+	for name, img := range map[string]image.Image{"NRGBA": nrgba, "RGBA": rgba, "RGBA64": generic, "SubImage": sub, "RGB": raw} {
 		if d := maxDiff(cfg.Pixels(img), want); d != 0 {
 			t.Errorf("%s: max diff %g", name, d)
 		}

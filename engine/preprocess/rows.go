@@ -86,6 +86,14 @@ func (s *rowSource) row(y int, buf []byte) []byte {
 			dst[4*x], dst[4*x+1], dst[4*x+2] = r, g, bl
 		}
 		return dst
+	case *RGB:
+		off := m.PixOffset(b.Min.X, y)
+		src := m.Pix[off : off+3*w : off+3*w]
+		dst := buf[:4*w]
+		for x := 0; x < w; x++ {
+			dst[4*x], dst[4*x+1], dst[4*x+2] = src[3*x], src[3*x+1], src[3*x+2]
+		}
+		return dst
 	case *image.Gray:
 		off := m.PixOffset(b.Min.X, y)
 		return m.Pix[off : off+w]
