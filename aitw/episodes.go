@@ -324,7 +324,7 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		s.Subset = subset
 		s.Source = fmt.Sprintf("%s@%d", path, off)
 		if opts.KeepPixels {
-			s.Pixels = append([]byte(nil), s.Pixels...)
+			rr.Keep() // the pixels are a slice of the payload
 		} else {
 			s.Pixels = nil
 		}

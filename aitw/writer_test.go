@@ -104,6 +104,9 @@ func TestRecordWriterReadBack(t *testing.T) {
 	}
 	steps := []Step{writerStep("a", 0, 2), writerStep("a", 1, 2), writerStep("b", 0, 1)}
 	steps[1].Action = action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
+	for i := range steps { // screens that differ, so a record read over another's shows
+		steps[i].Pixels = bytes.Repeat([]byte{byte(10 * (i + 1))}, len(steps[i].Pixels))
+	}
 	b := writeEpisodes(t, path, steps)
 	if b[0] != 0x1f || b[1] != 0x8b {
 		t.Fatal("not gzip")
@@ -115,10 +118,11 @@ func TestRecordWriterReadBack(t *testing.T) {
 	if st.Records != 3 || len(eps) != 2 || len(eps[0].Steps) != 2 || eps[0].Subset != "general" {
 		t.Fatalf("read back %d records, %d episodes: %+v", st.Records, len(eps), eps)
 	}
-	got := eps[0].Steps[1]
-	got.Subset, got.Source = "", ""
-	if !reflect.DeepEqual(got, steps[1]) {
-		t.Fatalf("step:\n got %+v\nwant %+v", got, steps[1])
+	for i, got := range append(eps[0].Steps, eps[1].Steps...) {
+		got.Subset, got.Source = "", ""
+		if !reflect.DeepEqual(got, steps[i]) {
+			t.Fatalf("step %d:\n got %+v\nwant %+v", i, got, steps[i])
+		}
 	}
 	// The record framing is plain TFRecord inside the gzip stream.
 	f, _ := os.Open(path)
