@@ -39,20 +39,37 @@ type featureCache struct {
 	writeFail error // the first failed write; nothing is written after it
 }
 
-// lookup returns the cached features of s, or nil and the path the
-// computed ones should be stored at.
-func (c *featureCache) lookup(s aitw.Step) ([]float32, string) {
+// lookup is what the cache holds for one screen.
+type lookup struct {
+	features []float32 // nil: not cached
+	path     string    // where computed features go ("" on a hit)
+	damaged  error     // the entry at path failed its checksum
+}
+
+// find looks s up: its cached features, or the path computed ones should
+// be stored at. It changes nothing, so the read-ahead runs it for many
+// steps at once, away from the run's goroutine; count records the outcome.
+func (c *featureCache) find(s aitw.Step) lookup {
 	path := cachePath(c.dir, c.key, s)
 	f, err := readFeatures(path)
 	switch {
 	case err == nil:
-		c.sum.CacheHits++
-		return f, ""
+		return lookup{features: f}
 	case errors.Is(err, errDamaged):
-		c.sum.CacheDamaged++
-		c.warn(fmt.Sprintf("feature cache: %v; recomputing it", err))
+		return lookup{path: path, damaged: err}
 	}
-	return nil, path
+	return lookup{path: path}
+}
+
+// count adds a lookup to the summary (on the run's goroutine).
+func (c *featureCache) count(l lookup) {
+	switch {
+	case l.features != nil:
+		c.sum.CacheHits++
+	case l.damaged != nil:
+		c.sum.CacheDamaged++
+		c.warn(fmt.Sprintf("feature cache: %v; recomputing it", l.damaged))
+	}
 }
 
 // store writes an entry, unless an earlier write failed.

@@ -166,12 +166,15 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 		return (opts.Split == nil || opts.Split[id]) && opts.Shard.Has(id)
 	}
 	stopped := false // by the scheduler: limit, interrupt or a failed call
-	sum.Read, err = aitw.StreamEpisodes(opts.Files, ro, func(ep aitw.Episode) error {
+	sum.Read, err = r.readAhead(opts.Files, ro, readAheadBytes, func(ep readEpisode) error {
 		sum.Episodes++
 		err := s.add(ep)
 		stopped = err != nil
 		return err
 	})
+	if errors.Is(err, errStop) && !stopped {
+		sum.Interrupted = true // the reading saw Ctrl-C first
+	}
 	if !stopped {
 		// Steps read before a read error are still predicted, as Batch 1
 		// predicts them before reading on.
@@ -203,15 +206,18 @@ func episodesToVisit(opts Options) int {
 // scheduler groups pending steps into engine calls: add takes each episode
 // as it is read, finish predicts what is still pending at the end.
 type scheduler interface {
-	add(ep aitw.Episode) error
+	add(ep readEpisode) error
 	finish() error
 }
 
 // run is the state one Run shares with its scheduler.
 type run struct {
-	ctx   context.Context
-	p     predict.Predictor
-	opts  Options
+	ctx  context.Context
+	p    predict.Predictor
+	opts Options
+	// done holds the predictions found at the start. It is not written
+	// during the run (a step is read, and so predicted, once), so the
+	// read-ahead reads it too.
 	done  *aitw.PredictionSet
 	w     *aitw.PredictionWriter
 	sum   *Summary
@@ -247,7 +253,7 @@ func (r *run) room() int {
 	return r.opts.Limit - r.sum.Predicted
 }
 
-// isDone reports whether the step is in the predictions file.
+// isDone reports whether the step was in the predictions file at the start.
 func (r *run) isDone(ep aitw.Episode, s aitw.Step) (aitw.Prediction, bool) {
 	p, ok := r.done.ByStep[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
 	return p, ok
@@ -264,15 +270,16 @@ func (r *run) stop() error {
 }
 
 // newJob prepares a step's request: features given by the source or found
-// in the cache, else the screen's pixels, whose features the engine computes
-// (batched with the others) and the run then caches.
-func (r *run) newJob(ep aitw.Episode, s aitw.Step, history []action.Action) job {
+// in the cache (found), else the screen's pixels, whose features the engine
+// computes (batched with the others) and the run then caches.
+func (r *run) newJob(ep aitw.Episode, s aitw.Step, found lookup, history []action.Action) job {
 	j := job{episode: aitw.Episode{ID: ep.ID, Subset: ep.Subset}, step: s}
 	j.req = predict.Request{Goal: s.Goal, History: history, Features: s.Features}
 	if s.Features != nil || r.cache == nil {
 		return j
 	}
-	j.req.Features, j.cache = r.cache.lookup(s)
+	r.cache.count(found)
+	j.req.Features, j.cache = found.features, found.path
 	return j
 }
 
@@ -353,7 +360,6 @@ func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
 	if err := r.w.Write(pred); err != nil {
 		return pred, err
 	}
-	r.done.ByStep[j.key()] = pred
 	r.sum.Predicted++
 	r.prog.Tick()
 	if j.last {

@@ -16,17 +16,17 @@ type goldQueue struct {
 	jobs []job
 }
 
-func (q *goldQueue) add(ep aitw.Episode) error {
+func (q *goldQueue) add(ep readEpisode) error {
 	r := q.r
-	last := lastPending(r, ep)
+	last := lastPending(r, ep.Episode)
 	if last < 0 {
 		r.prog.Add(1)
 	}
 	var history []action.Action
 	for i, s := range ep.Steps {
-		if _, ok := r.isDone(ep, s); ok {
+		if _, ok := r.isDone(ep.Episode, s); ok {
 			r.sum.AlreadyDone++
-		} else if err := q.push(ep, s, history, i == last); err != nil {
+		} else if err := q.push(ep.Episode, s, ep.lookup(i), history, i == last); err != nil {
 			return err
 		}
 		// Later appends never touch the prefix queued jobs hold.
@@ -37,7 +37,7 @@ func (q *goldQueue) add(ep aitw.Episode) error {
 
 // push queues a step, predicting the queue once it holds a batch. A step
 // past the limit (or after Ctrl-C) predicts what is queued and stops.
-func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, history []action.Action, last bool) error {
+func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, found lookup, history []action.Action, last bool) error {
 	r := q.r
 	if r.ctx.Err() != nil || r.room() <= len(q.jobs) {
 		if err := q.flush(); err != nil {
@@ -45,7 +45,7 @@ func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, history []action.Action, 
 		}
 		return r.stop()
 	}
-	j := r.newJob(ep, s, history)
+	j := r.newJob(ep, s, found, history)
 	j.last = last
 	q.jobs = append(q.jobs, j)
 	if len(q.jobs) >= r.batch {
@@ -88,12 +88,12 @@ type episodeSet struct {
 
 // episodeRun is an episode being predicted.
 type episodeRun struct {
-	ep      aitw.Episode
+	ep      readEpisode
 	next    int // index of its next step to predict
 	history []action.Action
 }
 
-func (e *episodeSet) add(ep aitw.Episode) error {
+func (e *episodeSet) add(ep readEpisode) error {
 	x := &episodeRun{ep: ep}
 	if !e.skipDone(x) {
 		e.r.prog.Add(1)
@@ -127,7 +127,7 @@ func (e *episodeSet) round() error {
 	}
 	jobs := make([]job, n)
 	for i, x := range e.active[:n] {
-		jobs[i] = r.newJob(x.ep, x.ep.Steps[x.next], x.history)
+		jobs[i] = r.newJob(x.ep.Episode, x.ep.Steps[x.next], x.ep.lookup(x.next), x.history)
 	}
 	preds, err := r.predict(jobs)
 	if err != nil {
@@ -153,7 +153,7 @@ func (e *episodeSet) round() error {
 func (e *episodeSet) skipDone(x *episodeRun) bool {
 	for ; x.next < len(x.ep.Steps); x.next++ {
 		s := x.ep.Steps[x.next]
-		prev, ok := e.r.isDone(x.ep, s)
+		prev, ok := e.r.isDone(x.ep.Episode, s)
 		if !ok {
 			return true
 		}

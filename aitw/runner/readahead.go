@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"sync"
+
+	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/engine/preprocess"
+)
+
+// readAheadBytes bounds the screens read ahead of the engine: a CUDA batch
+// of 64 full-size AITW screenshots (1080x2400 RGB, 7.8 MB each) is 500 MB,
+// so the next batch can be read while one is predicted.
+const readAheadBytes = 640 << 20
+
+// readEpisode is an episode as the read-ahead hands it over, with the
+// feature cache's answer for each step the engine would otherwise see
+// (found is nil without a cache). Screens not needed any more (a cache hit,
+// a step already predicted) are dropped before it is queued.
+type readEpisode struct {
+	aitw.Episode
+	found []lookup // by step; zero where there is nothing to look up
+	bytes int64    // screen bytes held, counted against the budget
+}
+
+// lookup returns the cache's answer for step i.
+func (e *readEpisode) lookup(i int) lookup {
+	if e.found == nil {
+		return lookup{}
+	}
+	return e.found[i]
+}
+
+// readAhead calls fn with every episode of files in reading order, as
+// aitw.StreamEpisodes does, but reads them in a goroutine of its own up to
+// budget bytes of screens ahead of fn, where it also hashes every screen
+// for the feature cache (spread over the cores). Inflating the records and
+// hashing the screens, ~9 ms of one core per full-size step, so overlap the
+// engine's calls instead of following them. An error from fn stops the
+// reading and is returned; a read error is returned after fn has had every
+// episode read before it.
+func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn func(readEpisode) error) (aitw.ReadStats, error) {
+	q := &episodeQueue{budget: budget}
+	q.cond.L = &q.mu
+	type result struct {
+		st  aitw.ReadStats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := aitw.StreamEpisodes(files, ro, func(ep aitw.Episode) error {
+			if r.ctx.Err() != nil || !q.put(r.prepare(ep)) {
+				return errStop
+			}
+			return nil
+		})
+		q.close()
+		done <- result{st, err}
+	}()
+	for {
+		ep, ok := q.take()
+		if !ok {
+			break
+		}
+		if err := fn(ep); err != nil {
+			q.stop()
+			res := <-done
+			return res.st, err
+		}
+	}
+	res := <-done
+	return res.st, res.err
+}
+
+// prepare looks up the steps' screens in the feature cache and drops the
+// screens that will not be used. It runs on the reading goroutine: it reads
+// only what does not change during a run (the predictions found at its
+// start, the cache's key and directory).
+func (r *run) prepare(ep aitw.Episode) readEpisode {
+	e := readEpisode{Episode: ep}
+	steps := ep.Steps
+	if r.cache != nil {
+		e.found = make([]lookup, len(steps))
+	}
+	_ = preprocess.Parallel(len(steps), func(i int) error {
+		s := &steps[i]
+		_, done := r.isDone(ep, *s)
+		switch {
+		case s.Pixels == nil || s.Features != nil:
+		case done:
+			s.Pixels = nil
+		case r.cache != nil:
+			e.found[i] = r.cache.find(*s)
+			if e.found[i].features != nil {
+				s.Pixels = nil
+			}
+		}
+		return nil
+	})
+	for _, s := range steps {
+		e.bytes += int64(len(s.Pixels))
+	}
+	return e
+}
+
+// episodeQueue hands episodes from the reading goroutine to the run's,
+// holding at most budget bytes of screens (and always at least one
+// episode, however large).
+type episodeQueue struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	items   []readEpisode
+	bytes   int64
+	budget  int64
+	closed  bool // no more puts
+	stopped bool // the taker gave up: puts fail
+}
+
+// put queues e once it fits the budget; false when the taker has stopped.
+func (q *episodeQueue) put(e readEpisode) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.stopped && len(q.items) > 0 && q.bytes+e.bytes > q.budget {
+		q.cond.Wait()
+	}
+	if q.stopped {
+		return false
+	}
+	q.items = append(q.items, e)
+	q.bytes += e.bytes
+	q.cond.Broadcast()
+	return true
+}
+
+// take returns the oldest episode, waiting for one; false once the queue
+// is closed and empty.
+func (q *episodeQueue) take() (readEpisode, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return readEpisode{}, false
+	}
+	e := q.items[0]
+	q.items[0] = readEpisode{}
+	q.items = q.items[1:]
+	q.bytes -= e.bytes
+	q.cond.Broadcast()
+	return e, true
+}
+
+func (q *episodeQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// stop drops what is queued and makes every later put fail.
+func (q *episodeQueue) stop() {
+	q.mu.Lock()
+	q.stopped = true
+	q.items, q.bytes = nil, 0
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}

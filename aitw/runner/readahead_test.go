@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/aitw"
+)
+
+func queued(id string, bytes int64) readEpisode {
+	return readEpisode{Episode: aitw.Episode{ID: id}, bytes: bytes}
+}
+
+// putSoon runs put in a goroutine and reports whether it returned within
+// a short wait (and what it returned).
+func putSoon(q *episodeQueue, e readEpisode) (returned chan bool) {
+	returned = make(chan bool, 1)
+	go func() { returned <- q.put(e) }()
+	return returned
+}
+
+func waitFor(t *testing.T, c chan bool, want bool) {
+	t.Helper()
+	select {
+	case got := <-c:
+		if got != want {
+			t.Fatalf("put returned %v, want %v", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("put still blocked")
+	}
+}
+
+func blocked(t *testing.T, c chan bool) {
+	t.Helper()
+	select {
+	case got := <-c:
+		t.Fatalf("put returned %v while the queue was over its budget", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// The queue holds at most its budget of screen bytes, but always one
+// episode however large, and hands them over in order.
+func TestEpisodeQueueBudget(t *testing.T) {
+	q := &episodeQueue{budget: 100}
+	q.cond.L = &q.mu
+	waitFor(t, putSoon(q, queued("a", 500)), true) // alone over the budget: taken
+	second := putSoon(q, queued("b", 60))
+	blocked(t, second)
+	if e, ok := q.take(); !ok || e.ID != "a" {
+		t.Fatalf("take = %v %v, want a", e.ID, ok)
+	}
+	waitFor(t, second, true)
+	third := putSoon(q, queued("c", 60)) // 120 > 100 with b queued
+	blocked(t, third)
+	if e, ok := q.take(); !ok || e.ID != "b" {
+		t.Fatalf("take = %v %v, want b", e.ID, ok)
+	}
+	waitFor(t, third, true)
+	waitFor(t, putSoon(q, queued("d", 40)), true) // 60 + 40 fits
+	q.close()
+	var got []string
+	for {
+		e, ok := q.take()
+		if !ok {
+			break
+		}
+		got = append(got, e.ID)
+	}
+	if !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("after close: %v, want [c d]", got)
+	}
+}
+
+// Stopping the queue fails a put waiting for room and every later one.
+func TestEpisodeQueueStop(t *testing.T) {
+	q := &episodeQueue{budget: 10}
+	q.cond.L = &q.mu
+	waitFor(t, putSoon(q, queued("a", 10)), true)
+	waiting := putSoon(q, queued("b", 10))
+	blocked(t, waiting)
+	q.stop()
+	waitFor(t, waiting, false)
+	waitFor(t, putSoon(q, queued("c", 0)), false)
+}
+
+func testRun(t *testing.T, ctx context.Context) (*run, []string) {
+	t.Helper()
+	files, err := aitw.ExpandPaths([]string{"../testdata/records"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &run{ctx: ctx, done: &aitw.PredictionSet{ByStep: map[aitw.StepKey]aitw.Prediction{}}}, files
+}
+
+// Read ahead, the episodes arrive in reading order with their screens
+// whatever the budget; an error from the taker stops the reading and is
+// returned, with the reading goroutine gone.
+func TestReadAheadOrderAndStop(t *testing.T) {
+	r, files := testRun(t, context.Background())
+	var want []string
+	if _, err := aitw.StreamEpisodes(files, aitw.ReadOptions{}, func(ep aitw.Episode) error {
+		want = append(want, ep.ID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int64{1, readAheadBytes} {
+		var got []string
+		st, err := r.readAhead(files, aitw.ReadOptions{KeepPixels: true}, budget, func(ep readEpisode) error {
+			for _, s := range ep.Steps {
+				if len(s.Pixels) == 0 {
+					t.Fatalf("episode %s step %d: no screen", ep.ID, s.StepID)
+				}
+			}
+			got = append(got, ep.ID)
+			return nil
+		})
+		if err != nil || !slices.Equal(got, want) || st.Files != len(files) {
+			t.Fatalf("budget %d: %v %v (%d files), want %v", budget, got, err, st.Files, want)
+		}
+		broke := errors.New("broke")
+		n := 0
+		_, err = r.readAhead(files, aitw.ReadOptions{KeepPixels: true}, budget, func(ep readEpisode) error {
+			if n++; n == 2 {
+				return broke
+			}
+			return nil
+		})
+		if !errors.Is(err, broke) || n != 2 {
+			t.Fatalf("budget %d: stopped with %v after %d episodes, want broke after 2", budget, err, n)
+		}
+	}
+}
+
+// Screens that will not be used are dropped before they are queued: those
+// of steps already predicted and those whose features are in the cache.
+func TestReadAheadDropsUnusedScreens(t *testing.T) {
+	r, files := testRun(t, context.Background())
+	r.cache = &featureCache{dir: t.TempDir(), key: "k", sum: &Summary{}, warn: func(string) {}}
+	var first aitw.Episode
+	if _, err := aitw.StreamEpisodes(files, aitw.ReadOptions{KeepPixels: true}, func(ep aitw.Episode) error {
+		if first.ID == "" {
+			first = ep
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// step 0 done, step 1 cached, the rest neither
+	r.done.ByStep[aitw.StepKey{EpisodeID: first.ID, StepID: first.Steps[0].StepID}] = aitw.Prediction{}
+	if err := writeFeatures(cachePath(r.cache.dir, "k", first.Steps[1]), []float32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	e := r.prepare(first)
+	var rest int64
+	for i, s := range e.Steps {
+		switch {
+		case i < 2 && s.Pixels != nil:
+			t.Errorf("step %d kept its screen", i)
+		case i >= 2 && s.Pixels == nil:
+			t.Errorf("step %d lost its screen", i)
+		}
+		rest += int64(len(s.Pixels))
+	}
+	if e.bytes != rest || rest == 0 {
+		t.Errorf("%d bytes counted, %d held", e.bytes, rest)
+	}
+	if f := e.lookup(1).features; !slices.Equal(f, []float32{1, 2}) {
+		t.Errorf("step 1 cached features %v", f)
+	}
+	if l := e.lookup(2); l.features != nil || l.path == "" {
+		t.Errorf("step 2 lookup %+v, want a path to store at", l)
+	}
+}
+
+// Ctrl-C seen by the reading ends the run as interrupted, predicting
+// nothing more.
+func TestReadAheadInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fp := &fakePredictor{}
+	sum, err := Run(ctx, fp, testOptions(t, t.TempDir()))
+	if err != nil || !sum.Interrupted || sum.Predicted != 0 || fp.predicts != 0 {
+		t.Fatalf("%+v %v, %d predicted", sum, err, fp.predicts)
+	}
+}
