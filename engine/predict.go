@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"image"
 	"math"
-	"runtime"
 	"sync"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
@@ -337,25 +337,15 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	per := 3 * H * W
 	pix := make([]float32, len(need)*per)
 	// Resizing a full screenshot is plain Go work: spread it over the cores.
-	var wg sync.WaitGroup
-	jobs := make(chan int)
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(need)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				i := need[j]
-				t := time.Now()
-				copy(pix[j*per:(j+1)*per], p.prep.Pixels(reqs[i].Screen))
-				res[i].Timings.Preprocess = time.Since(t)
-			}
-		}()
+	if err := preprocess.Parallel(len(need), func(j int) error {
+		i := need[j]
+		t := time.Now()
+		err := p.prep.PixelsInto(pix[j*per:(j+1)*per], reqs[i].Screen)
+		res[i].Timings.Preprocess = time.Since(t)
+		return err
+	}); err != nil {
+		return err
 	}
-	for j := range need {
-		jobs <- j
-	}
-	close(jobs)
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
