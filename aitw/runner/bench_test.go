@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
@@ -142,4 +144,96 @@ func fillCache(b *testing.B, files []string, dir string, dim int) int {
 		b.Fatal(err)
 	}
 	return steps
+}
+
+// BenchmarkRunHost measures what `eval run` can feed an engine on this
+// host: full-size AITW steps (1080x2400 RGB; a third of each screen noise,
+// so that the records compress like screenshots with photos: ~2.7 MB per
+// step) read, hashed for the feature cache, and resized as the engine's
+// host side does, by a predictor that does only that. steps/s is the most
+// eval run can reach on a GPU fast enough to wait for the host.
+//
+//	go test ./aitw/runner/ -run '^$' -bench RunHost -benchtime=3x -v
+func BenchmarkRunHost(b *testing.B) {
+	dir := b.TempDir()
+	steps := writeFullSizeRecords(b, filepath.Join(dir, "general", "general-0.tfrecord.gz"), 6, 8)
+	hp := hostPredictor{cfg: preprocess.DefaultConfig()}
+	b.ResetTimer()
+	var elapsed time.Duration
+	for range b.N {
+		opts := Options{Files: []string{filepath.Join(dir, "general", "general-0.tfrecord.gz")}, OutDir: b.TempDir(), History: HistoryGold, Batch: 16}
+		opts.CacheDir, opts.CacheKey = filepath.Join(opts.OutDir, "features"), "bench"
+		t := time.Now()
+		sum, err := Run(context.Background(), hp, opts)
+		if err != nil || sum.Predicted != steps {
+			b.Fatalf("%+v %v", sum, err)
+		}
+		elapsed += time.Since(t)
+	}
+	b.ReportMetric(float64(b.N*steps)/elapsed.Seconds(), "steps/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// writeFullSizeRecords writes episodes x perEpisode full-size steps.
+func writeFullSizeRecords(b *testing.B, path string, episodes, perEpisode int) int {
+	const w, h = 1080, 2400
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	rw := aitw.NewRecordWriter(f, path)
+	x := uint32(1)
+	for e := range episodes {
+		for s := range perEpisode {
+			pix := make([]byte, w*h*3)
+			for i := range pix[:len(pix)/3] { // flat UI: bands of colour
+				pix[i] = byte(i/(w*3*40)*37 + e + s)
+			}
+			for i := len(pix) / 3; i < 2*len(pix)/3; i++ { // photo-like: noise over a gradient
+				x = x*1664525 + 1013904223
+				pix[i] = byte(int(pix[i-3]) + int(x>>29) - 4)
+			}
+			st := aitw.Step{EpisodeID: fmt.Sprint("ep", e), StepID: s, EpisodeLength: perEpisode, Goal: "open the clock",
+				Height: h, Width: w, Channels: 3, Pixels: pix,
+				Action: action.Action{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint}}
+			if err := rw.WriteExample(aitw.StepExample(st)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := rw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return episodes * perEpisode
+}
+
+// hostPredictor does an engine's host work only: every screen resized to
+// the vision input, spread over the cores; the features are made up.
+type hostPredictor struct{ cfg preprocess.Config }
+
+func (h hostPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, h, req)
+}
+
+func (h hostPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	pix := make([]float32, len(reqs)*h.cfg.Len())
+	err := preprocess.Parallel(len(reqs), func(i int) error {
+		if reqs[i].Features != nil {
+			return nil
+		}
+		reqs[i].Features = []float32{float32(i)}
+		return h.cfg.PixelsInto(pix[i*h.cfg.Len():(i+1)*h.cfg.Len()], reqs[i].Screen)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*predict.Result, len(reqs))
+	for i, req := range reqs {
+		out[i] = fakeResult(req)
+	}
+	return out, nil
 }
