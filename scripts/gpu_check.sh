@@ -13,7 +13,7 @@
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16
 #   python -m scripts.half --in models/default --out build/default-fp16v
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
-#   scripts/gpu_extra.sh [fp16] [parity] [ortpy]   # what travels beside the checkout, in .gpuextra/:
+#   scripts/gpu_extra.sh [fp16] [parity] [ortpy] [host]   # what travels beside the checkout, in .gpuextra/:
 #                                    # 12, 10 and 8 MB; with the ~45 MB checkout a call carries two
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
@@ -27,7 +27,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests graph action batch step profile tf32 serve peers fp16}
+steps=${STEPS:-env tests graph action batch step profile tf32 serve host peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -260,6 +260,15 @@ except (OSError, ValueError):
     print("no report"); sys.exit()
 print(json.dumps(d.get("levels"))[:1500])' "$res/serve-$n.json")"
   done
+  save
+fi
+
+if want host && [ -x "$extra/aitw_runner.test" ] && fits 40 host; then
+  # what eval run can feed an engine from this host's cores: full-size AITW steps read, hashed and
+  # resized by a predictor that does only that (CPU only; docs/eval.md, reading ahead)
+  log "host: eval run's host ceiling (BenchmarkRunHost, $(nproc) cores)"
+  run "$extra/aitw_runner.test" -test.run '^$' -test.bench RunHost -test.benchtime 3x > "$res/host.txt"
+  log "  $(grep -h 'steps/s' "$res/host.txt" | tr -s ' ')"
   save
 fi
 

@@ -11,11 +11,13 @@
 #   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0), and
 #            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
 #            the GPU's are compared with (the GPU machine generates the split 2x slower than here)
+#   host     aitw_runner.test (8 MB): aitw/runner's test binary, for BenchmarkRunHost (what eval run
+#            can feed an engine from this host's cores, full-size AITW steps; CPU only)
 # Run from the repository root after `make build` and the scripts.half commands in gpu_check.sh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 x=.gpuextra
-parts=${*:-fp16 parity}   # ortpy on request
+parts=${*:-fp16 parity}   # ortpy and host on request
 rm -rf "$x"; mkdir -p "$x"
 if [[ " $parts " == *" fp16 "* ]]; then
   for f in vision_model.onnx vision_model.onnx.data; do
@@ -42,6 +44,9 @@ if [[ " $parts " == *" ortpy "* ]]; then
   # the pybind module links ORT statically; the providers come from the kit
   unzip -q "$whl" 'onnxruntime/__init__.py' 'onnxruntime/capi/*' -x 'onnxruntime/capi/libonnxruntime*.so*' -d "$d"
   tar -C "$d" -cf - onnxruntime | xz -T0 -6 > "$x/ortpy.tar.xz"
+fi
+if [[ " $parts " == *" host "* ]]; then
+  go test -c -o "$x/aitw_runner.test" ./aitw/runner
 fi
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
 grep -qx '/.gpuextra/' "$ex" 2>/dev/null || echo '/.gpuextra/' >> "$ex"
