@@ -47,8 +47,10 @@ type fixedSet struct {
 	rows     int
 }
 
-// run runs the graph on b rows of input into out, both row-major.
-func (f *fixedGraph) run(b int, in, out []float32) error {
+// run runs the graph on b rows of input, which fill writes into the host
+// side of the set's input buffer (no copy of a batch's pixels), into out;
+// both row-major.
+func (f *fixedGraph) run(b int, fill func(in []float32) error, out []float32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rows := b
@@ -59,10 +61,12 @@ func (f *fixedGraph) run(b int, in, out []float32) error {
 	if err != nil {
 		return err
 	}
-	if len(in)*rows != len(s.in)*b || len(out)*rows != len(s.out)*b {
-		return fmt.Errorf("fixed %s graph: %d input and %d output values for %d rows (programmer error)", f.g.role, len(in), len(out), b)
+	if len(out)*rows != len(s.out)*b {
+		return fmt.Errorf("fixed %s graph: %d output values for %d rows (programmer error)", f.g.role, len(out), b)
 	}
-	copy(s.in, in)
+	if err := fill(s.in[:len(s.in)/rows*b]); err != nil {
+		return err
+	}
 	if err := s.up.Run(); err != nil {
 		return fmt.Errorf("%s input: %w", f.g.role, err)
 	}

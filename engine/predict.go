@@ -333,30 +333,38 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	if err != nil {
 		return err
 	}
-	H, W := p.prep.Height, p.prep.Width
-	per := 3 * H * W
-	pix := make([]float32, len(need)*per)
-	// Resizing a full screenshot is plain Go work: spread it over the cores.
-	if err := preprocess.Parallel(len(need), func(j int) error {
-		i := need[j]
+	per := p.prep.Len()
+	// Resizing a full screenshot is plain Go work: spread it over the cores,
+	// straight into the vision tower's input.
+	var fillErr error
+	var prep time.Duration
+	fill := func(pix []float32) error {
 		t := time.Now()
-		err := p.prep.PixelsInto(pix[j*per:(j+1)*per], reqs[i].Screen)
-		res[i].Timings.Preprocess = time.Since(t)
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
+		fillErr = preprocess.Parallel(len(need), func(j int) error {
+			i := need[j]
+			t := time.Now()
+			err := p.prep.PixelsInto(pix[j*per:(j+1)*per], reqs[i].Screen)
+			res[i].Timings.Preprocess = time.Since(t)
+			return err
+		})
+		if fillErr == nil {
+			fillErr = ctx.Err()
+		}
+		prep = time.Since(t)
+		return fillErr
 	}
 
 	dim := p.bundle.Manifest.Vision.OutputDim
 	t := time.Now()
 	feat := make([]float32, len(need)*dim)
-	if err := p.runVision(g, len(need), pix, feat); err != nil {
+	err = p.runVision(g, len(need), fill, feat)
+	switch {
+	case fillErr != nil:
+		return fillErr
+	case err != nil:
 		return fmt.Errorf("%d screens: %w", len(need), err)
 	}
-	dt := time.Since(t)
+	dt := time.Since(t) - prep
 	for j, i := range need {
 		res[i].Features = feat[j*dim : (j+1)*dim : (j+1)*dim]
 		res[i].Timings.Vision = dt
@@ -392,11 +400,16 @@ func (e encoded) value(B, n, d int) (ort.Value, func(), error) {
 	return t, func() { t.Destroy() }, nil
 }
 
-// runVision runs the vision tower on k screens' pixels into their features:
-// on fixed buffers under Options.CUDAGraph (fixedGraph), else as any graph.
-func (p *Predictor) runVision(g *graph, k int, pix, feat []float32) error {
+// runVision runs the vision tower on k screens, whose pixels fill writes
+// into its input, into their features: on fixed buffers under
+// Options.CUDAGraph (fixedGraph), else as any graph.
+func (p *Predictor) runVision(g *graph, k int, fill func(pix []float32) error, feat []float32) error {
 	if p.visionFixed != nil {
-		return p.visionFixed.run(k, pix, feat)
+		return p.visionFixed.run(k, fill, feat)
+	}
+	pix := make([]float32, k*p.prep.Len())
+	if err := fill(pix); err != nil {
+		return err
 	}
 	H, W := int64(p.prep.Height), int64(p.prep.Width)
 	in, err := ort.NewTensor(ort.NewShape(int64(k), 3, H, W), pix)
