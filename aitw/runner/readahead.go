@@ -32,29 +32,42 @@ func (e *readEpisode) lookup(i int) lookup {
 
 // readAhead calls fn with every episode of files in reading order, as
 // aitw.StreamEpisodes does, but reads them in a goroutine of its own up to
-// budget bytes of screens ahead of fn, where it also hashes every screen
-// for the feature cache (spread over the cores). Inflating the records and
-// hashing the screens, ~9 ms of one core per full-size step, so overlap the
-// engine's calls instead of following them. An error from fn stops the
-// reading and is returned; a read error is returned after fn has had every
-// episode read before it.
+// budget bytes of screens ahead of fn. A second goroutine hashes every
+// screen for the feature cache (spread over the cores) while the next
+// episode is read. Inflating the records and hashing the screens, ~9 ms of
+// one core per full-size step, so overlap the engine's calls instead of
+// following them. An error from fn stops the reading and is returned; a
+// read error is returned after fn has had every episode read before it.
 func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn func(readEpisode) error) (aitw.ReadStats, error) {
-	q := &episodeQueue{budget: budget}
-	q.cond.L = &q.mu
+	q := newEpisodeQueue(budget)
 	type result struct {
 		st  aitw.ReadStats
 		err error
 	}
 	done := make(chan result, 1)
+	read := make(chan aitw.Episode) // to the hashing; what it holds is not counted
 	go func() {
 		st, err := aitw.StreamEpisodes(files, ro, func(ep aitw.Episode) error {
-			if r.ctx.Err() != nil || !q.put(r.prepare(ep)) {
+			if r.ctx.Err() != nil {
 				return errStop
 			}
-			return nil
+			select {
+			case read <- ep:
+				return nil
+			case <-q.quit:
+				return errStop
+			}
 		})
-		q.close()
+		close(read)
 		done <- result{st, err}
+	}()
+	go func() {
+		for ep := range read {
+			if !q.put(r.prepare(ep)) {
+				break
+			}
+		}
+		q.close()
 	}()
 	for {
 		ep, ok := q.take()
@@ -111,8 +124,15 @@ type episodeQueue struct {
 	items   []readEpisode
 	bytes   int64
 	budget  int64
-	closed  bool // no more puts
-	stopped bool // the taker gave up: puts fail
+	closed  bool          // no more puts
+	stopped bool          // the taker gave up: puts fail
+	quit    chan struct{} // closed with stopped
+}
+
+func newEpisodeQueue(budget int64) *episodeQueue {
+	q := &episodeQueue{budget: budget, quit: make(chan struct{})}
+	q.cond.L = &q.mu
+	return q
 }
 
 // put queues e once it fits the budget; false when the taker has stopped.
@@ -160,6 +180,9 @@ func (q *episodeQueue) close() {
 // stop drops what is queued and makes every later put fail.
 func (q *episodeQueue) stop() {
 	q.mu.Lock()
+	if !q.stopped {
+		close(q.quit)
+	}
 	q.stopped = true
 	q.items, q.bytes = nil, 0
 	q.cond.Broadcast()

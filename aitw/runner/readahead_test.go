@@ -46,8 +46,7 @@ func blocked(t *testing.T, c chan bool) {
 // The queue holds at most its budget of screen bytes, but always one
 // episode however large, and hands them over in order.
 func TestEpisodeQueueBudget(t *testing.T) {
-	q := &episodeQueue{budget: 100}
-	q.cond.L = &q.mu
+	q := newEpisodeQueue(100)
 	waitFor(t, putSoon(q, queued("a", 500)), true) // alone over the budget: taken
 	second := putSoon(q, queued("b", 60))
 	blocked(t, second)
@@ -78,12 +77,12 @@ func TestEpisodeQueueBudget(t *testing.T) {
 
 // Stopping the queue fails a put waiting for room and every later one.
 func TestEpisodeQueueStop(t *testing.T) {
-	q := &episodeQueue{budget: 10}
-	q.cond.L = &q.mu
+	q := newEpisodeQueue(10)
 	waitFor(t, putSoon(q, queued("a", 10)), true)
 	waiting := putSoon(q, queued("b", 10))
 	blocked(t, waiting)
 	q.stop()
+	q.stop() // twice is fine
 	waitFor(t, waiting, false)
 	waitFor(t, putSoon(q, queued("c", 0)), false)
 }
