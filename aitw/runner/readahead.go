@@ -61,7 +61,9 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		close(read)
 		done <- result{st, err}
 	}()
+	hashed := make(chan struct{})
 	go func() {
+		defer close(hashed)
 		for ep := range read {
 			if !q.put(r.prepare(ep)) {
 				break
@@ -76,16 +78,18 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		}
 		if err := fn(ep); err != nil {
 			q.stop()
+			<-hashed
 			res := <-done
 			return res.st, err
 		}
 	}
+	<-hashed
 	res := <-done
 	return res.st, res.err
 }
 
 // prepare looks up the steps' screens in the feature cache and drops the
-// screens that will not be used. It runs on the reading goroutine: it reads
+// screens that will not be used. It runs on the hashing goroutine: it reads
 // only what does not change during a run (the predictions found at its
 // start, the cache's key and directory).
 func (r *run) prepare(ep aitw.Episode) readEpisode {
