@@ -14,7 +14,7 @@
 #   python -m scripts.half --in models/default --out build/default-fp16v
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
 #   scripts/gpu_extra.sh [fp16] [parity] [ortpy] [host]   # what travels beside the checkout, in .gpuextra/:
-#                                    # 12, 10 and 8 MB; with the ~45 MB checkout a call carries two
+#                                    # 12, 10, 8 and 4 MB; with the ~47 MB checkout a call carries fp16 and host
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
@@ -263,11 +263,12 @@ print(json.dumps(d.get("levels"))[:1500])' "$res/serve-$n.json")"
   save
 fi
 
-if want host && [ -x "$extra/aitw_runner.test" ] && fits 40 host; then
+if want host && [ -f "$extra/aitw_runner.test.xz" ] && fits 40 host; then
   # what eval run can feed an engine from this host's cores: full-size AITW steps read, hashed and
   # resized by a predictor that does only that (CPU only; docs/eval.md, reading ahead)
   log "host: eval run's host ceiling (BenchmarkRunHost, $(nproc) cores)"
-  run "$extra/aitw_runner.test" -test.run '^$' -test.bench RunHost -test.benchtime 3x > "$res/host.txt"
+  xz -dc "$extra/aitw_runner.test.xz" > /tmp/aitw_runner.test && chmod +x /tmp/aitw_runner.test
+  run /tmp/aitw_runner.test -test.run '^$' -test.bench RunHost -test.benchtime 3x > "$res/host.txt"
   log "  $(grep -h 'steps/s' "$res/host.txt" | tr -s ' ')"
   save
 fi

@@ -11,8 +11,8 @@
 #   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0), and
 #            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
 #            the GPU's are compared with (the GPU machine generates the split 2x slower than here)
-#   host     aitw_runner.test (8 MB): aitw/runner's test binary, for BenchmarkRunHost (what eval run
-#            can feed an engine from this host's cores, full-size AITW steps; CPU only)
+#   host     aitw_runner.test.xz (4 MB): aitw/runner's test binary, for BenchmarkRunHost (what eval
+#            run can feed an engine from this host's cores, full-size AITW steps; CPU only)
 # Run from the repository root after `make build` and the scripts.half commands in gpu_check.sh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -46,7 +46,7 @@ if [[ " $parts " == *" ortpy "* ]]; then
   tar -C "$d" -cf - onnxruntime | xz -T0 -6 > "$x/ortpy.tar.xz"
 fi
 if [[ " $parts " == *" host "* ]]; then
-  go test -c -o "$x/aitw_runner.test" ./aitw/runner
+  go test -c -o "$x/aitw_runner.test" ./aitw/runner && xz -T0 -6 "$x/aitw_runner.test"
 fi
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
 grep -qx '/.gpuextra/' "$ex" 2>/dev/null || echo '/.gpuextra/' >> "$ex"
