@@ -80,7 +80,8 @@ func lastPending(r *run, ep aitw.Episode) int {
 // episodeSet batches across episodes for predicted history: a step's prompt
 // holds its own episode's previous predictions, so a call takes the next
 // step of up to Batch episodes, each moving on once its prediction is
-// written. At most Batch episodes are held beyond the one being read.
+// written. At most Batch episodes are held beyond the one being read, each
+// with the screens of its steps not yet predicted.
 type episodeSet struct {
 	r      *run
 	active []*episodeRun // each with a pending step, oldest first
@@ -136,6 +137,7 @@ func (e *episodeSet) round() error {
 	for i, x := range e.active[:n] {
 		// Later appends never touch the prefix the jobs held.
 		x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, preds[i].Action)
+		x.ep.Steps[x.next].Pixels = nil // predicted: its screen is not needed again
 		x.next++
 	}
 	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {
