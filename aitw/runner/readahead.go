@@ -7,10 +7,14 @@ import (
 	"github.com/autoui/autoui/engine/preprocess"
 )
 
-// readAheadBytes bounds the screens read ahead of the engine: a CUDA batch
-// of 64 full-size AITW screenshots (1080x2400 RGB, 7.8 MB each) is 500 MB,
-// so the next batch can be read while one is predicted.
-const readAheadBytes = 640 << 20
+// readAheadBytes bounds the screens read ahead of the engine: about one
+// batch of full-size AITW screenshots (1080x2400 RGB, 7.8 MB each), so the
+// next batch is read while one is predicted: 640 MB at the cuda default of
+// 64, 64 MB at the cpu's 4. (The Go heap may grow to twice what is live.)
+func readAheadBytes(batch int) int64 {
+	const perStep, least = 10 << 20, 64 << 20
+	return max(least, int64(batch)*perStep)
+}
 
 // readEpisode is an episode as the read-ahead hands it over, with the
 // feature cache's answer for each step the engine would otherwise see

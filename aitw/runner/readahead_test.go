@@ -108,7 +108,7 @@ func TestReadAheadOrderAndStop(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, budget := range []int64{1, readAheadBytes} {
+	for _, budget := range []int64{1, readAheadBytes(64)} {
 		var got []string
 		st, err := r.readAhead(files, aitw.ReadOptions{KeepPixels: true}, budget, func(ep readEpisode) error {
 			for _, s := range ep.Steps {

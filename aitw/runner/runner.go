@@ -166,7 +166,7 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 		return (opts.Split == nil || opts.Split[id]) && opts.Shard.Has(id)
 	}
 	stopped := false // by the scheduler: limit, interrupt or a failed call
-	sum.Read, err = r.readAhead(opts.Files, ro, readAheadBytes, func(ep readEpisode) error {
+	sum.Read, err = r.readAhead(opts.Files, ro, readAheadBytes(r.batch), func(ep readEpisode) error {
 		sum.Episodes++
 		err := s.add(ep)
 		stopped = err != nil
