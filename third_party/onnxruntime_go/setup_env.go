@@ -33,11 +33,13 @@ import "C"
 // been loaded successfully.
 var libraryHandle unsafe.Pointer
 
+// platformCleanup leaves the library loaded. Threads that onnxruntime 1.29
+// starts can still be running after ReleaseEnv; unloading the library under
+// them crashed a later InitializeEnvironment's dlopen (a thread jumping into
+// code being relocated) about once in 25 runs of this package's tests. A
+// later dlopen of the same path returns the same handle.
 func platformCleanup() error {
-	v, e := C.dlclose(libraryHandle)
-	if v != 0 {
-		return fmt.Errorf("Error closing the library: %w", e)
-	}
+	libraryHandle = nil
 	return nil
 }
 
