@@ -120,17 +120,23 @@ if want graph && [ -d "$b32" ]; then
   # CUDA graphs (--cuda-graph: the static decoder, each call shape captured once, then replayed) against
   # the device-resident decode, back to back on one machine: one action at batch 1, then batches of 8 and
   # 64; the first passes (warm-up) capture. Then its profile: what a replayed call leaves to the host.
+  graph_ok=true   # a refused capture fails every --cuda-graph run alike: one is enough to see why
   for k in ${GRAPH_BATCHES:-1 8 64}; do
     for g in false true; do
+      [ "$g" = true ] && ! $graph_ok && continue
       fits $((30 + k / 2)) "graph b$k cuda-graph=$g" || break 2
       flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
       run timeout 150 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical "${flags[@]}" \
         --probe=false --cuda-graph="$g" --json > "$res/graph-$g-b$k.json"
-      log "cuda-graph=$g $(bench_line "$res/graph-$g-b$k.json")"
+      rc=$?
+      log "cuda-graph=$g (rc $rc) $(bench_line "$res/graph-$g-b$k.json")"
+      if [ "$g" = true ] && [ $rc != 0 ]; then
+        graph_ok=false; log "  --cuda-graph failed: $(tail -n 3 "$out/log.txt" | tr '\n' ' ')"
+      fi
     done
   done
   # fp16 everywhere (attention kept fp32), its static decoder converted with it: batch 64
-  if [ -d "$b16all" ]; then
+  if [ -d "$b16all" ] && $graph_ok; then
     for g in false true; do
       fits 45 "graph fp16all b64 cuda-graph=$g" || break
       run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical --batch 64 \
@@ -138,7 +144,7 @@ if want graph && [ -d "$b32" ]; then
       log "fp16all cuda-graph=$g $(bench_line "$res/graph-fp16all-$g-b64.json")"
     done
   fi
-  if fits 40 "graph profile"; then
+  if $graph_ok && fits 40 "graph profile"; then
     rm -rf /tmp/prof-graph; mkdir -p /tmp/prof-graph
     run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
       --probe=false --cuda-graph --ort-profile /tmp/prof-graph/p --json > "$res/profile-graph.json"
