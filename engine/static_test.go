@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"image"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -213,6 +214,25 @@ func TestStaticVision(t *testing.T) {
 		}
 		if p.visionFixed == nil || len(p.visionFixed.sets) != 2 {
 			t.Errorf("bucket %v: vision buffers %v", bucket, p.visionFixed)
+		}
+	}
+}
+
+// A screen that cannot be resized fails its batch with the resize's error,
+// on the fixed vision buffers as on the plain path, and the buffers are
+// free for the next batch.
+func TestVisionFillError(t *testing.T) {
+	c := loadGolden(t)[1]
+	good := predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
+	bad := good
+	bad.Screen = image.NewNRGBA(image.Rect(0, 0, 0, 0))
+	for _, place := range []placement{placeHost, placeStatic} {
+		p := placed(t, place, Options{})
+		if _, err := p.PredictBatch(context.Background(), []predict.Request{good, bad}); err == nil || !strings.Contains(err.Error(), "empty image") {
+			t.Fatalf("%s: error %v, want the resize's", placeNames[place], err)
+		}
+		if _, err := p.PredictBatch(context.Background(), []predict.Request{good, good}); err != nil {
+			t.Fatalf("%s: the next batch: %v", placeNames[place], err)
 		}
 	}
 }
