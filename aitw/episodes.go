@@ -35,12 +35,18 @@ type ReadOptions struct {
 	// ReadStats instead of failing; it emits episodes left incomplete by
 	// skipped records.
 	SkipCorrupt bool
-	// KeepPixels keeps a copy of each step's raw screenshot. Off, Pixels is
-	// nil (scoring does not need them, and AITW screens are MBs each).
+	// KeepPixels keeps each step's raw screenshot (its record's own
+	// buffer). Off, Pixels is nil (scoring does not need them, and AITW
+	// screens are MBs each).
 	KeepPixels bool
 	// Keep, when set, selects episodes by id (e.g. a split); others are
-	// dropped before their pixels are copied.
+	// dropped before their pixels are kept.
 	Keep func(episodeID string) bool
+	// Stop, when set, is asked before each record (each episode of a
+	// pickle): a non-nil error ends the read with it. A reader that the
+	// episodes' consumer has stopped so ends at once, even while it skips
+	// records that Keep drops.
+	Stop func() error
 	// MaxRecordSize bounds one record; <= 0 means DefaultMaxRecordSize.
 	MaxRecordSize int
 }
@@ -276,6 +282,11 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 	defer rr.Close()
 	intact := 0 // records read whole from this file, for the missing-trailer warning
 	for {
+		if opts.Stop != nil {
+			if err := opts.Stop(); err != nil {
+				return err
+			}
+		}
 		payload, off, err := rr.Next()
 		if err == io.EOF {
 			if rr.TrailerMissing() {

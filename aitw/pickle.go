@@ -62,6 +62,11 @@ func readPickleFile(path, subset string, opts ReadOptions, st *ReadStats, fn fun
 		return fmt.Errorf("read Auto-UI pickle %s: top level is %T, want a list of episodes", path, obj)
 	}
 	for i, item := range *list {
+		if opts.Stop != nil {
+			if err := opts.Stop(); err != nil {
+				return err
+			}
+		}
 		ep, err := pickleEpisode(item, subset)
 		if err != nil {
 			return fmt.Errorf("read Auto-UI pickle %s: episode #%d: %w", path, i, err)

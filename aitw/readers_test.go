@@ -359,3 +359,27 @@ func TestSkippableErrors(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// ReadOptions.Stop is asked before every record, kept or not: its error
+// ends the read there.
+func TestStreamEpisodesStop(t *testing.T) {
+	files, err := ExpandPaths([]string{"testdata/records"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	asked := 0
+	opts := ReadOptions{
+		Keep: func(string) bool { return false }, // nothing handed over: only Stop can end it early
+		Stop: func() error {
+			if asked++; asked == 3 {
+				return stop
+			}
+			return nil
+		},
+	}
+	st, err := StreamEpisodes(files, opts, func(Episode) error { t.Fatal("an episode was handed over"); return nil })
+	if !errors.Is(err, stop) || st.Records != 2 || asked != 3 {
+		t.Fatalf("%v after %d records, Stop asked %d times: want stop after 2", err, st.Records, asked)
+	}
+}

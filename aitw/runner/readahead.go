@@ -50,11 +50,21 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 	}
 	done := make(chan result, 1)
 	read := make(chan aitw.Episode) // to the hashing; what it holds is not counted
+	// Asked before every record, so that a stopped run does not wait for the
+	// reader to find the next episode its split or shard keeps.
+	ro.Stop = func() error {
+		select {
+		case <-q.quit:
+			return errStop
+		default:
+		}
+		if r.ctx.Err() != nil {
+			return errStop
+		}
+		return nil
+	}
 	go func() {
 		st, err := aitw.StreamEpisodes(files, ro, func(ep aitw.Episode) error {
-			if r.ctx.Err() != nil {
-				return errStop
-			}
 			select {
 			case read <- ep:
 				return nil
@@ -75,6 +85,14 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		}
 		q.close()
 	}()
+	finished := false
+	defer func() {
+		if !finished { // fn panicked: stop the readers before going on up
+			q.stop()
+			<-hashed
+			<-done
+		}
+	}()
 	for {
 		ep, ok := q.take()
 		if !ok {
@@ -84,18 +102,22 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 			q.stop()
 			<-hashed
 			res := <-done
+			finished = true
 			return res.st, err
 		}
 	}
 	<-hashed
 	res := <-done
+	finished = true
 	return res.st, res.err
 }
 
 // prepare looks up the steps' screens in the feature cache and drops the
 // screens that will not be used. It runs on the hashing goroutine: it reads
 // only what does not change during a run (the predictions found at its
-// start, the cache's key and directory).
+// start, the cache's key and directory). A screen seen again within the
+// read-ahead misses the features this run has not stored yet, and is
+// computed again.
 func (r *run) prepare(ep aitw.Episode) readEpisode {
 	e := readEpisode{Episode: ep}
 	steps := ep.Steps
@@ -104,7 +126,7 @@ func (r *run) prepare(ep aitw.Episode) readEpisode {
 	}
 	_ = preprocess.Parallel(len(steps), func(i int) error {
 		s := &steps[i]
-		_, done := r.isDone(ep, *s)
+		done := r.doneAtStart(ep, *s)
 		switch {
 		case s.Pixels == nil || s.Features != nil:
 		case done:

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -93,7 +95,7 @@ func testRun(t *testing.T, ctx context.Context) (*run, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &run{ctx: ctx, done: &aitw.PredictionSet{ByStep: map[aitw.StepKey]aitw.Prediction{}}}, files
+	return &run{ctx: ctx, done: &aitw.PredictionSet{ByStep: map[aitw.StepKey]aitw.Prediction{}}, written: map[aitw.StepKey]aitw.Prediction{}}, files
 }
 
 // Read ahead, the episodes arrive in reading order with their screens
@@ -186,5 +188,46 @@ func TestReadAheadInterrupted(t *testing.T) {
 	sum, err := Run(ctx, fp, testOptions(t, t.TempDir()))
 	if err != nil || !sum.Interrupted || sum.Predicted != 0 || fp.predicts != 0 {
 		t.Fatalf("%+v %v, %d predicted", sum, err, fp.predicts)
+	}
+}
+
+// A source that holds an episode twice (the same pickle under two paths:
+// pickles are not checked for repeats) has each step predicted once; the
+// repeat counts as already done.
+func TestRepeatedEpisodesPredictedOnce(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../testdata/autoui/general_blip_test.obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, name := range []string{"a_general_blip_test.obj", "b_general_blip_test.obj"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		opts := Options{Files: files, OutDir: t.TempDir(), History: mode, Batch: 4}
+		fp := &fakePredictor{}
+		sum, err := Run(context.Background(), fp, opts)
+		if err != nil || sum.Predicted == 0 || sum.AlreadyDone != sum.Predicted || fp.predicts != sum.Predicted {
+			t.Fatalf("%s: %+v %v, %d sent to the engine", mode, sum, err, fp.predicts)
+		}
+		checkLines(t, sum.Path, sum.Predicted)
+	}
+}
+
+// A run stopped before it starts reads no record: the reader asks before
+// each one, not only when it hands over an episode its split keeps.
+func TestReadAheadStopsBetweenRecords(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opts := testOptions(t, t.TempDir())
+	opts.Split = map[string]bool{"no such episode": true} // every record is read and dropped
+	sum, err := Run(ctx, &fakePredictor{}, opts)
+	if err != nil || !sum.Interrupted || sum.Read.Records != 0 {
+		t.Fatalf("%+v %v: want interrupted with no record read", sum, err)
 	}
 }

@@ -151,7 +151,7 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 			return fmt.Sprintf("%d steps predicted (%d already done), %.2f steps/s", sum.Predicted, sum.AlreadyDone, progress.Rate(sum.Predicted, el))
 		})
 	defer prog.Finish()
-	r := &run{ctx: ctx, p: p, opts: opts, done: done, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
+	r := &run{ctx: ctx, p: p, opts: opts, done: done, written: map[aitw.StepKey]aitw.Prediction{}, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
 	if opts.CacheDir != "" {
 		r.cache = &featureCache{dir: opts.CacheDir, key: opts.CacheKey, warn: prog.Println, sum: &sum}
 	}
@@ -215,15 +215,17 @@ type run struct {
 	ctx  context.Context
 	p    predict.Predictor
 	opts Options
-	// done holds the predictions found at the start. It is not written
-	// during the run (a step is read, and so predicted, once), so the
-	// read-ahead reads it too.
-	done  *aitw.PredictionSet
-	w     *aitw.PredictionWriter
-	sum   *Summary
-	prog  *progress.Bar
-	batch int
-	cache *featureCache // nil: no cache
+	// done holds the predictions found at the start; it is not written
+	// during the run, so the read-ahead reads it too. written holds this
+	// run's, on the run's goroutine only: a source may hold an episode
+	// twice (pickles are not checked for repeats).
+	done    *aitw.PredictionSet
+	written map[aitw.StepKey]aitw.Prediction
+	w       *aitw.PredictionWriter
+	sum     *Summary
+	prog    *progress.Bar
+	batch   int
+	cache   *featureCache // nil: no cache
 }
 
 // job is one step waiting for its prediction.
@@ -253,10 +255,22 @@ func (r *run) room() int {
 	return r.opts.Limit - r.sum.Predicted
 }
 
-// isDone reports whether the step was in the predictions file at the start.
+// isDone reports whether the step is in the predictions file: found there
+// at the start, or written by this run.
 func (r *run) isDone(ep aitw.Episode, s aitw.Step) (aitw.Prediction, bool) {
-	p, ok := r.done.ByStep[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
+	k := aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}
+	if p, ok := r.done.ByStep[k]; ok {
+		return p, true
+	}
+	p, ok := r.written[k]
 	return p, ok
+}
+
+// doneAtStart reports whether the step was in the predictions file at the
+// start (safe from any goroutine).
+func (r *run) doneAtStart(ep aitw.Episode, s aitw.Step) bool {
+	_, ok := r.done.ByStep[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
+	return ok
 }
 
 // stop ends the stream: the context's error wins over the limit.
@@ -360,6 +374,7 @@ func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
 	if err := r.w.Write(pred); err != nil {
 		return pred, err
 	}
+	r.written[j.key()] = pred
 	r.sum.Predicted++
 	r.prog.Tick()
 	if j.last {

@@ -12,19 +12,28 @@ import (
 // episode or of several share a call, and lines come out in Batch 1's order.
 // At most Batch-1 steps wait beyond the episode being read.
 type goldQueue struct {
-	r    *run
-	jobs []job
+	r      *run
+	jobs   []job
+	queued map[aitw.StepKey]bool // the jobs' steps, so that a repeat is not queued twice
+}
+
+// done reports whether a step is predicted or queued to be.
+func (q *goldQueue) done(ep aitw.Episode, s aitw.Step) bool {
+	if _, ok := q.r.isDone(ep, s); ok {
+		return true
+	}
+	return q.queued[aitw.StepKey{EpisodeID: ep.ID, StepID: s.StepID}]
 }
 
 func (q *goldQueue) add(ep readEpisode) error {
 	r := q.r
-	last := lastPending(r, ep.Episode)
+	last := q.lastPending(ep.Episode)
 	if last < 0 {
 		r.prog.Add(1)
 	}
 	var history []action.Action
 	for i, s := range ep.Steps {
-		if _, ok := r.isDone(ep.Episode, s); ok {
+		if q.done(ep.Episode, s) {
 			r.sum.AlreadyDone++
 		} else if err := q.push(ep.Episode, s, ep.lookup(i), history, i == last); err != nil {
 			return err
@@ -48,6 +57,10 @@ func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, found lookup, history []a
 	j := r.newJob(ep, s, found, history)
 	j.last = last
 	q.jobs = append(q.jobs, j)
+	if q.queued == nil {
+		q.queued = map[aitw.StepKey]bool{}
+	}
+	q.queued[j.key()] = true
 	if len(q.jobs) >= r.batch {
 		return q.flush()
 	}
@@ -63,14 +76,15 @@ func (q *goldQueue) flush() error {
 	_, err := q.r.predict(q.jobs)
 	clear(q.jobs) // drop the pixels
 	q.jobs = q.jobs[:0]
+	clear(q.queued) // written now, or the run stops
 	return err
 }
 
-// lastPending is the index of the episode's last step not yet predicted,
-// -1 if none.
-func lastPending(r *run, ep aitw.Episode) int {
+// lastPending is the index of the episode's last step neither predicted
+// nor queued, -1 if none.
+func (q *goldQueue) lastPending(ep aitw.Episode) int {
 	for i := len(ep.Steps) - 1; i >= 0; i-- {
-		if _, ok := r.isDone(ep, ep.Steps[i]); !ok {
+		if !q.done(ep, ep.Steps[i]) {
 			return i
 		}
 	}
@@ -95,6 +109,13 @@ type episodeRun struct {
 }
 
 func (e *episodeSet) add(ep readEpisode) error {
+	for _, a := range e.active {
+		if a.ep.ID == ep.ID { // a repeat of an episode in flight: its steps are that one's
+			e.r.sum.AlreadyDone += len(ep.Steps)
+			e.r.prog.Add(1)
+			return nil
+		}
+	}
 	x := &episodeRun{ep: ep}
 	if !e.skipDone(x) {
 		e.r.prog.Add(1)

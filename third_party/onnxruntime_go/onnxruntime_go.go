@@ -133,8 +133,8 @@ func DestroyEnvironment() error {
 		ortEnv = nil
 	}
 
-	// platformCleanup primarily unloads the library, so we need to call it
-	// last, after any functions that make use of the ORT API.
+	// platformCleanup forgets the library (it stays loaded: setup_env.go
+	// says why), so we call it last, after any use of the ORT API.
 	e = platformCleanup()
 	if e != nil {
 		return fmt.Errorf("Platform-specific cleanup failed: %w", e)
