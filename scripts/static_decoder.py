@@ -119,10 +119,6 @@ def _self_bias(g: onnx.GraphProto, weight_name: str) -> str:
     return frontier[0]
 
 
-def _dims(vi: onnx.ValueInfoProto) -> list:
-    return [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim]
-
-
 def make_static(decoder: onnx.ModelProto, model_cfg: dict, base_dir: str | None = None) -> onnx.ModelProto:
     """The static-cache graph of a with-past decoder (module docstring). decoder is loaded
     without external data and is not modified; model_cfg is the manifest's "model" (layers,
