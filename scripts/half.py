@@ -330,12 +330,13 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         t0 = time.time()
         model = load_with_shapes(src)
         name_nodes(model.graph)
-        block = blocked_nodes(model.graph, ranges["decoder" if role == "decoder_static" else role], limit)
+        measured = ranges["decoder" if role == "decoder_static" else role]  # the static graph's are the decoder's
+        block = blocked_nodes(model.graph, measured, limit)
         block += [n.name for n in model.graph.node if n.name not in block and (
             n.op_type in fp32_ops or (role == "decoder_static" and n.name.startswith(ADDED_PREFIX)))]
         declare_float_outputs(model.graph, fp32_ops)
         fp32_nodes[role] = block
-        peak = fp16_peak(model.graph, ranges["decoder" if role == "decoder_static" else role], block)
+        peak = fp16_peak(model.graph, measured, block)
         log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
                    f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
         return half_model(model, block)
