@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -53,17 +54,17 @@ func opsOut(i int) string { return "y" + strconv.Itoa(i) }
 func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 	o := &Ops{tensors: 2 * layers}
 	var err error
-	if o.trim, err = openOps(opsGraph("trim", o.tensors, opsLen, "Slice"), opsLen, o.tensors, so); err != nil {
+	if o.trim, err = openOps(opsGraph("trim", o.tensors, opsLen, "Slice"), []string{opsLen}, o.tensors, so); err != nil {
 		return nil, fmt.Errorf("cache trim graph: %w", err)
 	}
 	// Gather takes the cross K/V too: 4 x layers.
-	if o.gather, err = openOps(opsGraph("gather", 2*o.tensors, opsRows, "Gather"), opsRows, 2*o.tensors, so); err != nil {
+	if o.gather, err = openOps(opsGraph("gather", 2*o.tensors, opsRows, "Gather"), []string{opsRows}, 2*o.tensors, so); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("cache gather graph: %w", err)
 	}
 	for f, elem := range []int64{onnxInt64, onnxFloat} {
 		for n := 1; n <= transferTensors; n++ {
-			if o.copies[f][n-1], err = openN(copyGraph(n, elem), n, so); err != nil {
+			if o.copies[f][n-1], err = openOps(copyGraph(n, elem), nil, n, so); err != nil {
 				o.Close()
 				return nil, fmt.Errorf("copy graph: %w", err)
 			}
@@ -80,17 +81,9 @@ func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 	return o, nil
 }
 
-// openN opens a graph of inputs x_i and outputs y_i, i < n.
-func openN(model []byte, n int, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
-	ins, outs := make([]string, n), make([]string, n)
-	for i := range ins {
-		ins[i], outs[i] = opsIn(i), opsOut(i)
-	}
-	return ort.NewDynamicAdvancedSessionWithONNXData(model, ins, outs, so)
-}
-
-func openOps(model []byte, first string, n int, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
-	ins, outs := []string{first}, make([]string, n)
+// openOps opens a graph of inputs lead then x_i and outputs y_i, i < n.
+func openOps(model []byte, lead []string, n int, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
+	ins, outs := slices.Clone(lead), make([]string, n)
 	for i := range outs {
 		ins = append(ins, opsIn(i))
 		outs[i] = opsOut(i)
@@ -187,11 +180,7 @@ func (t *Transfer) Close() { t.bind.Destroy() }
 
 // upload returns a copy of the int64 tensor src in mem.
 func (o *Ops) upload(src ort.Value, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
-	vs, err := ortval.RunOnDevice(o.copies[0][0], []string{opsIn(0)}, []ort.Value{src}, []string{opsOut(0)}, mem)
-	if err != nil {
-		return nil, err
-	}
-	return vs[0], nil
+	return runOne(o.copies[0][0], []string{opsIn(0)}, []ort.Value{src}, mem)
 }
 
 // Zeros returns a float32 tensor of zeros of the given dims in mem.
@@ -201,11 +190,7 @@ func (o *Ops) Zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) 
 		return nil, err
 	}
 	defer shape.Destroy()
-	vs, err := ortval.RunOnDevice(o.zerosSess, []string{"shape"}, []ort.Value{shape}, []string{opsOut(0)}, mem)
-	if err != nil {
-		return nil, err
-	}
-	return vs[0], nil
+	return runOne(o.zerosSess, []string{"shape"}, []ort.Value{shape}, mem)
 }
 
 // PadRows returns x [b, ...] (float32, rank 3) with rows of zeros after its
@@ -220,7 +205,12 @@ func (o *Ops) PadRows(x ort.Value, rows int, mem *ort.MemoryInfo) (*ort.OwnedVal
 		return nil, err
 	}
 	defer pads.Destroy()
-	vs, err := ortval.RunOnDevice(o.padSess, []string{opsIn(0), "pads"}, []ort.Value{x, pads}, []string{opsOut(0)}, mem)
+	return runOne(o.padSess, []string{opsIn(0), "pads"}, []ort.Value{x, pads}, mem)
+}
+
+// runOne runs a graph of one output, y_0, left in mem.
+func runOne(sess *ort.DynamicAdvancedSession, inNames []string, ins []ort.Value, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	vs, err := ortval.RunOnDevice(sess, inNames, ins, []string{opsOut(0)}, mem)
 	if err != nil {
 		return nil, err
 	}
