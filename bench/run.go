@@ -61,6 +61,16 @@ type Options struct {
 // four-step plan), what --replay typical decodes.
 const TypicalAction = `Action Plan: [DUAL_POINT,TYPE,PRESS_ENTER,STATUS_TASK_COMPLETE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]", "lift_point": "[0.1852, 0.4979]", "typed_text": ""`
 
+// ReplayTokens resolves a --replay value: "typical" is TypicalAction, any
+// other text itself. It returns the text and its tokens (without </s>).
+func ReplayTokens(tok interface{ EncodeNoEOS(string) ([]int64, error) }, replay string) (string, []int64, error) {
+	if replay == "typical" {
+		replay = TypicalAction
+	}
+	ids, err := tok.EncodeNoEOS(replay)
+	return replay, ids, err
+}
+
 // Action is one measured prediction.
 type Action struct {
 	Case         string                   `json:"case"`

@@ -98,11 +98,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch}
 	if *replay != "" {
-		opts.ReplayText = *replay
-		if *replay == "typical" {
-			opts.ReplayText = bench.TypicalAction
-		}
-		if opts.Replay, err = p.Tokenizer().EncodeNoEOS(opts.ReplayText); err != nil {
+		if opts.ReplayText, opts.Replay, err = bench.ReplayTokens(p.Tokenizer(), *replay); err != nil {
 			return fmt.Errorf("--replay: %w", err)
 		}
 		opts.Tokens = len(opts.Replay) + 1

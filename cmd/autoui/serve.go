@@ -169,13 +169,11 @@ func readTokenFile(path string) (string, error) {
 	return token, nil
 }
 
-// replayModel is m with every request decoding text (bench.TypicalAction for
-// "typical") in place of the model's choices (predict.Request.Replay).
-func replayModel(m serve.Model, p *engine.Predictor, text string) (serve.Model, error) {
-	if text == "typical" {
-		text = bench.TypicalAction
-	}
-	ids, err := p.Tokenizer().EncodeNoEOS(text)
+// replayModel is m with every request decoding the --replay value
+// (bench.ReplayTokens) in place of the model's choices
+// (predict.Request.Replay).
+func replayModel(m serve.Model, p *engine.Predictor, replay string) (serve.Model, error) {
+	_, ids, err := bench.ReplayTokens(p.Tokenizer(), replay)
 	if err != nil {
 		return m, fmt.Errorf("--replay: %w", err)
 	}
