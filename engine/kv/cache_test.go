@@ -351,3 +351,114 @@ func TestOps(t *testing.T) {
 		t.Error("trim of the wrong number of tensors: no error")
 	}
 }
+
+// Merge pads each part's positions with zeros, concatenates the parts and
+// puts the rows in the asked order, on the device and into Go memory alike.
+func TestMerge(t *testing.T) {
+	needORT(t)
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer so.Destroy()
+	ops, err := NewOps(1, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close()
+	mem, err := ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Destroy()
+	const d = 3
+	// part i has rows[i] rows of lens[i] positions; x[i][r, p, k] = 100*i + 10*r + p + k/10
+	at := func(i, r, p, k int) float32 { return float32(100*i+10*r+p) + float32(k)/10 }
+	for _, c := range []struct {
+		rows, lens []int
+		n          int
+		order      []int64
+	}{
+		{[]int{2}, []int{4}, 4, []int64{1, 0}},
+		{[]int{1, 2}, []int{2, 5}, 5, []int64{1, 0, 2}},
+		{[]int{1, 1, 2, 1}, []int{1, 3, 3, 6}, 8, []int64{4, 2, 0, 3, 1}},
+	} {
+		var parts []ort.Value
+		type src struct{ part, row int }
+		var cat []src // the concatenation's rows
+		for i, b := range c.rows {
+			v := make([]float32, b*c.lens[i]*d)
+			for r := 0; r < b; r++ {
+				cat = append(cat, src{i, r})
+				for p := 0; p < c.lens[i]; p++ {
+					for k := 0; k < d; k++ {
+						v[(r*c.lens[i]+p)*d+k] = at(i, r, p, k)
+					}
+				}
+			}
+			x, err := ort.NewTensor(ort.NewShape(int64(b), int64(c.lens[i]), d), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Destroy()
+			parts = append(parts, x)
+		}
+		want := make([]float32, len(c.order)*c.n*d)
+		for j, o := range c.order {
+			s := cat[o]
+			for p := 0; p < c.lens[s.part]; p++ {
+				for k := 0; k < d; k++ {
+					want[(j*c.n+p)*d+k] = at(s.part, s.row, p, k)
+				}
+			}
+		}
+		y, err := ops.Merge(parts, c.order, c.n, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := y.HostData()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
+		if !slices.Equal(y.GetShape(), ort.Shape{int64(len(c.order)), int64(c.n), d}) || !slices.Equal(got, want) {
+			t.Errorf("merge %+v: %v %v, want %v", c, y.GetShape(), got, want)
+		}
+		y.Destroy()
+		into := make([]float32, len(want))
+		for i := range into {
+			into[i] = -1 // every value must be written
+		}
+		out, err := ort.NewTensor(ort.NewShape(int64(len(c.order)), int64(c.n), d), into)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ops.MergeInto(parts, c.order, c.n, out); err != nil {
+			t.Fatal(err)
+		}
+		out.Destroy()
+		if !slices.Equal(into, want) {
+			t.Errorf("merge into %+v: %v, want %v", c, into, want)
+		}
+	}
+	x, err := ort.NewTensor(ort.NewShape(2, 3, d), make([]float32, 2*3*d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Destroy()
+	for _, bad := range []struct {
+		parts []ort.Value
+		order []int64
+		n     int
+	}{
+		{nil, nil, 3},
+		{[]ort.Value{x}, []int64{0, 1}, 2},   // positions over n
+		{[]ort.Value{x}, []int64{0}, 3},      // rows do not add up
+		{[]ort.Value{x}, []int64{0, 2}, 3},   // a row past the parts
+		{[]ort.Value{x, x, x, x, x}, nil, 3}, // too many parts
+	} {
+		if _, err := ops.Merge(bad.parts, bad.order, bad.n, mem); err == nil {
+			t.Errorf("merge %d parts, rows %v, n %d: no error", len(bad.parts), bad.order, bad.n)
+		}
+	}
+}

@@ -30,8 +30,13 @@ import (
 // device memory of int64 and float32 tensors (Identity), zeros
 // (ConstantOfShape) to allocate its buffers on the device, and rows of zeros
 // appended to a batch's states (Pad), so batches of a few sizes share them.
+//
+// And merge puts a batch's states back together when its prompts were
+// encoded in groups of similar length (Merge).
 type Ops struct {
 	trim, gather, zerosSess, padSess *ort.DynamicAdvancedSession
+	// merges[g-1] merges g parts
+	merges [MergeParts]*ort.DynamicAdvancedSession
 	// copies[float][n-1] copies n tensors of int64 (float false) or float32
 	copies  [2][transferTensors]*ort.DynamicAdvancedSession
 	tensors int // self K/V per graph call: 2 x layers
@@ -78,6 +83,12 @@ func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 		o.Close()
 		return nil, fmt.Errorf("pad graph: %w", err)
 	}
+	for g := 1; g <= MergeParts; g++ {
+		if o.merges[g-1], err = ort.NewDynamicAdvancedSessionWithONNXData(mergeGraph(g), mergeInputs(g), []string{opsOut(0)}, so); err != nil {
+			o.Close()
+			return nil, fmt.Errorf("merge graph: %w", err)
+		}
+	}
 	return o, nil
 }
 
@@ -94,6 +105,9 @@ func openOps(model []byte, lead []string, n int, so *ort.SessionOptions) (*ort.D
 // Close releases the sessions.
 func (o *Ops) Close() {
 	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess, &o.padSess}
+	for g := range o.merges {
+		sessions = append(sessions, &o.merges[g])
+	}
 	for f := range o.copies {
 		for n := range o.copies[f] {
 			sessions = append(sessions, &o.copies[f][n])
@@ -206,6 +220,68 @@ func (o *Ops) PadRows(x ort.Value, rows int, mem *ort.MemoryInfo) (*ort.OwnedVal
 	}
 	defer pads.Destroy()
 	return runOne(o.padSess, []string{opsIn(0), "pads"}, []ort.Value{x, pads}, mem)
+}
+
+// MergeParts is the most parts Merge takes.
+const MergeParts = 4
+
+// Merge returns one batch's states [B, n, d] (float32) from parts [b_g, n_g,
+// d] with n_g <= n and the b_g summing to B: each part's positions padded
+// with zeros to n, the parts concatenated, and row i of the result row
+// rows[i] of that concatenation. It is left in mem.
+func (o *Ops) Merge(parts []ort.Value, rows []int64, n int, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	return o.merge(parts, rows, n, func(sess *ort.DynamicAdvancedSession, names []string, ins []ort.Value) (*ort.OwnedValue, error) {
+		return runOne(sess, names, ins, mem)
+	})
+}
+
+// MergeInto is Merge writing into out, a [B, n, d] tensor (over Go memory).
+func (o *Ops) MergeInto(parts []ort.Value, rows []int64, n int, out ort.Value) error {
+	_, err := o.merge(parts, rows, n, func(sess *ort.DynamicAdvancedSession, _ []string, ins []ort.Value) (*ort.OwnedValue, error) {
+		return nil, sess.Run(ins, []ort.Value{out})
+	})
+	return err
+}
+
+// merge checks Merge's arguments and runs the merge graph of len(parts)
+// inputs through run.
+func (o *Ops) merge(parts []ort.Value, rows []int64, n int,
+	run func(*ort.DynamicAdvancedSession, []string, []ort.Value) (*ort.OwnedValue, error)) (*ort.OwnedValue, error) {
+	g := len(parts)
+	if g == 0 || g > MergeParts {
+		return nil, fmt.Errorf("merge %d parts, at most %d (programmer error)", g, MergeParts)
+	}
+	ins := make([]ort.Value, 0, 1+2*g)
+	rowsT, err := ort.NewTensor(ort.NewShape(int64(len(rows))), rows)
+	if err != nil {
+		return nil, err
+	}
+	defer rowsT.Destroy()
+	ins = append(ins, rowsT)
+	total := int64(0)
+	for _, x := range parts {
+		sh := x.GetShape()
+		if len(sh) != 3 || sh[1] > int64(n) {
+			return nil, fmt.Errorf("merge part %v into %d positions (programmer error)", sh, n)
+		}
+		total += sh[0]
+		pads, err := ort.NewTensor(ort.NewShape(6), []int64{0, 0, 0, 0, int64(n) - sh[1], 0})
+		if err != nil {
+			return nil, err
+		}
+		defer pads.Destroy()
+		ins = append(ins, pads)
+	}
+	if total != int64(len(rows)) {
+		return nil, fmt.Errorf("merge parts of %d rows into %d (programmer error)", total, len(rows))
+	}
+	for _, r := range rows {
+		if r < 0 || r >= total {
+			return nil, fmt.Errorf("merge row %d of %d (programmer error)", r, total)
+		}
+	}
+	ins = append(ins, parts...)
+	return run(o.merges[g-1], mergeInputs(g), ins)
 }
 
 // runOne runs a graph of one output, y_0, left in mem.
@@ -333,6 +409,38 @@ func padGraph() []byte {
 	p.input(opsIn(0), onnxFloat)
 	p.input("pads", onnxInt64)
 	p.node("Pad", []string{opsIn(0), "pads"}, opsOut(0), nil)
+	p.output(opsOut(0), onnxFloat)
+	return p.model()
+}
+
+// mergeInputs are the merge graph's inputs for g parts: the row order,
+// each part's pads, the parts.
+func mergeInputs(g int) []string {
+	names := []string{opsRows}
+	for i := 0; i < g; i++ {
+		names = append(names, "pads"+strconv.Itoa(i))
+	}
+	for i := 0; i < g; i++ {
+		names = append(names, opsIn(i))
+	}
+	return names
+}
+
+// mergeGraph encodes y = Gather(Concat(Pad(x_0, pads_0), ...,
+// Pad(x_{g-1}, pads_{g-1}), axis 0), rows, axis 0) for g float32 parts.
+func mergeGraph(g int) []byte {
+	p := newGraphProto("merge")
+	p.input(opsRows, onnxInt64)
+	padded := make([]string, g)
+	for i := 0; i < g; i++ {
+		pads := "pads" + strconv.Itoa(i)
+		padded[i] = "padded" + strconv.Itoa(i)
+		p.input(pads, onnxInt64)
+		p.input(opsIn(i), onnxFloat)
+		p.node("Pad", []string{opsIn(i), pads}, padded[i], nil)
+	}
+	p.node("Concat", padded, "all", map[string]int64{"axis": 0})
+	p.node("Gather", []string{"all", opsRows}, opsOut(0), map[string]int64{"axis": 0})
 	p.output(opsOut(0), onnxFloat)
 	return p.model()
 }
