@@ -258,6 +258,47 @@ func TestLimitBasisMixed(t *testing.T) {
 	}
 }
 
+// In a batch, the encoder and fusion bounds are those of the calls each
+// action took part in (its group of prompts: rows x padded length), the
+// decoder's those of the whole batch at its own prompt length.
+func TestLimitsOfGroupedCalls(t *testing.T) {
+	sh := probe.Shapes{WeightBytes: 4, Batch: 8, Model: models.ModelConfig{DModel: 768, DKV: 64, DFF: 2048, NumLayers: 12,
+		NumDecoderLayers: 12, NumHeads: 12, VocabSize: 32128, FeedForwardProj: "gated-gelu", ImageDim: 1408}}
+	m := probe.Machine{Bandwidth: 20e9, GEMM: 100e9}
+	bound := func(r *Report, stage string) time.Duration {
+		for _, l := range r.Limits {
+			if l.Stage == stage {
+				return l.Bound
+			}
+		}
+		t.Fatalf("no %s limit", stage)
+		return 0
+	}
+	r := testReport(t)
+	for i := range r.Actions {
+		r.Actions[i].SourceTokens, r.Actions[i].EncoderRows, r.Actions[i].EncoderLength = 100, 2, 120
+	}
+	r.AddLimits(sh, m, &MachineInfo{})
+	group := sh
+	group.Batch = 2
+	if got, want := bound(r, StageEncoder), m.Bound(group.Encoder(120)); got != want {
+		t.Errorf("encoder bound %v, want the group call's %v", got, want)
+	}
+	if got, want := bound(r, StageFusion), m.Bound(group.Fusion(120)); got != want {
+		t.Errorf("fusion bound %v, want the group call's %v", got, want)
+	}
+	if got, want := bound(r, StageFirstStep), m.Bound(sh.DecodeStep(0, 100)); got != want {
+		t.Errorf("first step bound %v, want the batch's %v", got, want)
+	}
+	for i := range r.Actions { // unknown: the batch's shape at the action's length
+		r.Actions[i].EncoderRows, r.Actions[i].EncoderLength = 0, 0
+	}
+	r.AddLimits(sh, m, &MachineInfo{})
+	if got, want := bound(r, StageEncoder), m.Bound(sh.Encoder(100)); got != want {
+		t.Errorf("encoder bound %v, want the batch's %v", got, want)
+	}
+}
+
 func TestBenchstatLines(t *testing.T) {
 	var buf bytes.Buffer
 	if err := testReport(t).WriteBenchstat(&buf); err != nil {

@@ -125,10 +125,16 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 			add(StageVision, act.Stages[StageVision], c, b)
 			modelBound += b
 		}
+		// the encoder and fusion calls' own shape where known: a batch's
+		// prompts are encoded in groups of similar length
+		enc, encN := sh, n
+		if act.EncoderRows > 0 {
+			enc.Batch, encN = act.EncoderRows, act.EncoderLength
+		}
 		for _, st := range []struct {
 			name string
 			cost probe.Cost
-		}{{StageEncoder, sh.Encoder(n)}, {StageFusion, sh.Fusion(n)}, {StageFirstStep, sh.DecodeStep(0, n)}} {
+		}{{StageEncoder, enc.Encoder(encN)}, {StageFusion, enc.Fusion(encN)}, {StageFirstStep, sh.DecodeStep(0, n)}} {
 			b := m.Bound(st.cost)
 			add(st.name, act.Stages[st.name], st.cost, b)
 			modelBound += b

@@ -73,14 +73,18 @@ func ReplayTokens(tok interface{ EncodeNoEOS(string) ([]int64, error) }, replay 
 
 // Action is one measured prediction.
 type Action struct {
-	Case         string                   `json:"case"`
-	Run          int                      `json:"run"`
-	SourceTokens int                      `json:"source_tokens"`
-	SourceText   string                   `json:"-"`
-	Tokens       int                      `json:"tokens"`
-	DecoderCalls int                      `json:"decoder_calls"`
-	IDs          []int64                  `json:"-"`
-	Stages       map[string]time.Duration `json:"-"`
+	Case         string `json:"case"`
+	Run          int    `json:"run"`
+	SourceTokens int    `json:"source_tokens"`
+	SourceText   string `json:"-"`
+	Tokens       int    `json:"tokens"`
+	DecoderCalls int    `json:"decoder_calls"`
+	// EncoderRows and EncoderLength are the shape of the encoder and fusion
+	// calls the action took part in (predict.Timings); 0 where unknown.
+	EncoderRows   int                      `json:"encoder_rows,omitempty"`
+	EncoderLength int                      `json:"encoder_length,omitempty"`
+	IDs           []int64                  `json:"-"`
+	Stages        map[string]time.Duration `json:"-"`
 }
 
 // Run predicts every case opts.Warmup + opts.Runs times and returns the
@@ -178,6 +182,7 @@ func textAction(c Case, res *predict.Result) Action {
 	a := Action{
 		Case: c.ID, SourceTokens: res.SourceTokens, SourceText: res.SourceText, IDs: res.TokenIDs,
 		Tokens: len(res.TokenIDs), DecoderCalls: tm.DecoderCalls,
+		EncoderRows: tm.EncoderRows, EncoderLength: tm.EncoderLength,
 		Stages: map[string]time.Duration{
 			StageTokenize:   tm.Tokenize,
 			StageEncoder:    tm.Encoder,

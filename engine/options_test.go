@@ -27,6 +27,9 @@ func TestOptionsConvention(t *testing.T) {
 		{Options{MaxNewTokens: -1}, 0, 0, "max new tokens -1"},
 		{Options{MaxNewTokens: MaxNewTokensLimit + 1}, 0, 0, "max new tokens"},
 		{Options{Session: SessionOptions{IntraOpThreads: -1}}, 0, 0, "intra-op threads: -1"},
+		{Options{PromptGroups: 1}, b.Manifest.Prompt.HistoryWindow, b.Manifest.Prompt.MaxTargetTokens, ""},
+		{Options{PromptGroups: -1}, 0, 0, "prompt groups -1"},
+		{Options{PromptGroups: 5}, 0, 0, "prompt groups 5"},
 	} {
 		p, err := NewPredictor(b, c.o)
 		if c.err != "" {

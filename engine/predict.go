@@ -41,9 +41,9 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // MinNewTokens and Replay and the predictor's options (Constrained,
 // Decoding, HistoryWindow, Truncation) apply per item.
 //
-// Padding costs: every item is encoded and cross-attended at the longest
-// prompt's length, so callers with many requests should batch prompts of
-// similar length together.
+// Padding costs: every item is cross-attended at the longest prompt's
+// length, so callers with many requests gain by batching prompts of similar
+// length together.
 //
 // Timings: Preprocess and Tokenize are the item's own. Vision, Encoder,
 // Fusion and the decoder steps are batched calls shared by the items: each
@@ -106,33 +106,23 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 	} else if featErr == nil {
 		text, textErr = p.prefillText(ctx, reqs, res, itemErr, batchErr)
 	}
-	defer text.enc.release()
+	defer text.release()
 	if featErr != nil {
 		return nil, batchErr(featErr)
 	}
 	if textErr != nil {
 		return nil, textErr
 	}
-	n, mask, enc := text.n, text.mask, text.enc
-	feats := make([]float32, 0, B*p.cfg.ImageDim)
-	for _, r := range res {
-		feats = append(feats, r.Features...)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := time.Now()
-	fused, err := p.runFusion(B, n, enc, feats, mask)
+	fused, err := p.fuse(text, res)
 	if err != nil {
 		return nil, batchErr(err)
 	}
 	defer fused.release()
-	dt := time.Since(t)
-	for _, r := range res {
-		r.Timings.Fusion = dt
-	}
 
-	if err := p.decode(ctx, seqs, fused, mask); err != nil {
+	if err := p.decode(ctx, seqs, fused, text.mask); err != nil {
 		return nil, batchErr(err)
 	}
 	for i, r := range res {
@@ -140,67 +130,6 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 		p.parse(r, start)
 	}
 	return res, nil
-}
-
-// prefilled is a batch's encoded text: prompts right-padded to n tokens,
-// their mask, and the encoder's states.
-type prefilled struct {
-	n    int
-	mask []int64
-	enc  encoded
-}
-
-// prefillText builds and tokenizes the prompts, pads them to the longest
-// (or to promptBucket) and runs the encoder on them; its errors are wrapped
-// as PredictBatch returns them.
-func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res []*predict.Result,
-	itemErr func(int, error) error, batchErr func(error) error) (prefilled, error) {
-	B := len(reqs)
-	prompts := make([][]int64, B)
-	n := 0
-	for i, r := range reqs {
-		t := time.Now()
-		var err error
-		res[i].SourceText, prompts[i], err = buildPrompt(p.tok, p.bundle.Manifest.Tokens.EOSID, r.Goal, r.History,
-			p.window, p.bundle.Manifest.Prompt.MaxSourceTokens, p.scrollMap, p.opts.Truncation)
-		if err != nil {
-			return prefilled{}, itemErr(i, err)
-		}
-		res[i].SourceIDs, res[i].SourceTokens = prompts[i], len(prompts[i])
-		res[i].Timings.Tokenize = time.Since(t)
-		n = max(n, len(prompts[i]))
-	}
-	if b := p.promptBucket; b > 0 {
-		// captured CUDA graphs are per shape: a few prompt lengths, not each
-		n = max(n, min((n+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens))
-	}
-	if err := ctx.Err(); err != nil {
-		return prefilled{}, err
-	}
-	// The mask is 0 on padding; the encoder, fusion and the decoder's
-	// cross-attention all read it, so padded positions never reach an output.
-	ids := make([]int64, B*n)
-	mask := make([]int64, B*n)
-	for i, pr := range prompts {
-		row := ids[i*n : (i+1)*n]
-		copy(row, pr)
-		for j := len(pr); j < n; j++ {
-			row[j] = p.bundle.Manifest.Tokens.PadID
-		}
-		for j := range pr {
-			mask[i*n+j] = 1
-		}
-	}
-	t := time.Now()
-	enc, err := p.runEncoder(B, n, ids, mask)
-	if err != nil {
-		return prefilled{}, batchErr(err)
-	}
-	dt := time.Since(t)
-	for _, r := range res {
-		r.Timings.Encoder = dt
-	}
-	return prefilled{n: n, mask: mask, enc: enc}, nil
 }
 
 // Check reports whether PredictBatch would take r, with the error it would

@@ -39,6 +39,11 @@ type Options struct {
 	// a batch may verify, shared among its rows (0: DefaultVerifyPositions
 	// of the provider). Only the number of calls changes, never the tokens.
 	VerifyPositions int
+	// PromptGroups is the most groups of similar length a batch's prompts
+	// are encoded in, each padded to its own longest (0: PromptGroupsLimit;
+	// 1: all at the batch's longest). Only the time changes, never the
+	// tokens.
+	PromptGroups int
 	// CUDAGraph decodes through the bundle's static decoder graph
 	// (decoder_static: a fixed-length self-attention cache written at a
 	// position input) over buffers that never move, and under cuda has ORT
@@ -49,6 +54,9 @@ type Options struct {
 	// other decode.
 	CUDAGraph bool
 }
+
+// PromptGroupsLimit bounds Options.PromptGroups.
+const PromptGroupsLimit = kv.MergeParts
 
 // VerifyPositionsLimit bounds Options.VerifyPositions: a call under
 // --constrain brings back the logits of every position (4096 x 32128
@@ -115,6 +123,10 @@ type Predictor struct {
 	promptBucket int
 	// bucketRows decodes a batch on staticRows(B) rows (under capture).
 	bucketRows bool
+	// groupCost is a group's fixed cost in prompt tokens when a batch's
+	// prompts are encoded in at most promptGroups groups of similar length
+	// (lengthGroups).
+	groupCost, promptGroups int
 	// overlapPrefill encodes a batch's prompts while its screens are resized
 	// and seen (under cuda: the host and the GPU work side by side; on a
 	// CPU the two would only share its cores).
@@ -186,6 +198,10 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if opts.MaxNewTokens > 0 {
 		p.maxNew = opts.MaxNewTokens
 	}
+	p.promptGroups = opts.PromptGroups
+	if p.promptGroups == 0 {
+		p.promptGroups = kv.MergeParts
+	}
 	p.verify = opts.VerifyPositions
 	if p.verify == 0 {
 		p.verify = DefaultVerifyPositions(opts.Session.Provider)
@@ -247,9 +263,11 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.Close()
 		return nil, err
 	}
+	p.groupCost = groupCostCPU
 	if opts.Session.Provider == ProviderCUDA {
 		p.cachePlace = placeDevice
 		p.overlapPrefill = true
+		p.groupCost = groupCostCUDA
 	}
 	if opts.CUDAGraph {
 		if err := p.openStatic(b, opts.Session); err != nil {
@@ -300,6 +318,9 @@ func (o Options) check() error {
 	}
 	if o.MaxNewTokens < 0 || o.MaxNewTokens > MaxNewTokensLimit {
 		return fmt.Errorf("max new tokens %d: want 0 (the bundle's) to %d", o.MaxNewTokens, MaxNewTokensLimit)
+	}
+	if o.PromptGroups < 0 || o.PromptGroups > PromptGroupsLimit {
+		return fmt.Errorf("prompt groups %d: want 0 (the most) to %d", o.PromptGroups, PromptGroupsLimit)
 	}
 	if o.VerifyPositions < 0 || o.VerifyPositions > VerifyPositionsLimit {
 		return fmt.Errorf("verify positions %d: want 0 (the provider's default) to %d", o.VerifyPositions, VerifyPositionsLimit)

@@ -75,6 +75,11 @@ type Timings struct {
 	Total      time.Duration
 	// DecoderCalls counts sequential decoder runs.
 	DecoderCalls int
+	// EncoderRows and EncoderLength are the shape of the encoder and fusion
+	// calls the item took part in: a batch's prompts are encoded in groups
+	// of similar length, each group's padded to its longest. Bookkeeping
+	// for bounds (autoui bench), not written as JSON.
+	EncoderRows, EncoderLength int
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (to the microsecond).

@@ -174,14 +174,18 @@ fi
 if want batch; then
   # screens/s per batch size (batch 1 is the action step's): the cuda default batch is the smallest
   # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
-  # --verify-positions 13) against cuda's default (every row drafts in full).
+  # --verify-positions 13) against cuda's default (every row drafts in full); at 64, every prompt
+  # padded to the batch's longest (--prompt-groups 1) against prompts encoded in groups of similar
+  # length (the default).
   for b in "$b32" "$b16" "$b16all"; do
     [ -d "$b" ] || continue
     n=$(basename "$b")
-    for k in $batches 32v13; do
-      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16all:"*) continue ;; esac
-      flags=(--batch "${k%v13}"); [ "$k" = 32v13 ] && flags+=(--verify-positions 13)
-      fits $((15 + ${k%v13} / 2)) "batch $n $k" || break 2
+    for k in $batches 32v13 64g1; do
+      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16:64g1" | "$b16all:"*) continue ;; esac
+      bs=${k%%[vg]*}
+      flags=(--batch "$bs")
+      case "$k" in *v13) flags+=(--verify-positions 13) ;; *g1) flags+=(--prompt-groups 1) ;; esac
+      fits $((15 + bs / 2)) "batch $n $k" || break 2
       run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
         --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"
       log "$(bench_line "$res/batch-$n-b$k.json")"

@@ -18,7 +18,9 @@ import (
 // steps. Predicted history, whose batches hold one step number of several
 // episodes (similar lengths), gained more at 16 (1.6x) than at 4 (1.3x).
 // B=4 also keeps the batched decoder's buffers small (a quarter of B=16's
-// ~1 GB at 512-token prompts).
+// ~1 GB at 512-token prompts). Since prompts are encoded in groups of
+// similar length, B=16 is 12-18% faster than B=4 on that benchmark in
+// both modes (docs/eval.md); 4 stays the default for its memory.
 //
 // CUDA: 64, measured on one H200 (docs/cuda.md, "Batches"): the smallest
 // batch within 10% of the best screens/s of `autoui bench --batch` on

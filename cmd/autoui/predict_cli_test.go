@@ -136,6 +136,7 @@ func TestPredictBadInputsCLI(t *testing.T) {
 		// Limits that bound memory (issue 22: 1e9 tokens ran out of memory).
 		"max-new-tokens huge": {[]string{"--screen", sampleScreen, "--max-new-tokens", "1000000000"}, 2, "--max-new-tokens 1000000000: want 0"},
 		"max-new-tokens -1":   {[]string{"--screen", sampleScreen, "--max-new-tokens", "-1"}, 2, "--max-new-tokens -1"},
+		"prompt-groups 5":     {[]string{"--screen", sampleScreen, "--prompt-groups", "5"}, 2, "--prompt-groups 5: want 0"},
 		"goal huge":           {[]string{"--screen", sampleScreen, "--goal", strings.Repeat("open ", 2000)}, 2, "goal is 10000 bytes, over the limit of 8192"},
 	}
 	for name, c := range cases {
