@@ -249,15 +249,16 @@ fi
 
 if want serve && fits 55 serve; then
   # serve under load: 64 clients, batches of up to 64. fp32 decoding the typical action (--replay: what a
-  # trained model's requests cost) with CUDA graphs and without, fp16 vision the same, then fp32 as the
-  # random weights decode (127 tokens, no draft accepted: the issue's first table)
-  for cfg in "$b32:typical:graph" "$b32:typical:" "$b16:typical:" "$b32::"; do
-    IFS=: read -r b replay graph <<< "$cfg"
+  # trained model's requests cost) with CUDA graphs and without, then two batches of up to 32 in the
+  # engine at once (--concurrent-batches 2: one's kernel launching beside the other's kernels), fp16
+  # vision, then fp32 as the random weights decode (127 tokens, no draft accepted: the issue's first table)
+  for cfg in "$b32:typical:graph:" "$b32:typical::" "$b32:typical::2" "$b16:typical::" "$b32:::"; do
+    IFS=: read -r b replay graph conc <<< "$cfg"
     [ -d "$b" ] || continue
-    n=$(basename "$b")${replay:+-replay}${graph:+-graph}
+    n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}
     fits 55 "serve $n" || break
-    autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch 64 --queue 256 \
-      ${replay:+--replay "$replay"} ${graph:+--cuda-graph} 2>"$res/serve-$n.log" &
+    autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch $((64 / ${conc:-1})) \
+      --concurrent-batches "${conc:-1}" --queue 256 ${replay:+--replay "$replay"} ${graph:+--cuda-graph} 2>"$res/serve-$n.log" &
     pid=$!
     python3 -c 'import time, urllib.request
 for _ in range(240):

@@ -8,16 +8,14 @@ import (
 	"github.com/autoui/autoui/predict"
 )
 
-// batcher is the one goroutine that runs the engine: it takes the first
-// waiting job, gathers more (those already waiting, then those arriving
-// within BatchWait) up to MaxBatch, and runs them in one engine call. It
-// returns when Shutdown has closed the queue and everything in it is
-// answered.
+// batcher is a goroutine that runs the engine (Config.ConcurrentBatches
+// of them): it takes the first waiting job, gathers more (those already
+// waiting, then those arriving within BatchWait) up to MaxBatch, and runs
+// them in one engine call. It returns when Shutdown has closed the queue
+// and everything in it is answered.
 func (s *Server) batcher(e predict.Predictor) {
-	defer close(s.done)
-	var seq uint64
 	for first := range s.queue {
-		s.run(e, s.gather([]*job{s.took(first)}), &seq)
+		s.run(e, s.gather([]*job{s.took(first)}))
 	}
 }
 
@@ -58,7 +56,7 @@ func (s *Server) gather(batch []*job) []*job {
 // run drops the jobs nobody waits for any more and predicts the rest in one
 // engine call. If that call fails for a batch of several, each job is
 // retried alone, so a request the engine refuses fails only itself.
-func (s *Server) run(e predict.Predictor, batch []*job, seq *uint64) {
+func (s *Server) run(e predict.Predictor, batch []*job) {
 	live := batch[:0]
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
@@ -70,7 +68,7 @@ func (s *Server) run(e predict.Predictor, batch []*job, seq *uint64) {
 	if len(live) == 0 {
 		return
 	}
-	err := s.call(e, live, seq)
+	err := s.call(e, live)
 	if err == nil {
 		return
 	}
@@ -85,15 +83,15 @@ func (s *Server) run(e predict.Predictor, batch []*job, seq *uint64) {
 			s.drop(j, err)
 			continue
 		}
-		if err := s.call(e, []*job{j}, seq); err != nil {
+		if err := s.call(e, []*job{j}); err != nil {
 			j.done <- answer{err: err}
 		}
 	}
 }
 
 // call runs one engine call and answers its jobs when it succeeds.
-func (s *Server) call(e predict.Predictor, jobs []*job, seq *uint64) error {
-	*seq++
+func (s *Server) call(e predict.Predictor, jobs []*job) error {
+	seq := s.batchSeq.Add(1)
 	n := len(jobs)
 	if s.beforeBatch != nil {
 		s.beforeBatch(n)
@@ -113,7 +111,7 @@ func (s *Server) call(e predict.Predictor, jobs []*job, seq *uint64) error {
 		s.metrics.observeStages(res[i].Timings)
 		j.done <- answer{res: res[i], info: api.ServeInfo{
 			QueueMS:   float64(start.Sub(j.arrived).Microseconds()) / 1000,
-			BatchSize: n, Batch: *seq,
+			BatchSize: n, Batch: seq,
 		}}
 	}
 	return nil

@@ -6,7 +6,8 @@
 // request's own goroutine, so bad images fail fast and in parallel; the
 // decoded requests wait in a bounded queue (full: 429) for the one batcher
 // goroutine, which gathers what is waiting (or arrives within the batch
-// wait) up to the largest batch and runs one engine.PredictBatch for it.
+// wait) up to the largest batch and runs one engine.PredictBatch for it
+// (Config.ConcurrentBatches batchers may run batches side by side).
 // Each answer is the one the request gets on its own: PredictBatch gives
 // every item the tokens it gets alone.
 package serve
@@ -23,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +51,11 @@ const (
 type Config struct {
 	// MaxBatch is the most requests in one engine call.
 	MaxBatch int
+	// ConcurrentBatches is how many engine calls may run at once, each
+	// gathering its own batch (0: 1). On a GPU whose decoder calls are
+	// bound by the host launching their kernels, one batch's launching
+	// overlaps another's kernels; each batch holds its own device memory.
+	ConcurrentBatches int
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
 	BatchWait time.Duration
@@ -79,6 +86,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.ConcurrentBatches <= 0 {
+		c.ConcurrentBatches = 1
 	}
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
@@ -152,8 +162,9 @@ type Server struct {
 	model    *Model
 	queue    chan *job
 	closing  bool
-	batching bool          // the batcher runs
-	done     chan struct{} // closed when the batcher has answered everything
+	batching bool          // the batchers run
+	done     chan struct{} // closed when the batchers have answered everything
+	batchSeq atomic.Uint64 // numbers the engine calls
 	// runCtx is the batches' context: cancelled only when a shutdown's
 	// drain runs out of time.
 	runCtx    context.Context
@@ -211,7 +222,14 @@ func (s *Server) SetModel(m Model) bool {
 	}
 	s.model = &m
 	s.batching = true
-	go s.batcher(m.Engine)
+	var wg sync.WaitGroup
+	for range s.cfg.ConcurrentBatches {
+		wg.Go(func() { s.batcher(m.Engine) })
+	}
+	go func() {
+		wg.Wait()
+		close(s.done)
+	}()
 	return true
 }
 

@@ -803,3 +803,56 @@ func countMetric(t testing.TB, s *Server, name string, labels ...string) float64
 	t.Fatalf("no metric %s %v", name, labels)
 	return 0
 }
+
+// TestConcurrentBatches: with ConcurrentBatches 2, two engine calls run at
+// once (each waits here until the other has started) and never more; every
+// request is answered, the calls numbered apart; Shutdown waits for both
+// batchers.
+func TestConcurrentBatches(t *testing.T) {
+	m := tinyModel(t)
+	var inside, most atomic.Int32
+	both := make(chan struct{})
+	var once sync.Once
+	s, ts := start(t, Config{MaxBatch: 1, ConcurrentBatches: 2, BatchWait: -1}, nil)
+	s.SetModel(Model{Engine: engineFunc(func(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if n == 2 {
+			once.Do(func() { close(both) })
+		}
+		select {
+		case <-both:
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the other batch never started")
+		}
+		return m.Engine.PredictBatch(ctx, reqs)
+	}), Check: m.Check})
+	const requests = 6
+	batches := make(chan uint64, requests)
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() {
+			r, b := post(t, context.Background(), ts.URL, featureRequest(t, fmt.Sprint("goal ", i)))
+			if p := wantPrediction(t, code(r), b); p.Serve != nil {
+				batches <- p.Serve.Batch
+			}
+		})
+	}
+	wg.Wait()
+	close(batches)
+	seen := map[uint64]bool{}
+	for b := range batches {
+		if seen[b] {
+			t.Errorf("batch number %d given twice", b)
+		}
+		seen[b] = true
+	}
+	if len(seen) != requests || most.Load() != 2 {
+		t.Errorf("%d batches numbered, at most %d engine calls at once; want %d and 2", len(seen), most.Load(), requests)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}

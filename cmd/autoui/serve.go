@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.Lookup("max-pixels").Usage = fmt.Sprintf("refuse screens over this many pixels, width*height, read from the header before decoding (0: %d, every phone and tablet screen)", serve.DefaultMaxPixels)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
 	maxBatch := fs.Int("max-batch", serve.DefaultMaxBatch, "most requests in one engine call")
+	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
@@ -46,6 +47,8 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
 	case *maxBatch < 1:
 		return usageErrorf("--max-batch %d: must be >= 1", *maxBatch)
+	case *concurrent < 1:
+		return usageErrorf("--concurrent-batches %d: must be >= 1", *concurrent)
 	case *batchWait < 0:
 		return usageErrorf("--batch-wait %v: must be >= 0", *batchWait)
 	case *queue < 1:
@@ -62,7 +65,7 @@ func runServe(ctx context.Context, args []string) error {
 	if _, err := mf.options(); err != nil {
 		return usageError{err}
 	}
-	cfg := serve.Config{MaxBatch: *maxBatch, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+	cfg := serve.Config{MaxBatch: *maxBatch, ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default

@@ -32,7 +32,7 @@ func TestServeCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc, _ := json.Marshal([]string{"serve", "--model", "../../models/testdata/tiny", "--addr", "127.0.0.1:0",
-		"--max-batch", "2", "--batch-wait", "1ms", "--token-file", tokenFile, "--threads", "1"})
+		"--max-batch", "2", "--concurrent-batches", "2", "--batch-wait", "1ms", "--token-file", tokenFile, "--threads", "1"})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
 	cmd.Env = append(os.Environ(), cliArgsEnv+"="+string(enc), "ORT_DISABLE_TELEMETRY=1")
 	stderr, err := cmd.StderrPipe()
@@ -151,6 +151,7 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve"}, exitUsage, "--model is required"},
 		{[]string{"serve", "--model", "x", "--max-batch", "0"}, exitUsage, "--max-batch 0"},
 		{[]string{"serve", "--model", "x", "--queue", "0"}, exitUsage, "--queue 0"},
+		{[]string{"serve", "--model", "x", "--concurrent-batches", "0"}, exitUsage, "--concurrent-batches 0"},
 		{[]string{"serve", "--model", "x", "--max-pixels", "-1"}, exitUsage, "--max-pixels"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
