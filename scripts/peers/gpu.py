@@ -5,7 +5,9 @@ Runtime from Python with IO binding, at the batch sizes ours is measured at.
                               [--autoui build/autoui] [--device cuda|cpu] [--out build/bench-gpu/NAME]
 
 Runners, each in its own process, one after another:
-  ours        `autoui bench --provider cuda --replay typical --batch B` (B screens per PredictBatch)
+  ours        `autoui bench --provider cuda --replay typical --batch B --prompt-groups 1` (B screens per
+              PredictBatch, every prompt padded to the batch's longest as the peers' are; by default
+              ours encodes a batch's prompts in groups of similar length, which gpu_check.sh times)
   torch_fp32  scripts.autoui_model + the BLIP-2 tower in PyTorch on the GPU, HF generate on the batch
   torch_bf16  the same in bfloat16
   ort_iobind  onnxruntime (CUDA provider) on the bundle's graphs; IO binding keeps the cross-attention
@@ -289,7 +291,7 @@ def main(argv=None) -> int:
             if key == "ours":
                 cmd = [args.autoui, "bench", "--model", args.model, "--provider", provider, "--batch", str(b),
                        "--runs", str(args.runs), "--warmup", str(args.warmup), "--replay", "typical", "--no-verify",
-                       "--threads", str(args.threads), "--json"]
+                       "--prompt-groups", "1", "--threads", str(args.threads), "--json"]
             else:
                 cmd = [sys.executable, "-m", "scripts.peers.gpu", "peer", "--runner", key, "--batch", str(b),
                        "--device", args.device, "--model", args.model, "--inputs", inputs, "--runs", str(args.runs),
