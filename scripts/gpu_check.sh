@@ -256,7 +256,7 @@ if want serve && fits 55 serve; then
     IFS=: read -r b replay graph conc <<< "$cfg"
     [ -d "$b" ] || continue
     n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}
-    fits 55 "serve $n" || break
+    fits 40 "serve $n" || break
     autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch $((64 / ${conc:-1})) \
       --concurrent-batches "${conc:-1}" --queue 256 ${replay:+--replay "$replay"} ${graph:+--cuda-graph} 2>"$res/serve-$n.log" &
     pid=$!
@@ -266,7 +266,7 @@ for _ in range(240):
         urllib.request.urlopen("http://127.0.0.1:8093/readyz", timeout=1); break
     except OSError:
         time.sleep(0.5)'
-    run timeout 100 autoui bench serve --server http://127.0.0.1:8093 --concurrency 1,16,64 --duration 10s \
+    run timeout 100 autoui bench serve --server http://127.0.0.1:8093 --concurrency 1,64 --duration 10s \
       --warmup 3s --screen models/testdata/screens/home_1080x2400.png --json > "$res/serve-$n.json"
     kill "$pid"; wait "$pid" 2>/dev/null
     log "serve $n: $(python3 -c '
