@@ -247,7 +247,7 @@ if want tf32 && fits 90 tf32; then
   save
 fi
 
-if want serve && fits 55 serve; then
+if want serve && fits 40 serve; then
   # serve under load: 64 clients, batches of up to 64. fp32 decoding the typical action (--replay: what a
   # trained model's requests cost) with CUDA graphs and without, then two batches of up to 32 in the
   # engine at once (--concurrent-batches 2: one's kernel launching beside the other's kernels), fp16
