@@ -88,7 +88,8 @@ func TestCUDAGoldenTokens(t *testing.T) {
 // case at batches of 1, 3 and 8, speculative and greedy, with the argmax
 // output and without it; drafts with truncation give the logits of the
 // host-resident state on the same GPU; constrained decoding (the logits
-// path) gives what it gives on the host cache.
+// path) gives what it gives on the host cache; prompts encoded in groups
+// and in one give the same.
 func TestCUDADeviceDecodeGolden(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDADeviceDecodeGolden")
@@ -110,6 +111,13 @@ func TestCUDADeviceDecodeGolden(t *testing.T) {
 				goldenBatches(t, dev, cases, B, fmt.Sprintf("cuda device decoding, argmax=%v %s B=%d", argmax, dec, B))
 			}
 		}
+	}
+	// prompts in as many groups as can be (their fused states merged on
+	// the device) and all in one
+	for _, cost := range []int{0, 1 << 30} {
+		dev := cudaPredictor(t)
+		dev.groupCost = cost
+		goldenBatches(t, dev, cases, 8, fmt.Sprintf("cuda device decoding, prompt group cost %d", cost))
 	}
 	dev := cudaPredictor(t)
 	for _, c := range []goldenCase{cases[0], cases[10], cases[11]} {
@@ -163,6 +171,9 @@ func TestCUDAGraphGolden(t *testing.T) {
 				goldenBatches(t, p, cases, B, fmt.Sprintf("cuda graph, %s B=%d pass %d", dec, B, pass))
 			}
 		}
+		p.groupCost = 0 // prompts in as many groups as can be, merged to the bucketed length
+		goldenBatches(t, p, cases, 8, fmt.Sprintf("cuda graph, %s B=8, prompts in groups", dec))
+		p.groupCost = groupCostCUDA
 		// screens: the vision tower's captured runs too
 		for pass := range 2 {
 			for _, c := range cases {
