@@ -103,7 +103,9 @@ func (s *Server) call(e predict.Predictor, jobs []*job) error {
 	s.metrics.batches.Inc()
 	s.metrics.batchRequests.Observe(float64(n))
 	start := time.Now()
+	s.metrics.running.Inc()
 	res, err := e.PredictBatch(s.runCtx, reqs)
+	s.metrics.running.Dec()
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	errors          *prometheus.CounterVec
 	canceled        prometheus.Counter
 	batches         prometheus.Counter
+	running         prometheus.Gauge
 	dropped         prometheus.Counter
 }
 
@@ -63,12 +64,16 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 			Name: "autoui_batches_total",
 			Help: "Engine calls (PredictBatch) made.",
 		}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "autoui_batches_running",
+			Help: "Engine calls (PredictBatch) running now: at most --concurrent-batches.",
+		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "autoui_dropped_total",
 			Help: "Queued requests dropped before their engine call because the client went away or the deadline passed.",
 		}),
 	}
-	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.dropped,
+	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.running, m.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "autoui_queue_depth",
 			Help: "Requests admitted and not yet in an engine call (decoding their screen or waiting for the batcher).",

@@ -528,7 +528,7 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`autoui_request_duration_seconds_bucket{code="200",`, `autoui_request_duration_seconds_count{code="400"} 1`,
 		`autoui_batch_requests_bucket{le="4"} 1`, "autoui_queue_depth 0", `autoui_errors_total{kind="bad_request"} 1`,
-		"autoui_batches_total 1", "autoui_dropped_total 0", "autoui_canceled_total 0", "autoui_engine_seconds_count 1",
+		"autoui_batches_total 1", "autoui_batches_running 0", "autoui_dropped_total 0", "autoui_canceled_total 0", "autoui_engine_seconds_count 1",
 		"go_goroutines", "process_",
 	} {
 		if !strings.Contains(text, want) {
@@ -810,7 +810,7 @@ func countMetric(t testing.TB, s *Server, name string, labels ...string) float64
 // batchers.
 func TestConcurrentBatches(t *testing.T) {
 	m := tinyModel(t)
-	var inside, most atomic.Int32
+	var inside, most, running atomic.Int32
 	both := make(chan struct{})
 	var once sync.Once
 	s, ts := start(t, Config{MaxBatch: 1, ConcurrentBatches: 2, BatchWait: -1}, nil)
@@ -820,7 +820,10 @@ func TestConcurrentBatches(t *testing.T) {
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
 		if n == 2 {
-			once.Do(func() { close(both) })
+			once.Do(func() {
+				running.Store(int32(countMetric(t, s, "autoui_batches_running")))
+				close(both)
+			})
 		}
 		select {
 		case <-both:
@@ -851,6 +854,9 @@ func TestConcurrentBatches(t *testing.T) {
 	}
 	if len(seen) != requests || most.Load() != 2 {
 		t.Errorf("%d batches numbered, at most %d engine calls at once; want %d and 2", len(seen), most.Load(), requests)
+	}
+	if r, after := running.Load(), countMetric(t, s, "autoui_batches_running"); r != 2 || after != 0 {
+		t.Errorf("autoui_batches_running %d with two calls in the engine, %v after; want 2 and 0", r, after)
 	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown: %v", err)
