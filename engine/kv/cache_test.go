@@ -263,26 +263,34 @@ func TestSelfViewsReused(t *testing.T) {
 	}
 }
 
+// cpuOps opens the ops graphs of a decoder of the given layers on the cpu
+// provider, and ORT's CPU memory standing in for the device's.
+func cpuOps(t *testing.T, layers int) (*Ops, *ort.MemoryInfo) {
+	t.Helper()
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { so.Destroy() })
+	ops, err := NewOps(layers, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ops.Close)
+	mem, err := ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Destroy() })
+	return ops, mem
+}
+
 // The trim and gather graphs cut positions and rows exactly, and leave their
 // outputs in ORT's memory.
 func TestOps(t *testing.T) {
 	needORT(t)
 	const layers, b, h, T, d = 2, 3, 2, 5, 4
-	so, err := ort.NewSessionOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer so.Destroy()
-	ops, err := NewOps(layers, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ops.Close()
-	mem, err := ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Destroy()
+	ops, mem := cpuOps(t, layers)
 	// x_i[r, hh, p, dd] = 1000*i + 100*r + 10*hh + p + dd/10
 	at := func(i, r, hh, p, dd int) float32 { return float32(1000*i+100*r+10*hh+p) + float32(dd)/10 }
 	var xs []ort.Value
@@ -356,21 +364,7 @@ func TestOps(t *testing.T) {
 // puts the rows in the asked order, on the device and into Go memory alike.
 func TestMerge(t *testing.T) {
 	needORT(t)
-	so, err := ort.NewSessionOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer so.Destroy()
-	ops, err := NewOps(1, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ops.Close()
-	mem, err := ort.NewMemoryInfo("Cpu", ort.AllocatorTypeDevice, 0, ort.MemTypeDefault)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Destroy()
+	ops, mem := cpuOps(t, 1)
 	const d = 3
 	// part i has rows[i] rows of lens[i] positions; x[i][r, p, k] = 100*i + 10*r + p + k/10
 	at := func(i, r, p, k int) float32 { return float32(100*i+10*r+p) + float32(k)/10 }
