@@ -34,9 +34,9 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 
 // PredictBatch predicts the next action for several screens (several
 // devices, or several evaluation steps) in one pass: one vision call for all
-// screens given as images, one encoder and one fusion call over the prompts
-// right-padded to the longest, and decoder calls shared by the whole batch
-// (see decode). Every item gets the same TokenIDs, Raw, Action, Plan and
+// screens given as images, an encoder and a fusion call for each group of
+// prompts of similar length (prefillText; up to Options.PromptGroups), and
+// decoder calls shared by the whole batch (see decode). Every item gets the same TokenIDs, Raw, Action, Plan and
 // SourceText that it gets on its own; per-request MaxNewTokens,
 // MinNewTokens and Replay and the predictor's options (Constrained,
 // Decoding, HistoryWindow, Truncation) apply per item.

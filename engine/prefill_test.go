@@ -13,12 +13,15 @@ import (
 )
 
 // groupsCost is what lengthGroups minimizes.
-func groupsCost(lens []int, groups [][]int, callCost int) int {
+func groupsCost(lens []int, groups [][]int, whole, callCost int) int {
 	c := 0
 	for _, g := range groups {
 		longest := 0
 		for _, r := range g {
 			longest = max(longest, lens[r])
+		}
+		if len(groups) == 1 {
+			longest = max(longest, whole)
 		}
 		c += len(g)*longest + callCost
 	}
@@ -27,7 +30,7 @@ func groupsCost(lens []int, groups [][]int, callCost int) int {
 
 // bestCost tries every split of the rows sorted by length into at most
 // maxGroups runs.
-func bestCost(lens []int, callCost, maxGroups int) int {
+func bestCost(lens []int, whole, callCost, maxGroups int) int {
 	sorted := slices.Sorted(slices.Values(lens))
 	var try func(from, groups int) int
 	try = func(from, groups int) int {
@@ -39,7 +42,11 @@ func bestCost(lens []int, callCost, maxGroups int) int {
 			if to < len(sorted) && groups == maxGroups {
 				continue
 			}
-			c := (to-from)*sorted[to-1] + callCost
+			n := sorted[to-1]
+			if from == 0 && to == len(sorted) {
+				n = max(n, whole) // a lone group
+			}
+			c := (to-from)*n + callCost
 			if to < len(sorted) {
 				c += try(to, groups+1)
 			}
@@ -56,21 +63,22 @@ func bestCost(lens []int, callCost, maxGroups int) int {
 // sorted by length, at the least cost; one group keeps request order.
 func TestLengthGroups(t *testing.T) {
 	for _, c := range []struct {
-		lens                []int
-		callCost, maxGroups int
-		want                [][]int
+		lens                       []int
+		whole, callCost, maxGroups int
+		want                       [][]int
 	}{
-		{[]int{5}, 0, 4, [][]int{{0}}},
-		{[]int{474, 32, 286}, 1 << 30, 4, [][]int{{0, 1, 2}}},      // calls dear: one group, request order
-		{[]int{474, 32, 286}, 0, 1, [][]int{{0, 1, 2}}},            // one group asked for
-		{[]int{474, 32, 286, 32}, 0, 4, [][]int{{1, 3}, {2}, {0}}}, // ties stay in request order
-		{[]int{474, 32, 286, 32}, 0, 2, [][]int{{1, 3}, {2, 0}}},
-		{[]int{40, 41, 42, 43}, 24, 4, [][]int{{0, 1, 2, 3}}}, // near lengths: not worth a call
-		{[]int{32, 474, 32, 474, 32, 474}, 900, 4, [][]int{{0, 2, 4}, {1, 3, 5}}},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 8}, 0, 4, [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7}}},
+		{[]int{5}, 5, 0, 4, [][]int{{0}}},
+		{[]int{474, 32, 286}, 474, 1 << 30, 4, [][]int{{0, 1, 2}}},      // calls dear: one group, request order
+		{[]int{474, 32, 286}, 474, 0, 1, [][]int{{0, 1, 2}}},            // one group asked for
+		{[]int{474, 32, 286, 32}, 474, 0, 4, [][]int{{1, 3}, {2}, {0}}}, // ties stay in request order
+		{[]int{474, 32, 286, 32}, 474, 0, 2, [][]int{{1, 3}, {2, 0}}},
+		{[]int{40, 41, 42, 43}, 43, 24, 4, [][]int{{0, 1, 2, 3}}},   // near lengths: not worth a call
+		{[]int{40, 41, 42, 43}, 64, 24, 4, [][]int{{0, 1}, {2, 3}}}, // unless one group is padded to a bucket
+		{[]int{32, 474, 32, 474, 32, 474}, 474, 900, 4, [][]int{{0, 2, 4}, {1, 3, 5}}},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8}, 8, 0, 4, [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7}}},
 	} {
-		if got := lengthGroups(c.lens, c.callCost, c.maxGroups); !slices.EqualFunc(got, c.want, slices.Equal) {
-			t.Errorf("lengthGroups(%v, %d, %d) = %v, want %v", c.lens, c.callCost, c.maxGroups, got, c.want)
+		if got := lengthGroups(c.lens, c.whole, c.callCost, c.maxGroups); !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("lengthGroups(%v, %d, %d, %d) = %v, want %v", c.lens, c.whole, c.callCost, c.maxGroups, got, c.want)
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -79,9 +87,10 @@ func TestLengthGroups(t *testing.T) {
 		for i := range lens {
 			lens[i] = 1 + rng.IntN(512)
 		}
-		callCost := []int{0, 24, 900}[rng.IntN(3)]
+		callCost := []int{0, 22, 900}[rng.IntN(3)]
 		maxGroups := 1 + rng.IntN(kv.MergeParts)
-		groups := lengthGroups(lens, callCost, maxGroups)
+		whole := slices.Max(lens) + []int{0, 0, 30}[rng.IntN(3)]
+		groups := lengthGroups(lens, whole, callCost, maxGroups)
 		var seen []int
 		for _, g := range groups {
 			if len(g) == 0 || (len(groups) > 1 && !slices.IsSortedFunc(g, func(a, b int) int { return lens[a] - lens[b] })) {
@@ -93,7 +102,7 @@ func TestLengthGroups(t *testing.T) {
 		if len(groups) > maxGroups || !slices.Equal(seen, rangeInts(len(lens))) {
 			t.Fatalf("lengthGroups(%v, %d) = %v: not a split of the rows", lens, callCost, groups)
 		}
-		if got, want := groupsCost(lens, groups, callCost), bestCost(lens, callCost, maxGroups); got != want {
+		if got, want := groupsCost(lens, groups, whole, callCost), bestCost(lens, whole, callCost, maxGroups); got != want {
 			t.Fatalf("lengthGroups(%v, %d) = %v costs %d, the best split %d", lens, callCost, groups, got, want)
 		}
 	}
@@ -129,7 +138,11 @@ func TestPrefillGroups(t *testing.T) {
 				for _, r := range batch {
 					lens = append(lens, r.SourceTokens)
 				}
-				groups := lengthGroups(lens, cost, kv.MergeParts)
+				whole := slices.Max(lens)
+				if b := p.promptBucket; b > 0 {
+					whole = min((whole+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens)
+				}
+				groups := lengthGroups(lens, whole, cost, kv.MergeParts)
 				if len(groups) > 1 {
 					grouped++
 				}

@@ -11,11 +11,23 @@ import (
 // batcher is a goroutine that runs the engine (Config.ConcurrentBatches
 // of them): it takes the first waiting job, gathers more (those already
 // waiting, then those arriving within BatchWait) up to MaxBatch, and runs
-// them in one engine call. It returns when Shutdown has closed the queue
-// and everything in it is answered.
+// them in one engine call. One batcher gathers at a time (s.gathering):
+// two would take turns at the queue and split its arrivals into two small
+// batches. It returns when Shutdown has closed the queue and everything in
+// it is answered.
 func (s *Server) batcher(e predict.Predictor) {
-	for first := range s.queue {
-		s.run(e, s.gather([]*job{s.took(first)}))
+	for {
+		s.gathering.Lock()
+		first, ok := <-s.queue
+		var batch []*job
+		if ok {
+			batch = s.gather([]*job{s.took(first)})
+		}
+		s.gathering.Unlock()
+		if !ok {
+			return
+		}
+		s.run(e, batch)
 	}
 }
 

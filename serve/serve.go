@@ -165,6 +165,8 @@ type Server struct {
 	batching bool          // the batchers run
 	done     chan struct{} // closed when the batchers have answered everything
 	batchSeq atomic.Uint64 // numbers the engine calls
+	// gathering is held by the batcher taking jobs from the queue.
+	gathering sync.Mutex
 	// runCtx is the batches' context: cancelled only when a shutdown's
 	// drain runs out of time.
 	runCtx    context.Context

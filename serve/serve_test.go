@@ -862,3 +862,28 @@ func TestConcurrentBatches(t *testing.T) {
 		t.Errorf("Shutdown: %v", err)
 	}
 }
+
+// With batchers to spare, one gathers at a time: requests arriving within
+// the batch wait make one batch, not one per idle batcher.
+func TestConcurrentBatchersGatherOneBatch(t *testing.T) {
+	m := tinyModel(t)
+	var mu sync.Mutex
+	var sizes []int
+	_, ts := start(t, Config{MaxBatch: 4, ConcurrentBatches: 2, BatchWait: 5 * time.Second}, &m, func(s *Server) {
+		s.beforeBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			r, b := post(t, context.Background(), ts.URL, featureRequest(t, fmt.Sprint("goal ", i)))
+			wantPrediction(t, code(r), b)
+		})
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{4}) {
+		t.Errorf("batch sizes %v, want [4]: one batcher gathers while the other waits", sizes)
+	}
+}

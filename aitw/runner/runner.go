@@ -103,21 +103,28 @@ type DecodeStats struct {
 
 // addBatch adds one PredictBatch call's results. PredictBatch gives every
 // item the full time of each shared call it took part in, so the shared
-// stages are taken once: encoder and fusion from any item, decoding from
-// the item that decoded longest (it took part in every decoder call).
+// stages are taken once: encoder and fusion once per group of prompts
+// (Timings.EncoderRows items share them; where a predictor does not say,
+// the whole batch), decoding from the item that decoded longest (it took
+// part in every decoder call).
 func (d *DecodeStats) addBatch(res []*predict.Result) {
 	var calls int
-	var decode time.Duration
+	var decode, prefill time.Duration
 	for _, r := range res {
 		t := r.Timings
 		d.Tokens += len(r.TokenIDs)
 		d.TextPath += t.Tokenize // each item's own
 		calls = max(calls, t.DecoderCalls)
 		decode = max(decode, t.FirstStep+t.LaterSteps)
+		sharing := t.EncoderRows
+		if sharing <= 0 {
+			sharing = len(res)
+		}
+		prefill += (t.Encoder + t.Fusion) / time.Duration(sharing) // a group's share
 	}
 	d.Calls += calls
 	d.Decode += decode
-	d.TextPath += res[0].Timings.Encoder + res[0].Timings.Fusion + decode
+	d.TextPath += prefill.Round(time.Microsecond) + decode
 }
 
 // errStop ends the episode stream early (limit reached or interrupted).

@@ -274,7 +274,8 @@ func TestLimitExact(t *testing.T) {
 }
 
 // DecodeStats take a batched call's shared stages once: encoder and fusion
-// from any item, decoding from the item that took part in every call.
+// once per group of prompts, decoding from the item that took part in every
+// call.
 func TestDecodeStatsBatch(t *testing.T) {
 	ms := time.Millisecond
 	res := []*predict.Result{
@@ -293,6 +294,15 @@ func TestDecodeStatsBatch(t *testing.T) {
 	one.addBatch(res[:1])
 	if want := (DecodeStats{Calls: 9, Tokens: 10, Decode: 10 * ms, TextPath: 16 * ms}); one != want {
 		t.Errorf("one item: got %+v, want %+v", one, want)
+	}
+	// Prompts encoded in groups: each group's encoder and fusion once.
+	res[0].Timings.EncoderRows, res[1].Timings.EncoderRows, res[2].Timings.EncoderRows = 2, 1, 2
+	res[1].Timings.Encoder, res[1].Timings.Fusion = 7*ms, 2*ms
+	var grouped DecodeStats
+	grouped.addBatch(res)
+	want.TextPath = 4*ms + (4*ms + ms) + (7*ms + 2*ms) + 20*ms
+	if grouped != want {
+		t.Errorf("grouped: got %+v, want %+v", grouped, want)
 	}
 }
 
