@@ -93,15 +93,20 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 	var text prefilled
 	var textErr error
 	var wg sync.WaitGroup
+	textCtx, stopText := context.WithCancel(ctx) // the screens failed: no more encoding
+	defer stopText()
 	if p.overlapPrefill {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			text, textErr = p.prefillText(ctx, reqs, res, itemErr, batchErr)
+			text, textErr = p.prefillText(textCtx, reqs, res, itemErr, batchErr)
 		}()
 	}
 	featErr := p.features(ctx, reqs, res)
 	if p.overlapPrefill {
+		if featErr != nil {
+			stopText()
+		}
 		wg.Wait()
 	} else if featErr == nil {
 		text, textErr = p.prefillText(ctx, reqs, res, itemErr, batchErr)

@@ -219,15 +219,17 @@ func TestStaticVision(t *testing.T) {
 }
 
 // A screen that cannot be resized fails its batch with the resize's error,
-// on the fixed vision buffers as on the plain path, and the buffers are
-// free for the next batch.
+// on the fixed vision buffers as on the plain path, with the prompts
+// encoded alongside (overlapPrefill) or after, and the buffers are free for
+// the next batch.
 func TestVisionFillError(t *testing.T) {
 	c := loadGolden(t)[1]
 	good := predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
 	bad := good
 	bad.Screen = image.NewNRGBA(image.Rect(0, 0, 0, 0))
-	for _, place := range []placement{placeHost, placeStatic} {
+	for _, place := range []placement{placeHost, placeStatic, placeDevice} {
 		p := placed(t, place, Options{})
+		p.overlapPrefill = place == placeDevice // as under cuda
 		if _, err := p.PredictBatch(context.Background(), []predict.Request{good, bad}); err == nil || !strings.Contains(err.Error(), "empty image") {
 			t.Fatalf("%s: error %v, want the resize's", placeNames[place], err)
 		}
