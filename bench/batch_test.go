@@ -79,6 +79,18 @@ func TestRunBatch(t *testing.T) {
 		!strings.Contains(table.String(), "engine alone") {
 		t.Fatalf("%v: %s", err, table.String())
 	}
+	if r.EncoderCallsPerBatch() != 0 || strings.Contains(table.String(), "encoder calls") {
+		t.Fatal("encoder calls reported by a runner that does not say them")
+	}
+	// two batches of 4 prompts, each encoded as a group of 3 and one alone
+	for i := range r.Actions {
+		r.Actions[i].EncoderRows = map[bool]int{true: 1, false: 3}[i%4 == 3]
+	}
+	table.Reset()
+	if err := r.WriteTable(&table); err != nil || r.EncoderCallsPerBatch() != 2 ||
+		!strings.Contains(table.String(), "prompts encoded in 2.0 encoder calls per batch") {
+		t.Fatalf("%v, %v calls: %s", err, r.EncoderCallsPerBatch(), table.String())
+	}
 
 	if _, _, err := RunBatch(context.Background(), &fakeBatch{short: true}, cases, Options{Runs: 1, Tokens: 5, Batch: 2}); err == nil || !strings.Contains(err.Error(), "1 results") {
 		t.Fatalf("short batch: %v", err)

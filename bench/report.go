@@ -169,6 +169,23 @@ func (r *Report) AddLimits(sh probe.Shapes, m probe.Machine, info *MachineInfo) 
 	}
 }
 
+// EncoderCallsPerBatch is how many encoder calls a measured batch made on
+// average (its prompts are encoded in groups: each action's group of
+// EncoderRows shares one), or 0 when the runner does not say.
+func (r *Report) EncoderCallsPerBatch() float64 {
+	if len(r.Batches) == 0 {
+		return 0
+	}
+	calls := 0.0
+	for _, a := range r.Actions {
+		if a.EncoderRows <= 0 {
+			return 0
+		}
+		calls += 1 / float64(a.EncoderRows)
+	}
+	return calls / float64(len(r.Batches))
+}
+
 // Throughput is the distribution of screens/s over the measured batches.
 type Throughput struct{ Min, Median, Max float64 }
 
@@ -290,6 +307,9 @@ func (r *Report) JSON() ([]byte, error) {
 		et := r.EngineThroughput()
 		doc["engine_screens_per_s"] = map[string]any{"min": round3(et.Min), "median": round3(et.Median), "max": round3(et.Max)}
 		doc["batches"] = batches
+		if c := r.EncoderCallsPerBatch(); c > 0 {
+			doc["encoder_calls_per_batch"] = round3(c)
+		}
 	}
 	if r.Machine != nil && r.Machine.Device != nil {
 		d := r.Machine.Device
@@ -374,6 +394,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			r.Batches[0].Screens, tp.Median, tp.Min, tp.Max, len(r.Batches), ms(Summarize(walls).Median), ms(Summarize(decodes).Median), runtime.GOMAXPROCS(0))
 		fmt.Fprintf(w, "engine alone (screens already decoded, as eval run's raw pixels and serve's handlers give them): %.2f screens/s median\n",
 			r.EngineThroughput().Median)
+		if c := r.EncoderCallsPerBatch(); c > 0 {
+			fmt.Fprintf(w, "prompts encoded in %.1f encoder calls per batch (groups of similar length; --prompt-groups)\n", c)
+		}
 	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",
 		mb(r.Memory.PeakRSS), mb(r.Memory.GoHeap), mb(r.Memory.GoSys), mb(r.Memory.Native))
