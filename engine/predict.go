@@ -55,14 +55,27 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // The results are in request order. A bad request fails the whole batch with
 // an error naming its index (in batches of more than one).
 func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	var res []*predict.Result
+	var err error
+	p.engineCall(func() { res, err = p.predictBatch(ctx, reqs) })
+	return res, err
+}
+
+// engineCall runs f, on the capture thread under capture (captureThread
+// says why).
+func (p *Predictor) engineCall(f func()) {
+	if p.statics.capture {
+		p.statics.thread.do(f)
+		return
+	}
+	f()
+}
+
+func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	if len(reqs) == 0 {
 		return nil, errors.New("predict batch: empty batch")
 	}
 	start := time.Now()
-	if p.statics.capture {
-		p.statics.serial.Lock() // statics.serial says why
-		defer p.statics.serial.Unlock()
-	}
 	B := len(reqs)
 	itemErr := func(i int, err error) error {
 		if B == 1 {
@@ -102,7 +115,14 @@ func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([
 			text, textErr = p.prefillText(textCtx, reqs, res, itemErr, batchErr)
 		}()
 	}
-	featErr := p.features(ctx, reqs, res)
+	var gate func() // run between resizing the screens and the vision tower
+	if p.overlapPrefill && p.statics.capture {
+		// The vision tower may be capturing, and a capture must see no
+		// other CUDA work: the prompts are encoded while the screens are
+		// resized, and the tower waits for them.
+		gate = wg.Wait
+	}
+	featErr := p.features(ctx, reqs, res, gate)
 	if p.overlapPrefill {
 		if featErr != nil {
 			stopText()
@@ -243,15 +263,18 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 		return nil, errors.New("no screen given")
 	}
 	res := []*predict.Result{{}}
-	if err := p.features(ctx, []predict.Request{{Screen: img}}, res); err != nil {
+	var err error
+	p.engineCall(func() { err = p.features(ctx, []predict.Request{{Screen: img}}, res, nil) })
+	if err != nil {
 		return nil, err
 	}
 	return res[0].Features, nil
 }
 
 // features fills res[i].Features: given features as they are, screens
-// preprocessed in parallel and run through the vision tower in one call.
-func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []*predict.Result) error {
+// preprocessed in parallel and run through the vision tower in one call
+// (after gate, when given, has returned).
+func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []*predict.Result, gate func()) error {
 	var need []int
 	for i, r := range reqs {
 		if r.Features != nil {
@@ -271,7 +294,7 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	// Resizing a full screenshot is plain Go work: spread it over the cores,
 	// straight into the vision tower's input.
 	var fillErr error
-	var prep time.Duration
+	var prep, waited time.Duration
 	fill := func(pix []float32) error {
 		t := time.Now()
 		fillErr = preprocess.Parallel(len(need), func(j int) error {
@@ -285,6 +308,10 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 			fillErr = ctx.Err()
 		}
 		prep = time.Since(t)
+		if gate != nil && fillErr == nil {
+			gate()
+			waited = time.Since(t) - prep
+		}
 		return fillErr
 	}
 
@@ -298,7 +325,7 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	case err != nil:
 		return fmt.Errorf("%d screens: %w", len(need), err)
 	}
-	dt := time.Since(t) - prep
+	dt := time.Since(t) - prep - waited
 	for j, i := range need {
 		res[i].Features = feat[j*dim : (j+1)*dim : (j+1)*dim]
 		res[i].Timings.Vision = dt

@@ -84,7 +84,7 @@ const NoHistory = -1
 
 // Predictor runs a bundle. It is safe for concurrent use: sessions are
 // shared, every request has its own buffers (under CUDA-graph capture the
-// calls take turns: statics.serial).
+// calls take turns on one OS thread: captureThread).
 type Predictor struct {
 	bundle    *models.Bundle
 	cfg       models.ModelConfig
@@ -330,6 +330,7 @@ func (o Options) check() error {
 
 // Close releases the sessions.
 func (p *Predictor) Close() error {
+	p.statics.thread.close()
 	p.statics.close()
 	p.visionFixed.close()
 	p.decoderStatic.close()

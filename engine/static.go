@@ -25,12 +25,9 @@ type statics struct {
 	graphs  int   // graph ids handed out (ids 1.., 0 is ORT's default)
 	keep    int64 // bytes the kept sets may take
 	kept    int64 // bytes of the captured sets and of the free uncaptured ones
-	// serial runs PredictBatch calls one at a time under capture: a capture
-	// must see no other CUDA work of the process (ORT captures in CUDA's
-	// global mode), and the graphs of one session share the memory ORT's
-	// arena lent them while capturing, so two replays at once could write
-	// each other's intermediates. Batches are how work is shared.
-	serial sync.Mutex
+	// thread runs PredictBatch calls under capture: on one OS thread, one at
+	// a time (captureThread says why). Batches are how work is shared.
+	thread captureThread
 }
 
 const (
