@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 )
 
@@ -19,36 +23,93 @@ import (
 // other CUDA work of the process may run meanwhile), and the graphs of one
 // session share the memory its arena lent them while capturing.
 type captureThread struct {
-	once sync.Once
-	work chan func()
+	start, stop sync.Once
+	work        chan func()
+	quit        chan struct{} // closed by close
 }
 
-// do runs f on the thread and returns when it has; a panic in f is
-// re-raised here.
-func (c *captureThread) do(f func()) {
-	c.once.Do(func() {
-		c.work = make(chan func())
-		go func() {
-			runtime.LockOSThread() // for good: the thread ends with the goroutine
-			for f := range c.work {
-				f()
-			}
-		}()
+// errClosed is do's error once the predictor is closed.
+var errClosed = errors.New("predictor closed")
+
+// capturePanic is a panic of a call on the thread, re-raised in its caller
+// with the stack where it happened.
+type capturePanic struct {
+	value any
+	stack []byte
+}
+
+func (p capturePanic) String() string {
+	return fmt.Sprintf("%v [on the capture thread]\n%s", p.value, p.stack)
+}
+
+// exited marks a call that ended its goroutine (runtime.Goexit, as
+// testing's FailNow does).
+var exited = new(int)
+
+// do runs f on the thread and returns when it has, or when ctx ends before
+// f starts. A panic in f is re-raised here; a runtime.Goexit in f ends the
+// caller's goroutine too, and a new thread takes over later calls.
+func (c *captureThread) do(ctx context.Context, f func()) error {
+	c.start.Do(func() {
+		c.work, c.quit = make(chan func()), make(chan struct{})
+		go c.loop()
 	})
 	done := make(chan any, 1)
-	c.work <- func() {
-		defer func() { done <- recover() }()
+	call := func() {
+		returned := false
+		defer func() {
+			r := recover()
+			switch {
+			case r != nil:
+				r = capturePanic{value: r, stack: debug.Stack()}
+			case !returned:
+				r = exited
+			}
+			done <- r
+		}()
 		f()
+		returned = true
 	}
-	if r := <-done; r != nil {
+	select {
+	case c.work <- call:
+	case <-c.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	switch r := <-done; {
+	case r == exited:
+		runtime.Goexit()
+	case r != nil:
 		panic(r)
+	}
+	return nil
+}
+
+// loop runs the calls, locked to its thread for good (the thread ends with
+// the goroutine). A call that ends the goroutine hands the work to a new one.
+func (c *captureThread) loop() {
+	runtime.LockOSThread()
+	finished := false
+	defer func() {
+		if !finished {
+			go c.loop()
+		}
+	}()
+	for {
+		select {
+		case f := <-c.work:
+			f()
+		case <-c.quit:
+			finished = true
+			return
+		}
 	}
 }
 
-// close ends the thread; do must not be called after.
+// close ends the thread; later calls of do return errClosed. Closing twice
+// is fine.
 func (c *captureThread) close() {
-	c.once.Do(func() {}) // a thread never started stays so
-	if c.work != nil {
-		close(c.work)
-	}
+	c.start.Do(func() { c.quit = make(chan struct{}) }) // never started: nothing runs
+	c.stop.Do(func() { close(c.quit) })
 }

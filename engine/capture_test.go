@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,11 +14,12 @@ import (
 	"github.com/autoui/autoui/predict"
 )
 
-// captureThread runs every call on one OS thread, one at a time, and hands
-// a panic back to the caller.
+// captureThread runs every call on one OS thread, one at a time; hands a
+// panic back to the caller; survives a call that ends its goroutine; stops
+// taking calls when closed (twice is fine) or when the caller's context ends.
 func TestCaptureThread(t *testing.T) {
 	var c captureThread
-	defer c.close()
+	ctx := context.Background()
 	var mu sync.Mutex
 	tids := map[int]bool{}
 	var inside, most atomic.Int32
@@ -24,7 +27,7 @@ func TestCaptureThread(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				c.do(func() {
+				err := c.do(ctx, func() {
 					n := inside.Add(1)
 					defer inside.Add(-1)
 					if n > most.Load() {
@@ -35,6 +38,9 @@ func TestCaptureThread(t *testing.T) {
 					tids[syscall.Gettid()] = true
 					mu.Unlock()
 				})
+				if err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}
@@ -44,55 +50,98 @@ func TestCaptureThread(t *testing.T) {
 	}
 	func() {
 		defer func() {
-			if r := recover(); r != "boom" {
-				t.Errorf("recovered %v, want the call's panic", r)
+			if p, ok := recover().(capturePanic); !ok || p.value != "boom" || len(p.stack) == 0 {
+				t.Errorf("recovered %v, want the call's panic with its stack", p)
 			}
 		}()
-		c.do(func() { panic("boom") })
+		c.do(ctx, func() { panic("boom") })
 	}()
+	exitedToo := make(chan bool)
+	go func() {
+		defer func() { exitedToo <- true }()
+		c.do(ctx, func() { runtime.Goexit() })
+		exitedToo <- false // not reached: the caller ends as the call did
+	}()
+	if !<-exitedToo {
+		t.Error("a call's Goexit did not end its caller")
+	}
 	ran := false
-	c.do(func() { ran = true }) // the thread outlives a call's panic
-	if !ran {
-		t.Error("no call after a panic")
+	if err := c.do(ctx, func() { ran = true }); err != nil || !ran { // a new thread took over
+		t.Errorf("a call after a panic and a Goexit: ran %v, %v", ran, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	block := make(chan struct{})
+	go c.do(ctx, func() { <-block }) // the thread is busy
+	time.Sleep(10 * time.Millisecond)
+	if err := c.do(cancelled, func() { t.Error("a cancelled call ran") }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	close(block)
+	c.close()
+	c.close()
+	if err := c.do(ctx, func() { t.Error("a call ran after close") }); !errors.Is(err, errClosed) {
+		t.Errorf("after close: %v", err)
 	}
 	var never captureThread
-	never.close() // never started: nothing to end
+	never.close()
+	if err := never.do(ctx, func() { t.Error("a call ran after close") }); !errors.Is(err, errClosed) {
+		t.Errorf("never started, closed: %v", err)
+	}
 }
 
-// Under capture, every decode of a predictor runs on the one capture
-// thread, whichever goroutine asked, from features and from screens (the
-// prompts encoded while the screens are resized, the vision tower after),
-// and gives the golden tokens.
+// Under capture, every decode and vision run of a predictor runs on the one
+// capture thread, whichever goroutine asked (staticConcurrent's four), from
+// features and from screens, and gives the golden tokens; while the vision
+// tower may capture, it runs only once the prompts are encoded; a closed
+// predictor refuses calls.
 func TestCaptureOnOneThread(t *testing.T) {
 	p := placed(t, placeStatic, Options{})
 	p.statics.capture, p.overlapPrefill = true, true
+	if _, err := p.visionGraph(); err != nil || p.visionFixed == nil || !p.visionFixed.capture {
+		t.Fatalf("no capturing fixed vision graph: %v", err)
+	}
 	var mu sync.Mutex
 	tids := map[int]bool{}
-	p.newCallHook = func(stepper) {
+	record := func() {
 		mu.Lock()
 		tids[syscall.Gettid()] = true
 		mu.Unlock()
 	}
+	p.newCallHook = func(stepper) { record() }
+	var encoded atomic.Bool
+	var early, runs atomic.Int32
+	p.prefillHook = func() {
+		time.Sleep(50 * time.Millisecond) // encoding slower than resizing: the tower must wait
+		encoded.Store(true)
+	}
+	p.visionFixed.runHook = func() {
+		record()
+		if runs.Add(1) <= capturingRuns && !encoded.Load() {
+			early.Add(1)
+		}
+	}
 	staticConcurrent(t, p)
 	cases := loadGolden(t)[:3]
-	var wg sync.WaitGroup
-	for _, c := range cases {
-		wg.Go(func() {
-			res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-				t.Errorf("%s from its screen: ids differ from golden", c.ID)
-			}
-		})
+	for _, c := range cases { // one after another: each batch's prompts encoded afresh
+		encoded.Store(false)
+		res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+			t.Errorf("%s from its screen: ids differ from golden", c.ID)
+		}
 	}
-	wg.Wait()
 	if _, err := p.ImageFeatures(context.Background(), screen(t, cases[0].Screen)); err != nil {
 		t.Fatal(err)
 	}
-	if len(tids) != 1 {
-		t.Errorf("decodes ran on %d OS threads, want 1", len(tids))
+	if len(tids) != 1 || runs.Load() != 4 || early.Load() != 0 {
+		t.Errorf("decodes and vision runs on %d OS threads (want 1); %d vision runs (want 4), %d of the first %d before their prompts were encoded (want 0)",
+			len(tids), runs.Load(), early.Load(), capturingRuns)
+	}
+	p.Close()
+	if _, err := p.Predict(context.Background(), cases[0].featureRequest(t)); !errors.Is(err, errClosed) {
+		t.Errorf("after Close: %v", err)
 	}
 }

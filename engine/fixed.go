@@ -29,6 +29,29 @@ type fixedGraph struct {
 	mu     sync.Mutex // one run at a time (under capture PredictBatch is serial anyway)
 	sets   map[int]*fixedSet
 	graphs int // graph ids handed out
+	// runHook, when set (tests), runs before each run of the graph.
+	runHook func()
+}
+
+// capturingRuns is how many runs of a set may capture its CUDA graph: ORT's
+// CUDA provider captures a graph id at its third run on a thread, after
+// two plain ones; one more in case a release captures on the second.
+const capturingRuns = 3
+
+// mayCapture reports whether a run of b rows may be one that captures (the
+// set's first capturingRuns), when a capture must see no other CUDA work.
+func (f *fixedGraph) mayCapture(b int) bool {
+	if f == nil || !f.capture {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := b
+	if f.bucket {
+		rows = staticRows(b)
+	}
+	s := f.sets[rows]
+	return s == nil || s.runs < capturingRuns
 }
 
 // maxFixedSets bounds the batch sizes a fixedGraph keeps buffers (and, under
@@ -45,6 +68,7 @@ type fixedSet struct {
 	opts     *ort.RunOptions // the graph id under capture, else nil
 	shape    ort.Shape
 	rows     int
+	runs     int // runs made
 }
 
 // run runs the graph on b rows of input, which fill writes into the host
@@ -67,9 +91,13 @@ func (f *fixedGraph) run(b int, fill func(in []float32) error, out []float32) er
 	if err := fill(s.in[:len(s.in)/rows*b]); err != nil {
 		return err
 	}
+	if f.runHook != nil {
+		f.runHook()
+	}
 	if err := s.up.Run(); err != nil {
 		return fmt.Errorf("%s input: %w", f.g.role, err)
 	}
+	s.runs++
 	if err := f.g.sess.RunWithBindingOptions(s.bind, s.opts); err != nil {
 		return fmt.Errorf("run %s graph %s: %w", f.g.role, f.g.path, err)
 	}

@@ -57,18 +57,20 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	var res []*predict.Result
 	var err error
-	p.engineCall(func() { res, err = p.predictBatch(ctx, reqs) })
+	if cerr := p.engineCall(ctx, func() { res, err = p.predictBatch(ctx, reqs) }); cerr != nil {
+		return nil, cerr
+	}
 	return res, err
 }
 
 // engineCall runs f, on the capture thread under capture (captureThread
-// says why).
-func (p *Predictor) engineCall(f func()) {
+// says why); it fails only when f could not start there.
+func (p *Predictor) engineCall(ctx context.Context, f func()) error {
 	if p.statics.capture {
-		p.statics.thread.do(f)
-		return
+		return p.statics.thread.do(ctx, f)
 	}
 	f()
+	return nil
 }
 
 func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
@@ -118,8 +120,8 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	var gate func() // run between resizing the screens and the vision tower
 	if p.overlapPrefill && p.statics.capture {
 		// The vision tower may be capturing, and a capture must see no
-		// other CUDA work: the prompts are encoded while the screens are
-		// resized, and the tower waits for them.
+		// other CUDA work: then the prompts are encoded while the screens
+		// are resized, and the tower waits for them.
 		gate = wg.Wait
 	}
 	featErr := p.features(ctx, reqs, res, gate)
@@ -264,7 +266,9 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 	}
 	res := []*predict.Result{{}}
 	var err error
-	p.engineCall(func() { err = p.features(ctx, []predict.Request{{Screen: img}}, res, nil) })
+	if cerr := p.engineCall(ctx, func() { err = p.features(ctx, []predict.Request{{Screen: img}}, res, nil) }); cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +297,9 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	per := p.prep.Len()
 	// Resizing a full screenshot is plain Go work: spread it over the cores,
 	// straight into the vision tower's input.
+	if !p.visionFixed.mayCapture(len(need)) {
+		gate = nil // a replay or a plain run may overlap the encoder
+	}
 	var fillErr error
 	var prep, waited time.Duration
 	fill := func(pix []float32) error {
@@ -311,6 +318,7 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 		if gate != nil && fillErr == nil {
 			gate()
 			waited = time.Since(t) - prep
+			fillErr = ctx.Err()
 		}
 		return fillErr
 	}

@@ -140,8 +140,10 @@ type Predictor struct {
 	cachePlace placement
 	kvOps      *kv.Ops         // trims and compacts a device-resident cache
 	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
-	// newCallHook, when set (tests), sees each decode's stepper.
+	// newCallHook, when set (tests), sees each decode's stepper;
+	// prefillHook runs when a batch's prompts are encoded.
 	newCallHook func(stepper)
+	prefillHook func()
 }
 
 // placement is where a decode's cache lives.

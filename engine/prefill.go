@@ -167,6 +167,9 @@ func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res
 			tm.Encoder, tm.EncoderRows, tm.EncoderLength = dt, len(rows), g.n
 		}
 	}
+	if p.prefillHook != nil {
+		p.prefillHook()
+	}
 	return text, nil
 }
 
