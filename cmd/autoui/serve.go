@@ -65,6 +65,9 @@ func runServe(ctx context.Context, args []string) error {
 	if _, err := mf.options(); err != nil {
 		return usageError{err}
 	}
+	if *concurrent > 1 && mf.cudaGraph && mf.provider == string(engine.ProviderCUDA) {
+		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
+	}
 	cfg := serve.Config{MaxBatch: *maxBatch, ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {

@@ -164,6 +164,11 @@ func TestServeCLIErrors(t *testing.T) {
 	if code != exitError || !strings.HasPrefix(stderr, "autoui serve: listening on http://127.0.0.1:") || strings.Contains(stdout+stderr, "panic") {
 		t.Errorf("bad bundle: exit %d, stderr %q", code, stderr)
 	}
+	// Concurrent batches under CUDA graphs run one at a time: said at the start.
+	_, stderr, _ = runCLI(t, "serve", "--model", t.TempDir(), "--addr", "127.0.0.1:0", "--provider", "cuda", "--cuda-graph", "--concurrent-batches", "2")
+	if !strings.HasPrefix(stderr, "autoui serve: --concurrent-batches 2 with --cuda-graph: the engine runs the batches one at a time") {
+		t.Errorf("--concurrent-batches under --cuda-graph: stderr %q", stderr)
+	}
 }
 
 // TestServeHelpMaxPixels: serve's --max-pixels help names serve's own
