@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"sync"
 	"time"
 
 	"github.com/autoui/autoui/engine/preprocess"
@@ -14,6 +15,7 @@ import (
 type Batch struct {
 	Run     int
 	Screens int
+	Start   time.Time
 	Decode  time.Duration // the batch's screens decoded, spread over the cores
 	Wall    time.Duration // Decode + PredictBatch
 }
@@ -30,9 +32,11 @@ func (b Batch) EngineScreensPerSecond() float64 {
 
 // RunBatch predicts opts.Batch screens per PredictBatch call — the cases
 // round-robin, each screen decoded from its PNG/JPEG bytes on its own —
-// opts.Warmup + opts.Runs times. It returns one Action per screen of the
-// measured batches (the stages of the batched calls are the calls' wall
-// times, as engine.PredictBatch reports them) and the batches.
+// opts.Warmup + opts.Runs times, the measured ones opts.Concurrent at a
+// time (the warm-up ones one at a time). It returns one Action per screen
+// of the measured batches (the stages of the batched calls are the calls'
+// wall times, as engine.PredictBatch reports them) and the batches, in run
+// order.
 func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, []Batch, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, nil, err
@@ -40,46 +44,79 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 	if opts.Batch < 1 {
 		return nil, nil, fmt.Errorf("batch = %d: need at least 1", opts.Batch)
 	}
-	var actions []Action
-	var batches []Batch
-	for r := -opts.Warmup; r < opts.Runs; r++ {
-		items := make([]Case, opts.Batch)
-		for i := range items {
-			items[i] = cases[i%len(cases)]
-		}
-		t := time.Now()
-		imgs := make([]image.Image, len(items))
-		if err := preprocess.Parallel(len(items), func(i int) (err error) {
-			imgs[i], err = decodeScreen(items[i])
-			return err
-		}); err != nil {
+	for r := -opts.Warmup; r < 0; r++ {
+		if _, _, err := runBatch(ctx, p, cases, opts, r); err != nil {
 			return nil, nil, err
 		}
-		decode := time.Since(t)
-		reqs := make([]predict.Request, len(items))
-		for i, c := range items {
-			reqs[i] = request(c, imgs[i], opts)
-		}
-		res, err := p.PredictBatch(ctx, reqs)
-		if err != nil {
-			return nil, nil, fmt.Errorf("batch of %d, run %d: %w", len(reqs), r, err)
-		}
-		wall := time.Since(t)
-		if len(res) != len(items) {
-			return nil, nil, fmt.Errorf("batch of %d, run %d: %d results", len(items), r, len(res))
-		}
-		if r < 0 {
-			continue
-		}
-		for i, c := range items {
-			a, err := screenAction(c, res[i], decode, opts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("batch run %d, screen %d (case %s): %w", r, i, c.ID, err)
+	}
+	type result struct {
+		actions []Action
+		batch   Batch
+		err     error
+	}
+	results := make([]result, opts.Runs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(opts.Concurrent, 1) {
+		wg.Go(func() {
+			for r := range next {
+				a, b, err := runBatch(ctx, p, cases, opts, r)
+				results[r] = result{a, b, err}
 			}
-			a.Run = r
-			actions = append(actions, a)
+		})
+	}
+	for r := range opts.Runs {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	var actions []Action
+	var batches []Batch
+	for _, res := range results {
+		if res.err != nil {
+			return nil, nil, res.err
 		}
-		batches = append(batches, Batch{Run: r, Screens: len(items), Decode: decode, Wall: wall})
+		actions = append(actions, res.actions...)
+		batches = append(batches, res.batch)
 	}
 	return actions, batches, nil
+}
+
+// runBatch runs RunBatch's batch r (negative: a warm-up one).
+func runBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options, r int) ([]Action, Batch, error) {
+	items := make([]Case, opts.Batch)
+	for i := range items {
+		items[i] = cases[i%len(cases)]
+	}
+	t := time.Now()
+	imgs := make([]image.Image, len(items))
+	if err := preprocess.Parallel(len(items), func(i int) (err error) {
+		imgs[i], err = decodeScreen(items[i])
+		return err
+	}); err != nil {
+		return nil, Batch{}, err
+	}
+	decode := time.Since(t)
+	reqs := make([]predict.Request, len(items))
+	for i, c := range items {
+		reqs[i] = request(c, imgs[i], opts)
+	}
+	res, err := p.PredictBatch(ctx, reqs)
+	if err != nil {
+		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %w", len(reqs), r, err)
+	}
+	wall := time.Since(t)
+	if len(res) != len(items) {
+		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %d results", len(items), r, len(res))
+	}
+	actions := make([]Action, 0, len(items))
+	for i, c := range items {
+		a, err := screenAction(c, res[i], decode, opts)
+		if err != nil {
+			return nil, Batch{}, fmt.Errorf("batch run %d, screen %d (case %s): %w", r, i, c.ID, err)
+		}
+		a.Run = r
+		actions = append(actions, a)
+	}
+	return actions, Batch{Run: r, Screens: len(items), Start: t, Decode: decode, Wall: wall}, nil
 }

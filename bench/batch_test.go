@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/predict"
+	"github.com/autoui/autoui/predict/predicttest"
 )
 
 // fakeBatch answers a batch with fakePredictor's result for each request.
@@ -100,5 +103,77 @@ func TestRunBatch(t *testing.T) {
 	}
 	if _, _, err := RunBatch(context.Background(), f, cases, Options{Runs: 1, Tokens: 5}); err == nil {
 		t.Fatal("batch 0 accepted")
+	}
+}
+
+// concurrentBatch answers like fakePredictor, each call holding until
+// another has started (or a while), and counts the calls at once.
+type concurrentBatch struct {
+	mu           sync.Mutex
+	inside, most int
+	both         chan struct{}
+	once         sync.Once
+}
+
+func (c *concurrentBatch) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	c.mu.Lock()
+	c.inside++
+	c.most = max(c.most, c.inside)
+	if c.inside == 2 {
+		c.once.Do(func() { close(c.both) })
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.both:
+	case <-time.After(5 * time.Second):
+	}
+	var f fakePredictor
+	out, err := f.PredictBatch(ctx, reqs)
+	c.mu.Lock()
+	c.inside--
+	c.mu.Unlock()
+	return out, err
+}
+
+func (c *concurrentBatch) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, c, req)
+}
+
+// With Concurrent 2 the measured batches run two at a time, come back in
+// run order, and the report adds the screens/s over the run.
+func TestRunBatchConcurrent(t *testing.T) {
+	cases := smallCases(t)
+	c := &concurrentBatch{both: make(chan struct{})}
+	opts := Options{Runs: 4, Tokens: 5, Batch: 3, Concurrent: 2}
+	actions, batches, err := RunBatch(context.Background(), c, cases, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.most != 2 || len(batches) != 4 || len(actions) != 12 {
+		t.Fatalf("%d calls at once (want 2), %d batches, %d actions", c.most, len(batches), len(actions))
+	}
+	for i, b := range batches {
+		if b.Run != i || actions[3*i].Run != i {
+			t.Fatalf("batch %d is run %d (action run %d)", i, b.Run, actions[3*i].Run)
+		}
+	}
+	r := NewReport("autoui-go", "base", 2, "cpu", opts, cases, actions)
+	r.Batches = batches
+	var table strings.Builder
+	if err := r.WriteTable(&table); err != nil || r.RunThroughput() <= 0 || !strings.Contains(table.String(), "2 batches at once") {
+		t.Fatalf("%v, %v screens/s over the run: %s", err, r.RunThroughput(), table.String())
+	}
+	// the rate over the run: 12 screens from the first start to the last end
+	first, last := batches[0].Start, batches[0].Start.Add(batches[0].Wall)
+	for _, b := range batches {
+		if b.Start.Before(first) {
+			first = b.Start
+		}
+		if e := b.Start.Add(b.Wall); e.After(last) {
+			last = e
+		}
+	}
+	if want := 12 / last.Sub(first).Seconds(); r.RunThroughput() != want {
+		t.Errorf("screens/s over the run %v, want %v", r.RunThroughput(), want)
 	}
 }

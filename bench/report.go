@@ -186,6 +186,31 @@ func (r *Report) EncoderCallsPerBatch() float64 {
 	return calls / float64(len(r.Batches))
 }
 
+// RunThroughput is the measured batches' screens over the time from the
+// first's start to the last's end: with Options.Concurrent batches at once,
+// what the engine served (decoding included; each batch's own rate counts
+// the others' time too).
+func (r *Report) RunThroughput() float64 {
+	if len(r.Batches) == 0 {
+		return 0
+	}
+	first, last := r.Batches[0].Start, r.Batches[0].Start
+	screens := 0
+	for _, b := range r.Batches {
+		if b.Start.Before(first) {
+			first = b.Start
+		}
+		if end := b.Start.Add(b.Wall); end.After(last) {
+			last = end
+		}
+		screens += b.Screens
+	}
+	if !last.After(first) {
+		return 0
+	}
+	return float64(screens) / last.Sub(first).Seconds()
+}
+
 // Throughput is the distribution of screens/s over the measured batches.
 type Throughput struct{ Min, Median, Max float64 }
 
@@ -310,6 +335,8 @@ func (r *Report) JSON() ([]byte, error) {
 		if c := r.EncoderCallsPerBatch(); c > 0 {
 			doc["encoder_calls_per_batch"] = round3(c)
 		}
+		doc["concurrent_batches"] = max(r.Options.Concurrent, 1)
+		doc["run_screens_per_s"] = round3(r.RunThroughput())
 	}
 	if r.Machine != nil && r.Machine.Device != nil {
 		d := r.Machine.Device
@@ -396,6 +423,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			r.EngineThroughput().Median)
 		if c := r.EncoderCallsPerBatch(); c > 0 {
 			fmt.Fprintf(w, "prompts encoded in %.1f encoder calls per batch (groups of similar length; --prompt-groups)\n", c)
+		}
+		if n := r.Options.Concurrent; n > 1 {
+			fmt.Fprintf(w, "%d batches at once: %.2f screens/s over the run (decoding included; the per-batch rates above each count the others' time)\n",
+				n, r.RunThroughput())
 		}
 	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",

@@ -55,6 +55,9 @@ type Options struct {
 	// Batch, when above 0, is the number of screens per PredictBatch call
 	// (RunBatch): copies of the cases, round-robin.
 	Batch int
+	// Concurrent is how many of RunBatch's measured batches run at once
+	// (0: 1), as `serve --concurrent-batches` runs them.
+	Concurrent int
 }
 
 // TypicalAction is a typical Auto-UI output (a tap on a search result with a

@@ -79,7 +79,9 @@ for p in sys.argv[1:]:
           f" screens/s {sps} (engine alone {eps}) | decode_image {g('decode_image')} preprocess {g('preprocess')} vision {g('vision')}"
           f" encoder {g('encoder')} fusion {g('fusion')} first_step {g('first_step')} decode_step {g('decode_step')}"
           f" later_steps {g('later_steps')} text_path {g('text_path')} | calls {d.get('decoder_calls')}"
-          f" rss {d.get('peak_rss_mb')} MB" + (f" | cuda graphs {d['cuda_graphs']}" if d.get("cuda_graph") else ""))
+          f" rss {d.get('peak_rss_mb')} MB" + (f" | cuda graphs {d['cuda_graphs']}" if d.get("cuda_graph") else "")
+          + (f" | encoder calls/batch {d['encoder_calls_per_batch']}" if d.get("encoder_calls_per_batch") else "")
+          + (f" | {d['concurrent_batches']} at once: {d.get('run_screens_per_s')} screens/s over the run" if d.get("concurrent_batches", 1) > 1 else ""))
     for l in d.get("limits") or []:
         print(f"    {l['stage']}: {l['measured_ms']} ms, bound {l['bound_ms']} ms ({l['basis']}), x{l['ratio']}")
     if d.get("machine"):
@@ -176,15 +178,16 @@ if want batch; then
   # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
   # --verify-positions 13) against cuda's default (every row drafts in full); at 64, every prompt
   # padded to the batch's longest (--prompt-groups 1) against prompts encoded in groups of similar
-  # length (the default).
+  # length (the default); two batches of 32 in the engine at once (--concurrent-batches 2: screens/s
+  # over the run) against one of 64.
   for b in "$b32" "$b16" "$b16all"; do
     [ -d "$b" ] || continue
     n=$(basename "$b")
-    for k in $batches 32v13 64g1; do
-      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16:64g1" | "$b16all:"*) continue ;; esac
-      bs=${k%%[vg]*}
+    for k in $batches 32v13 64g1 32c2; do
+      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16:64g1" | "$b16:32c2" | "$b16all:"*) continue ;; esac
+      bs=${k%%[vgc]*}
       flags=(--batch "$bs")
-      case "$k" in *v13) flags+=(--verify-positions 13) ;; *g1) flags+=(--prompt-groups 1) ;; esac
+      case "$k" in *v13) flags+=(--verify-positions 13) ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;; esac
       fits $((15 + bs / 2)) "batch $n $k" || break 2
       run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
         --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"

@@ -40,6 +40,7 @@ func runBench(ctx context.Context, args []string) error {
 	doProbe := fs.Bool("probe", true, "measure memory bandwidth and matmul throughput and print measured/bound per stage")
 	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache; the device probe streams a weight of this size)")
 	batch := fs.Int("batch", 0, "screens per PredictBatch call (copies of the cases, decoded in parallel), reporting screens/s; 0: one Predict per case")
+	concurrent := fs.Int("concurrent-batches", 1, "with --batch: measured batches in the engine at once, as serve --concurrent-batches runs them; adds the screens/s over the run")
 	probeOn := fs.String("probe-on", "", "where the bounds' probes run: host (memory bandwidth, ORT's CPU matmul) or device (through the session's execution provider: run overhead, weight streaming, matmul); default device under --provider cuda, else host")
 	fs.StringVar(&mf.profile, "ort-profile", "", "write ONNX Runtime's per-node profile of every graph to PREFIX-<graph>_<time>.json (every run, warm-up included; for chrome://tracing or Perfetto)")
 	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
@@ -58,6 +59,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *batch < 0 {
 		return usageErrorf("--batch %d: want 0 (one Predict per case) or more", *batch)
+	}
+	if *concurrent < 1 || (*concurrent > 1 && *batch == 0) {
+		return usageErrorf("--concurrent-batches %d: want 1, or more with --batch", *concurrent)
 	}
 	if mf.profile != "" {
 		if st, err := os.Stat(filepath.Dir(mf.profile)); err != nil || !st.IsDir() {
@@ -96,7 +100,7 @@ func runBench(ctx context.Context, args []string) error {
 	if label == "" {
 		label = p.Bundle().Manifest.Model.Size
 	}
-	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch}
+	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch, Concurrent: *concurrent}
 	if *replay != "" {
 		if opts.ReplayText, opts.Replay, err = bench.ReplayTokens(p.Tokenizer(), *replay); err != nil {
 			return fmt.Errorf("--replay: %w", err)
