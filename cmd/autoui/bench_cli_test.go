@@ -95,3 +95,14 @@ func TestBenchORTProfileCLI(t *testing.T) {
 	_, stderr, code = runCLI(t, "bench", "--model", tinyBundle, "--ort-profile", filepath.Join(prefix, "missing", "p"))
 	wantOneLineError(t, "", stderr, code, 2, "--ort-profile")
 }
+
+// --concurrent-batches needs --batch and at least 1.
+func TestBenchConcurrentBatchesUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--model", "x", "--concurrent-batches", "2"},
+		{"bench", "--model", "x", "--batch", "4", "--concurrent-batches", "0"},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		wantOneLineError(t, stdout, stderr, code, exitUsage, "--concurrent-batches")
+	}
+}
