@@ -46,12 +46,16 @@ func (f *fixedGraph) mayCapture(b int) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rows := b
-	if f.bucket {
-		rows = staticRows(b)
-	}
-	s := f.sets[rows]
+	s := f.sets[f.rows(b)]
 	return s == nil || s.runs < capturingRuns
+}
+
+// rows is how many rows the set that runs a batch of b has.
+func (f *fixedGraph) rows(b int) int {
+	if f.bucket {
+		return staticRows(b)
+	}
+	return b
 }
 
 // maxFixedSets bounds the batch sizes a fixedGraph keeps buffers (and, under
@@ -77,10 +81,7 @@ type fixedSet struct {
 func (f *fixedGraph) run(b int, fill func(in []float32) error, out []float32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rows := b
-	if f.bucket {
-		rows = staticRows(b)
-	}
+	rows := f.rows(b)
 	s, err := f.set(rows)
 	if err != nil {
 		return err

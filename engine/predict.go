@@ -36,10 +36,10 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // devices, or several evaluation steps) in one pass: one vision call for all
 // screens given as images, an encoder and a fusion call for each group of
 // prompts of similar length (prefillText; up to Options.PromptGroups), and
-// decoder calls shared by the whole batch (see decode). Every item gets the same TokenIDs, Raw, Action, Plan and
-// SourceText that it gets on its own; per-request MaxNewTokens,
-// MinNewTokens and Replay and the predictor's options (Constrained,
-// Decoding, HistoryWindow, Truncation) apply per item.
+// decoder calls shared by the whole batch (see decode). Every item gets the
+// same TokenIDs, Raw, Action, Plan and SourceText that it gets on its own;
+// per-request MaxNewTokens, MinNewTokens and Replay and the predictor's
+// options (Constrained, Decoding, HistoryWindow, Truncation) apply per item.
 //
 // Padding costs: every item is cross-attended at the longest prompt's
 // length, so callers with many requests gain by batching prompts of similar

@@ -137,8 +137,10 @@ func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res
 	}
 	pad := p.bundle.Manifest.Tokens.PadID
 	text := prefilled{n: n}
-	_, text.mask = padPrompts(prompts, n, pad)
 	rowGroups := lengthGroups(lens, n, p.groupCost, p.promptGroups)
+	if len(rowGroups) > 1 { // a lone group's mask is the batch's
+		text.mask = promptMask(prompts, n)
+	}
 	for _, rows := range rowGroups {
 		if err := ctx.Err(); err != nil {
 			text.release()
@@ -154,6 +156,9 @@ func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res
 		}
 		var ids []int64
 		ids, g.mask = padPrompts(ps, g.n, pad)
+		if len(rowGroups) == 1 {
+			text.mask = g.mask
+		}
 		t := time.Now()
 		var err error
 		if g.enc, err = p.runEncoder(len(rows), g.n, ids, g.mask); err != nil {
@@ -174,22 +179,30 @@ func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res
 }
 
 // padPrompts lays prompts out as rows of n tokens, each prompt's ids then
-// pad, and their mask: 1 on the ids, 0 on padding. The encoder, fusion and
-// the decoder's cross-attention all read the mask, so padded positions never
-// reach an output.
+// pad, and returns them with their mask (promptMask).
 func padPrompts(prompts [][]int64, n int, pad int64) (ids, mask []int64) {
-	ids, mask = make([]int64, len(prompts)*n), make([]int64, len(prompts)*n)
+	ids = make([]int64, len(prompts)*n)
 	for i, pr := range prompts {
 		row := ids[i*n : (i+1)*n]
 		copy(row, pr)
 		for j := len(pr); j < n; j++ {
 			row[j] = pad
 		}
+	}
+	return ids, promptMask(prompts, n)
+}
+
+// promptMask is the mask of prompts laid out as rows of n tokens: 1 on each
+// prompt's ids, 0 on padding. The encoder, fusion and the decoder's
+// cross-attention all read it, so padded positions never reach an output.
+func promptMask(prompts [][]int64, n int) []int64 {
+	mask := make([]int64, len(prompts)*n)
+	for i, pr := range prompts {
 		for j := range pr {
 			mask[i*n+j] = 1
 		}
 	}
-	return ids, mask
+	return mask
 }
 
 // fuse runs the fusion graph on each group of text with its rows' image
