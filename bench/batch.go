@@ -57,7 +57,7 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 	results := make([]result, opts.Runs)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range max(opts.Concurrent, 1) {
+	for range min(max(opts.Concurrent, 1), max(opts.Runs, 1)) {
 		wg.Go(func() {
 			for r := range next {
 				a, b, err := runBatch(ctx, p, cases, opts, r)

@@ -176,4 +176,11 @@ func TestRunBatchConcurrent(t *testing.T) {
 	if want := 12 / last.Sub(first).Seconds(); r.RunThroughput() != want {
 		t.Errorf("screens/s over the run %v, want %v", r.RunThroughput(), want)
 	}
+	// a huge Concurrent runs at most a batch per run at once
+	opts.Concurrent = 1 << 30
+	c = &concurrentBatch{both: make(chan struct{})}
+	c.once.Do(func() { close(c.both) }) // no wait
+	if _, batches, err := RunBatch(context.Background(), c, cases, opts); err != nil || len(batches) != 4 || c.most > 4 {
+		t.Fatalf("Concurrent 1<<30: %d batches, %d at once, %v", len(batches), c.most, err)
+	}
 }

@@ -52,9 +52,10 @@ type Config struct {
 	// MaxBatch is the most requests in one engine call.
 	MaxBatch int
 	// ConcurrentBatches is how many engine calls may run at once, each
-	// gathering its own batch (0: 1). On a GPU whose decoder calls are
-	// bound by the host launching their kernels, one batch's launching
-	// overlaps another's kernels; each batch holds its own device memory.
+	// gathering its own batch (0: 1; at most Queue). On a GPU whose decoder
+	// calls are bound by the host launching their kernels, one batch's
+	// launching overlaps another's kernels; each batch holds its own device
+	// memory.
 	ConcurrentBatches int
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
@@ -87,9 +88,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.ConcurrentBatches <= 0 {
-		c.ConcurrentBatches = 1
-	}
+	c.ConcurrentBatches = max(c.ConcurrentBatches, 1)
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}
@@ -99,6 +98,7 @@ func (c Config) withDefaults() Config {
 	if c.Queue <= 0 {
 		c.Queue = DefaultQueue
 	}
+	c.ConcurrentBatches = min(c.ConcurrentBatches, c.Queue) // each needs a queued request
 	if c.MaxBody <= 0 {
 		c.MaxBody = DefaultMaxBody
 	}

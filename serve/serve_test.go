@@ -861,6 +861,9 @@ func TestConcurrentBatches(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
+	if n := (Config{ConcurrentBatches: 1 << 30, Queue: 3}).withDefaults().ConcurrentBatches; n != 3 {
+		t.Errorf("a billion concurrent batches with a queue of 3: %d batchers, want 3", n)
+	}
 }
 
 // With batchers to spare, one gathers at a time: requests arriving within

@@ -47,12 +47,12 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
 	case *maxBatch < 1:
 		return usageErrorf("--max-batch %d: must be >= 1", *maxBatch)
-	case *concurrent < 1:
-		return usageErrorf("--concurrent-batches %d: must be >= 1", *concurrent)
 	case *batchWait < 0:
 		return usageErrorf("--batch-wait %v: must be >= 0", *batchWait)
 	case *queue < 1:
 		return usageErrorf("--queue %d: must be >= 1", *queue)
+	case *concurrent < 1 || *concurrent > *queue:
+		return usageErrorf("--concurrent-batches %d: want 1 to --queue (%d): each batch needs a queued request", *concurrent, *queue)
 	case *maxBody < 1:
 		return usageErrorf("--max-body %d: must be >= 1", *maxBody)
 	case *timeout <= 0:

@@ -152,6 +152,7 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--max-batch", "0"}, exitUsage, "--max-batch 0"},
 		{[]string{"serve", "--model", "x", "--queue", "0"}, exitUsage, "--queue 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "0"}, exitUsage, "--concurrent-batches 0"},
+		{[]string{"serve", "--model", "x", "--concurrent-batches", "1000000000"}, exitUsage, "want 1 to --queue (64)"},
 		{[]string{"serve", "--model", "x", "--max-pixels", "-1"}, exitUsage, "--max-pixels"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
