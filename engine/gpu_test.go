@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,4 +191,48 @@ func TestCUDAGraphGolden(t *testing.T) {
 	}
 	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
 	sameConstrained(t, dev, graph, cases[:6])
+}
+
+// The fixed-buffer paths under cuda beyond what capture replays: a static
+// decode past the graph budget (its calls run plainly on the capturing
+// session) gives the golden tokens, and the vision tower's features from
+// its fixed buffers, over its regular, capturing and replayed runs, are the
+// device path's. Both failed once: the host inputs' copies were bound once,
+// and ORT copies a host input to the device when it is bound.
+func TestCUDAFixedBuffers(t *testing.T) {
+	if !inCUDAChild() {
+		runCUDAChild(t, "TestCUDAFixedBuffers")
+		return
+	}
+	cases := loadGolden(t)
+	p := cudaPredictorWith(t, Options{CUDAGraph: true})
+	p.statics.graphs = maxCapturedGraphs // no graph ids left: every set runs uncaptured
+	for _, B := range []int{1, 3} {
+		goldenBatches(t, p, cases, B, fmt.Sprintf("static decoder uncaptured, B=%d", B))
+	}
+	if d, _ := p.CapturedGraphs(); d != maxCapturedGraphs {
+		t.Errorf("%d graph ids handed out, want the %d set by the test", d, maxCapturedGraphs)
+	}
+	dev, graph := cudaPredictor(t), cudaPredictorWith(t, Options{CUDAGraph: true})
+	for pass := range 5 {
+		img := screen(t, cases[pass%len(cases)].Screen)
+		a, err := dev.ImageFeatures(context.Background(), img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := graph.ImageFeatures(context.Background(), img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := range a {
+			worst = max(worst, math.Abs(float64(a[i]-b[i])))
+		}
+		if worst > 1e-5 {
+			t.Errorf("vision pass %d (%s): captured-path features differ from the device path's by %.3g", pass, cases[pass%len(cases)].Screen, worst)
+		}
+	}
+	if _, v := graph.CapturedGraphs(); v != 1 {
+		t.Errorf("%d vision graphs captured, want 1", v)
+	}
 }

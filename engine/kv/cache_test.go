@@ -456,3 +456,52 @@ func TestMerge(t *testing.T) {
 		}
 	}
 }
+
+// A Transfer copies what its sources hold when it runs, not what they held
+// when it was bound: the second run copies new values, both ways. (Under
+// cuda ORT copies a host input into the device when it is bound; a binding
+// kept from the first run copied the first values forever, which the CUDA
+// tests in engine caught. Here it holds the contract on the CPU.)
+func TestTransferCopiesAtRun(t *testing.T) {
+	needORT(t)
+	ops, mem := cpuOps(t, 1)
+	src := []int64{1, 2, 3}
+	host, err := ort.NewTensor(ort.NewShape(3), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Destroy()
+	dev, err := ops.upload(host, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Destroy()
+	back := make([]int64, 3)
+	out, err := ort.NewTensor(ort.NewShape(3), back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Destroy()
+	up, err := ops.NewTransfer(false, []ort.Value{host}, []ort.Value{dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	down, err := ops.NewTransfer(false, []ort.Value{dev}, []ort.Value{out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	for run, want := range [][]int64{{4, 5, 6}, {7, 8, 9}} {
+		copy(src, want)
+		if err := up.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if err := down.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(back, want) {
+			t.Fatalf("run %d: copied %v, want %v", run, back, want)
+		}
+	}
+}

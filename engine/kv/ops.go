@@ -157,6 +157,7 @@ func (o *Ops) Gather(kv []ort.Value, rows []int64, mem *ort.MemoryInfo) ([]*ort.
 type Transfer struct {
 	sess *ort.DynamicAdvancedSession
 	bind *ort.IoBinding
+	srcs []ort.Value
 }
 
 // NewTransfer binds a copy of srcs into dsts (pairwise, the same shapes;
@@ -169,7 +170,7 @@ func (o *Ops) NewTransfer(float bool, srcs, dsts []ort.Value) (*Transfer, error)
 	if float {
 		f = 1
 	}
-	t := &Transfer{sess: o.copies[f][len(srcs)-1]}
+	t := &Transfer{sess: o.copies[f][len(srcs)-1], srcs: srcs}
 	var err error
 	if t.bind, err = t.sess.CreateIoBinding(); err != nil {
 		return nil, fmt.Errorf("copy binding: %w", err)
@@ -186,8 +187,19 @@ func (o *Ops) NewTransfer(float bool, srcs, dsts []ort.Value) (*Transfer, error)
 	return t, nil
 }
 
-// Run copies.
-func (t *Transfer) Run() error { return t.sess.RunWithBinding(t.bind) }
+// Run copies what srcs hold now. Its inputs are bound again first: ORT
+// copies an input that lives on another device than the graph reads it
+// from (host memory into a cuda graph) when it is bound, not when the
+// graph runs, so a binding made once would copy the first values forever.
+func (t *Transfer) Run() error {
+	t.bind.ClearBoundInputs()
+	for i, v := range t.srcs {
+		if err := t.bind.BindInput(opsIn(i), v); err != nil {
+			return fmt.Errorf("copy binding: %w", err)
+		}
+	}
+	return t.sess.RunWithBinding(t.bind)
+}
 
 // Close releases the binding.
 func (t *Transfer) Close() { t.bind.Destroy() }
