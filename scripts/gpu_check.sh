@@ -19,7 +19,8 @@
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
-# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (GRAPH_BATCHES of `graph`),
+# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole list, as
+# "64 64g1 32c2"; GRAPH_BATCHES those of `graph`), SERVE_CFGS serve's configurations (as "graph plain c2"),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -183,7 +184,7 @@ if want batch; then
   for b in "$b32" "$b16" "$b16all"; do
     [ -d "$b" ] || continue
     n=$(basename "$b")
-    for k in $batches 32v13 64g1 32c2; do
+    for k in ${BATCH_CASES:-$batches 32v13 64g1 32c2}; do
       case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16:64g1" | "$b16:32c2" | "$b16all:"*) continue ;; esac
       bs=${k%%[vgc]*}
       flags=(--batch "$bs")
@@ -255,7 +256,11 @@ if want serve && fits 40 serve; then
   # trained model's requests cost) with CUDA graphs and without, then two batches of up to 32 in the
   # engine at once (--concurrent-batches 2: one's kernel launching beside the other's kernels), fp16
   # vision, then fp32 as the random weights decode (127 tokens, no draft accepted: the issue's first table)
-  for cfg in "$b32:typical:graph:" "$b32:typical::" "$b32:typical::2" "$b16:typical::" "$b32:::"; do
+  for name in ${SERVE_CFGS:-graph plain c2 fp16 random}; do
+    case $name in
+      graph) cfg="$b32:typical:graph:" ;; plain) cfg="$b32:typical::" ;; c2) cfg="$b32:typical::2" ;;
+      fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;; *) log "serve: no configuration $name"; continue ;;
+    esac
     IFS=: read -r b replay graph conc <<< "$cfg"
     [ -d "$b" ] || continue
     n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}
