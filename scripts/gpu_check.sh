@@ -19,8 +19,9 @@
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
-# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole list, as
-# "64 64g1 32c2"; GRAPH_BATCHES those of `graph`), SERVE_CFGS serve's configurations (as "graph plain c2"),
+# STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
+# as "64 64v320 64g1 32c2", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
+# those of `graph`), SERVE_CFGS serve's configurations (as "graph plain c2"),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -142,13 +143,17 @@ if want graph && [ -d "$b32" ]; then
       fi
     done
   done
-  # fp16 everywhere (attention kept fp32), its static decoder converted with it: batch 64
+  # fp16 everywhere (attention kept fp32), its static decoder converted with it (the fastest bundle at
+  # batch 64 on the second loan): one action, then batch 64
   if [ -d "$b16all" ] && $graph_ok; then
-    for g in false true; do
-      fits 45 "graph fp16all b64 cuda-graph=$g" || break
-      run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical --batch 64 \
-        --runs 3 --warmup 1 --probe=false --cuda-graph="$g" --json > "$res/graph-fp16all-$g-b64.json"
-      log "fp16all cuda-graph=$g $(bench_line "$res/graph-fp16all-$g-b64.json")"
+    for k in ${FP16_GRAPH_BATCHES:-1 64}; do
+      for g in false true; do
+        fits $((30 + k / 4)) "graph fp16all b$k cuda-graph=$g" || break 2
+        flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
+        run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical "${flags[@]}" \
+          --probe=false --cuda-graph="$g" --json > "$res/graph-fp16all-$g-b$k.json"
+        log "fp16all cuda-graph=$g $(bench_line "$res/graph-fp16all-$g-b$k.json")"
+      done
     done
   fi
   if $graph_ok && fits 40 "graph profile"; then
@@ -156,6 +161,15 @@ if want graph && [ -d "$b32" ]; then
     run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
       --probe=false --cuda-graph --ort-profile /tmp/prof-graph/p --json > "$res/profile-graph.json"
     log "profile cuda-graph:"; python3 -m scripts.ort_profile /tmp/prof-graph/*.json 2>&3 | tee -a "$out/summary.txt"
+  fi
+  # a batch-64 decoder call is the GPU's own work (graphs do not shorten it): where it goes, per node,
+  # on the fastest bundle, uncaptured (a replayed call shows no nodes)
+  if [ -d "$b16all" ] && fits 50 "profile fp16all b64"; then
+    rm -rf /tmp/prof-b64; mkdir -p /tmp/prof-b64
+    run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical --batch 64 --runs 1 \
+      --warmup 1 --probe=false --ort-profile /tmp/prof-b64/p --json > "$res/profile-fp16all-b64.json"
+    python3 -m scripts.ort_profile --json /tmp/prof-b64/*.json > "$res/profile-fp16all-b64-summary.json" 2>&3
+    log "profile fp16all b64:"; python3 -m scripts.ort_profile /tmp/prof-b64/*.json 2>&3 | tee -a "$out/summary.txt"
   fi
   save
 fi
@@ -175,7 +189,8 @@ if want action; then
 fi
 
 if want batch; then
-  # screens/s per batch size (batch 1 is the action step's): the cuda default batch is the smallest
+  # screens/s per batch size (batch 1 is the action step's; a case NvM verifies M positions a call,
+  # NgG encodes prompts in at most G groups, NcC runs C batches at once): the cuda default batch is the smallest
   # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
   # --verify-positions 13) against cuda's default (every row drafts in full); at 64, every prompt
   # padded to the batch's longest (--prompt-groups 1) against prompts encoded in groups of similar
@@ -184,11 +199,13 @@ if want batch; then
   for b in "$b32" "$b16" "$b16all"; do
     [ -d "$b" ] || continue
     n=$(basename "$b")
-    for k in ${BATCH_CASES:-$batches 32v13 64g1 32c2}; do
-      case "$b:$k" in "$b16all:32" | "$b32:"*) ;; "$b16:32v13" | "$b16:64g1" | "$b16:32c2" | "$b16all:"*) continue ;; esac
+    cases=${BATCH_CASES:-$batches 32v13 64g1 32c2}   # fp32
+    [ "$b" = "$b16" ] && cases=$batches
+    [ "$b" = "$b16all" ] && cases=${FP16_BATCH_CASES:-32}
+    for k in $cases; do
       bs=${k%%[vgc]*}
       flags=(--batch "$bs")
-      case "$k" in *v13) flags+=(--verify-positions 13) ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;; esac
+      case "$k" in *v*) flags+=(--verify-positions "${k#*v}") ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;; esac
       fits $((15 + bs / 2)) "batch $n $k" || break 2
       run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
         --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"
