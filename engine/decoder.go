@@ -294,15 +294,15 @@ func (c *callBufs) release() {
 // (placeDevice: under cuda, and in tests on the cpu provider), or in fixed
 // buffers of maxLen positions (placeStatic: Options.CUDAGraph).
 func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width int) (stepper, error) {
-	if p.cachePlace == placeStatic {
+	if p.fixedRows(B) {
 		return p.newStaticCall(B, fused, mask, maxLen, width)
 	}
-	if p.decoder.sess == nil {
-		return nil, fmt.Errorf("decoder graph not opened: this predictor decodes with the static one (programmer error)")
+	if _, err := p.dynamicDecoder(); err != nil {
+		return nil, err
 	}
 	shape := kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel}
 	bufs := newCallBufs(B, width, p.cfg.VocabSize)
-	if p.cachePlace == placeDevice {
+	if p.cachePlace != placeHost { // a static predictor's batch too large for fixed buffers too
 		// the states' size is checked by the tensor over them and by NewDevice
 		if B <= 0 || len(mask)%B != 0 {
 			return nil, fmt.Errorf("decoder cache: %d mask values for %d rows (programmer error)", len(mask), B)

@@ -151,7 +151,8 @@ func sameConstrained(t *testing.T, a, b *Predictor, cases []goldenCase) {
 }
 
 // CUDA graphs (Options.CUDAGraph): the static decoder's calls captured once
-// per shape and replayed give the golden tokens at batches of 1, 3 and 8,
+// per shape and replayed give the golden tokens at batches of 1, 3 and 8
+// (and a batch of 16, past captureRows, on the device-resident path),
 // speculative and greedy, twice over (the second pass replays the graphs
 // the first captured, on the same buffers), and from screens (the vision
 // tower captured too); constrained decoding gives the device-resident
@@ -175,6 +176,8 @@ func TestCUDAGraphGolden(t *testing.T) {
 		p.groupCost = 0 // prompts in as many groups as can be, merged to the bucketed length
 		goldenBatches(t, p, cases, 8, fmt.Sprintf("cuda graph, %s B=8, prompts in groups", dec))
 		p.groupCost = groupCostCUDA
+		// past captureRows: the device-resident path beside the captured one
+		goldenBatches(t, p, cases, 16, fmt.Sprintf("cuda graph, %s B=16 (uncaptured)", dec))
 		// screens: the vision tower's captured runs too
 		for pass := range 2 {
 			for _, c := range cases {

@@ -8,6 +8,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/internal/ortval"
 	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/engine/sample"
@@ -100,6 +101,10 @@ type Predictor struct {
 
 	encoder, fusion, decoder *graph
 	decoderCross             *graph // the fused states' cross-attention K/V, once per request
+	// decoderOnce opens the decoder's session on first use when decodes
+	// run the static decoder (dynamicDecoder).
+	decoderOnce sync.Once
+	decoderErr  error
 
 	// The vision tower loads on first use: evaluation from precomputed
 	// features (Auto-UI's pickles, a feature cache) never pays for it.
@@ -123,6 +128,10 @@ type Predictor struct {
 	promptBucket int
 	// bucketRows decodes a batch on staticRows(B) rows (under capture).
 	bucketRows bool
+	// graphRows, when > 0, is the most rows a batch may have to run on
+	// fixed buffers (fixedRows); a larger one runs the device-resident
+	// path. Under capture: captureRows.
+	graphRows int
 	// groupCost is a group's fixed cost in prompt tokens when a batch's
 	// prompts are encoded in at most promptGroups groups of similar length
 	// (lengthGroups).
@@ -285,6 +294,44 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 // up to 512 tokens come in 8 lengths.
 const capturePromptBucket = 64
 
+// captureRows is Predictor.graphRows under capture. On an H200 a captured
+// call at batch 1 took 3.5 ms against 5.2 on the device-resident path, at
+// batch 64 13.8 against 11.2 (fp32; fp16 9.4 against 8.7): a large batch's
+// call is the GPU's own work, which capture does not shorten, while its
+// fixed buffers cost a full cache copy per call and rows padded to a power
+// of two. 8 keeps the captured shapes (rows 1, 2, 4, 8 x 8 prompt lengths
+// x 2 turns) within maxCapturedGraphs; where the crossover lies between 1
+// and 64 is not measured yet (docs/cuda.md).
+const captureRows = 8
+
+// fixedRows reports whether a batch of b rows runs on fixed buffers (the
+// static decoder, the vision tower's sets; under capture, CUDA graphs).
+func (p *Predictor) fixedRows(b int) bool {
+	return p.cachePlace == placeStatic && (p.graphRows == 0 || b <= p.graphRows)
+}
+
+// dynamicDecoder is the decoder graph with its session, which a predictor
+// that decodes with the static decoder opens only for its first batch of
+// more than graphRows rows.
+func (p *Predictor) dynamicDecoder() (*graph, error) {
+	p.decoderOnce.Do(func() {
+		if p.decoder.sess != nil {
+			return
+		}
+		so := p.so
+		if p.decoderSO != nil {
+			so = p.decoderSO
+		}
+		g, err := openGraph(p.bundle, models.RoleDecoder, so, p.opts.Session.Profile)
+		if err != nil {
+			p.decoderErr = err
+			return
+		}
+		p.decoder.sess = g.sess
+	})
+	return p.decoder, p.decoderErr
+}
+
 // openStatic opens the bundle's static decoder graph, with graph capture
 // under cuda.
 func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
@@ -307,7 +354,7 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
 	p.statics.keep = staticKeepCPU
 	if p.statics.capture = o.Provider == ProviderCUDA; p.statics.capture {
 		p.statics.keep = staticKeepCUDA
-		p.promptBucket, p.bucketRows = capturePromptBucket, true
+		p.promptBucket, p.bucketRows, p.graphRows = capturePromptBucket, true, captureRows
 	}
 	return nil
 }
@@ -417,6 +464,10 @@ func (p *Predictor) visionGraph() (*graph, error) {
 			so = p.captureSO
 		}
 		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, so, p.opts.Session.Profile)
+		if p.visionErr == nil && p.statics.capture && p.graphRows > 0 {
+			// batches past graphRows run the tower plainly on its session
+			p.vision.runOpts, p.visionErr = ortval.GraphRunOptions(-1)
+		}
 		if p.visionErr == nil && p.captureSO != nil {
 			dim, H, W := int64(p.bundle.Manifest.Vision.OutputDim), int64(p.prep.Height), int64(p.prep.Width)
 			p.visionFixed = &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,

@@ -131,7 +131,7 @@ func (p *Predictor) prefillText(ctx context.Context, reqs []predict.Request, res
 		lens[i] = len(prompts[i])
 		n = max(n, lens[i])
 	}
-	if b := p.promptBucket; b > 0 {
+	if b := p.promptBucket; b > 0 && p.fixedRows(B) {
 		// captured CUDA graphs are per shape: a few prompt lengths, not each
 		n = max(n, min((n+b-1)/b*b, p.bundle.Manifest.Prompt.MaxSourceTokens))
 	}

@@ -20,6 +20,9 @@ type graph struct {
 	outputs []string
 	in, out map[string]int // slot by name
 	sess    *ort.DynamicAdvancedSession
+	// runOpts, when set, go with every run (a session with CUDA-graph
+	// capture on runs plainly only when told: ortval.GraphRunOptions(-1)).
+	runOpts *ort.RunOptions
 }
 
 // openGraph checks the graph's reported inputs and outputs against the
@@ -84,6 +87,10 @@ func (g *graph) close() {
 		g.sess.Destroy()
 		g.sess = nil
 	}
+	if g != nil && g.runOpts != nil {
+		g.runOpts.Destroy()
+		g.runOpts = nil
+	}
 }
 
 func slots(names []string) map[string]int {
@@ -107,7 +114,7 @@ func (g *graph) run(ins, outs []ort.Value) error {
 			return fmt.Errorf("run %s graph: input %q not provided (programmer error)", g.role, g.inputs[i])
 		}
 	}
-	if err := g.sess.Run(ins, outs); err != nil {
+	if err := g.sess.RunWithOptions(ins, outs, g.runOpts); err != nil {
 		return fmt.Errorf("run %s graph %s: %w", g.role, g.path, err)
 	}
 	return nil

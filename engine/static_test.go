@@ -238,3 +238,59 @@ func TestVisionFillError(t *testing.T) {
 		}
 	}
 }
+
+// A predictor that decodes on fixed buffers (Options.CUDAGraph) runs a
+// batch of more than graphRows rows (captureRows under capture) on the
+// device-resident path and its vision tower plainly: golden tokens and the
+// plain run's features either side of the limit, fixed buffers for the
+// small batches only, and the with-past decoder's session opened only once
+// a large batch needs it.
+func TestGraphRowsSplit(t *testing.T) {
+	cases := loadGolden(t)
+	p := placed(t, placeStatic, Options{})
+	p.graphRows = 2
+	if p.decoder.sess != nil {
+		t.Fatal("the with-past decoder's session is open before a batch needs it")
+	}
+	goldenBatches(t, p, cases, 2, "graph rows 2, B=2")
+	if p.decoder.sess != nil {
+		t.Fatal("batches of 2 opened the with-past decoder's session")
+	}
+	for _, B := range []int{3, 8} {
+		goldenBatches(t, p, cases, B, fmt.Sprintf("graph rows 2, B=%d", B))
+	}
+	if p.decoder.sess == nil {
+		t.Fatal("batches of 3 and 8 did not open the with-past decoder's session")
+	}
+	p.statics.mu.Lock()
+	for key, free := range p.statics.free {
+		if key.rows > 2 && len(free) > 0 {
+			t.Errorf("fixed buffers of %d rows kept", key.rows)
+		}
+	}
+	p.statics.mu.Unlock()
+
+	var reqs []predict.Request
+	for _, i := range []int{1, 3, 21} {
+		c := cases[i]
+		reqs = append(reqs, predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	}
+	want, err := tiny(t).PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range [][]predict.Request{reqs, reqs[:1]} {
+		got, err := p.PredictBatch(context.Background(), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range got {
+			if !slices.Equal(r.Features, want[i].Features) || !slices.Equal(r.TokenIDs, want[i].TokenIDs) {
+				t.Errorf("batch of %d, item %d: features or tokens differ from the plain run", len(batch), i)
+			}
+		}
+	}
+	if len(p.visionFixed.sets) != 1 || p.visionFixed.sets[1] == nil {
+		t.Errorf("vision buffers %v: want the 1-row set only", p.visionFixed.sets)
+	}
+}
