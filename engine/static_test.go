@@ -186,31 +186,12 @@ func TestStaticsKeepBudget(t *testing.T) {
 // and gives the features and tokens of the plain run, on its second use of
 // the buffers too.
 func TestStaticVision(t *testing.T) {
-	cases := loadGolden(t)
-	var reqs []predict.Request
-	for _, i := range []int{1, 3, 21} {
-		c := cases[i]
-		reqs = append(reqs, predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
-	}
-	want, err := tiny(t).PredictBatch(context.Background(), reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reqs, want := screenRequests(t)
 	for _, bucket := range []bool{false, true} {
 		p := placed(t, placeStatic, Options{})
 		p.bucketRows = bucket
 		for pass := range 2 {
-			for _, batch := range [][]predict.Request{reqs, reqs[:1]} {
-				got, err := p.PredictBatch(context.Background(), batch)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, r := range got {
-					if !slices.Equal(r.Features, want[i].Features) || !slices.Equal(r.TokenIDs, want[i].TokenIDs) {
-						t.Errorf("bucket %v, pass %d, batch of %d, item %d: features or tokens differ from the plain run", bucket, pass, len(batch), i)
-					}
-				}
-			}
+			samePlain(t, p, reqs, want, fmt.Sprintf("bucket %v, pass %d", bucket, pass))
 		}
 		if p.visionFixed == nil || len(p.visionFixed.sets) != 2 {
 			t.Errorf("bucket %v: vision buffers %v", bucket, p.visionFixed)
@@ -270,6 +251,17 @@ func TestGraphRowsSplit(t *testing.T) {
 	}
 	p.statics.mu.Unlock()
 
+	reqs, want := screenRequests(t)
+	samePlain(t, p, reqs, want, "graph rows 2")
+	if len(p.visionFixed.sets) != 1 || p.visionFixed.sets[1] == nil {
+		t.Errorf("vision buffers %v: want the 1-row set only", p.visionFixed.sets)
+	}
+}
+
+// screenRequests are three golden cases as requests with their screens, and
+// the plain predictor's results for them.
+func screenRequests(t *testing.T) ([]predict.Request, []*predict.Result) {
+	cases := loadGolden(t)
 	var reqs []predict.Request
 	for _, i := range []int{1, 3, 21} {
 		c := cases[i]
@@ -279,6 +271,13 @@ func TestGraphRowsSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reqs, want
+}
+
+// samePlain requires p's features and tokens for reqs, as one batch and the
+// first alone, to be want's.
+func samePlain(t *testing.T, p *Predictor, reqs []predict.Request, want []*predict.Result, label string) {
+	t.Helper()
 	for _, batch := range [][]predict.Request{reqs, reqs[:1]} {
 		got, err := p.PredictBatch(context.Background(), batch)
 		if err != nil {
@@ -286,11 +285,8 @@ func TestGraphRowsSplit(t *testing.T) {
 		}
 		for i, r := range got {
 			if !slices.Equal(r.Features, want[i].Features) || !slices.Equal(r.TokenIDs, want[i].TokenIDs) {
-				t.Errorf("batch of %d, item %d: features or tokens differ from the plain run", len(batch), i)
+				t.Errorf("%s, batch of %d, item %d: features or tokens differ from the plain run", label, len(batch), i)
 			}
 		}
-	}
-	if len(p.visionFixed.sets) != 1 || p.visionFixed.sets[1] == nil {
-		t.Errorf("vision buffers %v: want the 1-row set only", p.visionFixed.sets)
 	}
 }
