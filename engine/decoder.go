@@ -297,7 +297,8 @@ func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width in
 	if p.fixedRows(B) {
 		return p.newStaticCall(B, fused, mask, maxLen, width)
 	}
-	if _, err := p.dynamicDecoder(); err != nil {
+	dec, err := p.dynamicDecoder()
+	if err != nil {
 		return nil, err
 	}
 	shape := kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel}
@@ -313,12 +314,12 @@ func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width in
 		}
 		defer done()
 		dev, err := kv.NewDevice(kv.DeviceConfig{Shape: shape, Batch: B, Names: p.decoderNames,
-			Decoder: p.decoder.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}, states, mask)
+			Decoder: dec.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}, states, mask)
 		if err != nil {
 			return nil, err
 		}
 		bufs.state = dev
-		return &deviceCall{callBufs: bufs, g: p.decoder, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
+		return &deviceCall{callBufs: bufs, g: dec, names: p.decoderNames, argmax: p.decoderSlots.Argmax >= 0, dev: dev}, nil
 	}
 	if fused.dev != nil {
 		return nil, fmt.Errorf("decoder cache: states on the device for a cache in Go memory (programmer error)")
@@ -329,7 +330,7 @@ func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width in
 		return nil, err
 	}
 	bufs.state = cache
-	c := &hostCall{callBufs: bufs, g: p.decoder, sl: p.decoderSlots, cache: cache}
+	c := &hostCall{callBufs: bufs, g: dec, sl: p.decoderSlots, cache: cache}
 	c.ins, c.outs = c.g.values()
 	return c, nil
 }

@@ -199,8 +199,8 @@ func TestCUDAGraphGolden(t *testing.T) {
 // The fixed-buffer paths under cuda beyond what capture replays: a static
 // decode past the graph budget (its calls run plainly on the capturing
 // session) gives the golden tokens, and the vision tower's features from
-// its fixed buffers, over its regular, capturing and replayed runs, are the
-// device path's. Both failed once: the host inputs' copies were bound once,
+// its fixed buffers, over its regular, capturing and replayed runs, and
+// from a plain run of a batch past captureRows, are the device path's. Both failed once: the host inputs' copies were bound once,
 // and ORT copies a host input to the device when it is bound.
 func TestCUDAFixedBuffers(t *testing.T) {
 	if !inCUDAChild() {
@@ -237,5 +237,31 @@ func TestCUDAFixedBuffers(t *testing.T) {
 	}
 	if _, v := graph.CapturedGraphs(); v != 1 {
 		t.Errorf("%d vision graphs captured, want 1", v)
+	}
+	// past captureRows the tower runs plainly on its capturing session
+	var reqs []predict.Request
+	for i := range captureRows + 2 {
+		c := cases[i%len(cases)]
+		reqs = append(reqs, predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	}
+	want, err := dev.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := graph.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		worst := 0.0
+		for j := range got[i].Features {
+			worst = max(worst, math.Abs(float64(got[i].Features[j]-want[i].Features[j])))
+		}
+		if worst > 1e-5 || !slices.Equal(got[i].TokenIDs, want[i].TokenIDs) {
+			t.Errorf("batch of %d screens, item %d: features off by %.3g, tokens equal %v", len(reqs), i, worst, slices.Equal(got[i].TokenIDs, want[i].TokenIDs))
+		}
+	}
+	if _, v := graph.CapturedGraphs(); v != 1 {
+		t.Errorf("%d vision graphs captured after a batch of %d, want still 1", v, len(reqs))
 	}
 }

@@ -101,10 +101,9 @@ type Predictor struct {
 
 	encoder, fusion, decoder *graph
 	decoderCross             *graph // the fused states' cross-attention K/V, once per request
-	// decoderOnce opens the decoder's session on first use when decodes
-	// run the static decoder (dynamicDecoder).
-	decoderOnce sync.Once
-	decoderErr  error
+	// decoderMu guards opening the decoder's session when decodes run the
+	// static decoder (dynamicDecoder).
+	decoderMu sync.Mutex
 
 	// The vision tower loads on first use: evaluation from precomputed
 	// features (Auto-UI's pickles, a feature cache) never pays for it.
@@ -311,25 +310,25 @@ func (p *Predictor) fixedRows(b int) bool {
 }
 
 // dynamicDecoder is the decoder graph with its session, which a predictor
-// that decodes with the static decoder opens only for its first batch of
-// more than graphRows rows.
+// that decodes with the static decoder opens when it opens the static one
+// under capture, else (tests) for its first batch of more than graphRows
+// rows. A failed open is tried again by the next batch.
 func (p *Predictor) dynamicDecoder() (*graph, error) {
-	p.decoderOnce.Do(func() {
-		if p.decoder.sess != nil {
-			return
-		}
-		so := p.so
-		if p.decoderSO != nil {
-			so = p.decoderSO
-		}
-		g, err := openGraph(p.bundle, models.RoleDecoder, so, p.opts.Session.Profile)
-		if err != nil {
-			p.decoderErr = err
-			return
-		}
-		p.decoder.sess = g.sess
-	})
-	return p.decoder, p.decoderErr
+	p.decoderMu.Lock()
+	defer p.decoderMu.Unlock()
+	if p.decoder.sess != nil {
+		return p.decoder, nil
+	}
+	so := p.so
+	if p.decoderSO != nil {
+		so = p.decoderSO
+	}
+	g, err := openGraph(p.bundle, models.RoleDecoder, so, p.opts.Session.Profile)
+	if err != nil {
+		return nil, err
+	}
+	p.decoder.sess = g.sess
+	return p.decoder, nil
 }
 
 // openStatic opens the bundle's static decoder graph, with graph capture
@@ -355,6 +354,10 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
 	if p.statics.capture = o.Provider == ProviderCUDA; p.statics.capture {
 		p.statics.keep = staticKeepCUDA
 		p.promptBucket, p.bucketRows, p.graphRows = capturePromptBucket, true, captureRows
+		// now, not inside the first large batch (a server's request)
+		if _, err := p.dynamicDecoder(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
