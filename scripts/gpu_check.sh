@@ -21,7 +21,8 @@
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
-# those of `graph`), SERVE_CFGS serve's configurations (as "graph plain c2"),
+# those of `graph`), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
+# fp16all, fp16all-c2),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -277,7 +278,9 @@ if want serve && fits 40 serve; then
   for name in ${SERVE_CFGS:-graph plain c2 fp16 random}; do
     case $name in
       graph) cfg="$b32:typical:graph:" ;; plain) cfg="$b32:typical::" ;; c2) cfg="$b32:typical::2" ;;
-      fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;; *) log "serve: no configuration $name"; continue ;;
+      fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;;
+      fp16all) cfg="$b16all:typical::" ;; fp16all-c2) cfg="$b16all:typical::2" ;;
+      *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc <<< "$cfg"
     [ -d "$b" ] || continue
