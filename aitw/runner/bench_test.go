@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"image"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,28 +151,39 @@ func fillCache(b *testing.B, files []string, dir string, dim int) int {
 // host: full-size AITW steps (1080x2400 RGB; a third of each screen noise,
 // so that the records compress like screenshots with photos: ~2.7 MB per
 // step) read, hashed for the feature cache, and resized as the engine's
-// host side does, by a predictor that does only that. steps/s is the most
-// eval run can reach on a GPU fast enough to wait for the host.
+// host side does, by a predictor that does only that: in its calls
+// (engine-resizes), or, as eval run does, in the read-ahead
+// (shrink-ahead, Options.Shrink; the predictor's resize is then a copy).
+// steps/s is the most eval run can reach on a GPU fast enough to wait for
+// the host.
 //
 //	go test ./aitw/runner/ -run '^$' -bench RunHost -benchtime=3x -v
 func BenchmarkRunHost(b *testing.B) {
 	dir := b.TempDir()
 	steps := writeFullSizeRecords(b, filepath.Join(dir, "general", "general-0.tfrecord.gz"), 6, 8)
 	hp := hostPredictor{cfg: preprocess.DefaultConfig()}
-	b.ResetTimer()
-	var elapsed time.Duration
-	for range b.N {
-		opts := Options{Files: []string{filepath.Join(dir, "general", "general-0.tfrecord.gz")}, OutDir: b.TempDir(), History: HistoryGold, Batch: 16}
-		opts.CacheDir, opts.CacheKey = filepath.Join(opts.OutDir, "features"), "bench"
-		t := time.Now()
-		sum, err := Run(context.Background(), hp, opts)
-		if err != nil || sum.Predicted != steps {
-			b.Fatalf("%+v %v", sum, err)
-		}
-		elapsed += time.Since(t)
+	shrink := func(img image.Image) image.Image { return preprocess.ResizeBicubic(img, hp.cfg.Width, hp.cfg.Height) }
+	for _, ahead := range []bool{false, true} {
+		name := map[bool]string{false: "engine-resizes", true: "shrink-ahead"}[ahead]
+		b.Run(name, func(b *testing.B) {
+			var elapsed time.Duration
+			for range b.N {
+				opts := Options{Files: []string{filepath.Join(dir, "general", "general-0.tfrecord.gz")}, OutDir: b.TempDir(), History: HistoryGold, Batch: 16}
+				opts.CacheDir, opts.CacheKey = filepath.Join(opts.OutDir, "features"), "bench"
+				if ahead {
+					opts.Shrink = shrink
+				}
+				t := time.Now()
+				sum, err := Run(context.Background(), hp, opts)
+				if err != nil || sum.Predicted != steps {
+					b.Fatalf("%+v %v", sum, err)
+				}
+				elapsed += time.Since(t)
+			}
+			b.ReportMetric(float64(b.N*steps)/elapsed.Seconds(), "steps/s")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
-	b.ReportMetric(float64(b.N*steps)/elapsed.Seconds(), "steps/s")
-	b.ReportMetric(0, "ns/op")
 }
 
 // writeFullSizeRecords writes episodes x perEpisode full-size steps.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"image"
 	"sync"
 
 	"github.com/autoui/autoui/aitw"
@@ -23,7 +24,26 @@ func readAheadBytes(batch int) int64 {
 type readEpisode struct {
 	aitw.Episode
 	found []lookup // by step; zero where there is nothing to look up
-	bytes int64    // screen bytes held, counted against the budget
+	// screens holds by step the screens shrunk ahead (Options.Shrink),
+	// nil without it; a step's Pixels are dropped once shrunk.
+	screens []image.Image
+	bytes   int64 // screen bytes held, counted against the budget
+}
+
+// screen returns step i's screen shrunk ahead, or nil.
+func (e *readEpisode) screen(i int) image.Image {
+	if e.screens == nil {
+		return nil
+	}
+	return e.screens[i]
+}
+
+// dropScreen lets step i's screen go: it is predicted.
+func (e *readEpisode) dropScreen(i int) {
+	e.Steps[i].Pixels = nil
+	if e.screens != nil {
+		e.screens[i] = nil
+	}
 }
 
 // lookup returns the cache's answer for step i.
@@ -124,6 +144,9 @@ func (r *run) prepare(ep aitw.Episode) readEpisode {
 	if r.cache != nil {
 		e.found = make([]lookup, len(steps))
 	}
+	if r.opts.Shrink != nil {
+		e.screens = make([]image.Image, len(steps))
+	}
 	_ = preprocess.Parallel(len(steps), func(i int) error {
 		s := &steps[i]
 		done := r.doneAtStart(ep, *s)
@@ -137,10 +160,21 @@ func (r *run) prepare(ep aitw.Episode) readEpisode {
 				s.Pixels = nil
 			}
 		}
+		if s.Pixels != nil && s.Features == nil && r.opts.Shrink != nil {
+			// a screen that does not convert keeps its pixels: the engine's
+			// call reports it, as without Shrink
+			if img, err := preprocess.FromRaw(s.Pixels, s.Height, s.Width, s.Channels); err == nil {
+				e.screens[i] = r.opts.Shrink(img)
+				s.Pixels = nil
+			}
+		}
 		return nil
 	})
-	for _, s := range steps {
+	for i, s := range steps {
 		e.bytes += int64(len(s.Pixels))
+		if img := e.screen(i); img != nil {
+			e.bytes += 4 * int64(img.Bounds().Dx()*img.Bounds().Dy())
+		}
 	}
 	return e
 }

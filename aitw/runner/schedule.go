@@ -35,7 +35,7 @@ func (q *goldQueue) add(ep readEpisode) error {
 	for i, s := range ep.Steps {
 		if q.done(ep.Episode, s) {
 			r.sum.AlreadyDone++
-		} else if err := q.push(ep.Episode, s, ep.lookup(i), history, i == last); err != nil {
+		} else if err := q.push(ep, i, history, i == last); err != nil {
 			return err
 		}
 		// Later appends never touch the prefix queued jobs hold.
@@ -46,7 +46,7 @@ func (q *goldQueue) add(ep readEpisode) error {
 
 // push queues a step, predicting the queue once it holds a batch. A step
 // past the limit (or after Ctrl-C) predicts what is queued and stops.
-func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, found lookup, history []action.Action, last bool) error {
+func (q *goldQueue) push(ep readEpisode, i int, history []action.Action, last bool) error {
 	r := q.r
 	if r.ctx.Err() != nil || r.room() <= len(q.jobs) {
 		if err := q.flush(); err != nil {
@@ -54,7 +54,7 @@ func (q *goldQueue) push(ep aitw.Episode, s aitw.Step, found lookup, history []a
 		}
 		return r.stop()
 	}
-	j := r.newJob(ep, s, found, history)
+	j := r.newJob(ep, i, history)
 	j.last = last
 	q.jobs = append(q.jobs, j)
 	if q.queued == nil {
@@ -149,7 +149,7 @@ func (e *episodeSet) round() error {
 	}
 	jobs := make([]job, n)
 	for i, x := range e.active[:n] {
-		jobs[i] = r.newJob(x.ep.Episode, x.ep.Steps[x.next], x.ep.lookup(x.next), x.history)
+		jobs[i] = r.newJob(x.ep, x.next, x.history)
 	}
 	preds, err := r.predict(jobs)
 	if err != nil {
@@ -158,7 +158,7 @@ func (e *episodeSet) round() error {
 	for i, x := range e.active[:n] {
 		// Later appends never touch the prefix the jobs held.
 		x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, preds[i].Action)
-		x.ep.Steps[x.next].Pixels = nil // predicted: its screen is not needed again
+		x.ep.dropScreen(x.next) // predicted: its screen is not needed again
 		x.next++
 	}
 	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -204,4 +205,47 @@ func TestBatchSameAsOneTinyPickle(t *testing.T) {
 func ExampleDefaultBatch() {
 	fmt.Println(DefaultBatch("cpu") >= 1, DefaultBatch("cuda") >= DefaultBatch("cpu"))
 	// Output: true true
+}
+
+// screensSeen records the size of every screen the engine is given.
+type screensSeen struct {
+	predict.Predictor
+	sizes map[image.Point]int
+}
+
+func (s *screensSeen) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	for _, r := range reqs {
+		if r.Screen != nil {
+			s.sizes[r.Screen.Bounds().Size()]++
+		}
+	}
+	return s.Predictor.PredictBatch(ctx, reqs)
+}
+
+// Screens shrunk ahead (Options.Shrink: the read-ahead resizes them) give
+// the predictions and cached features of whole screens, in both history
+// modes, and the engine sees only shrunk screens.
+func TestShrinkAheadTiny(t *testing.T) {
+	p := tinyPredictor(t, engine.Options{})
+	records, err := aitw.ExpandPaths([]string{"../testdata/records/general"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		whole := filepath.Join(t.TempDir(), "features")
+		want := tinyRun(t, p, records, whole, mode, 4)
+		seen := &screensSeen{Predictor: p, sizes: map[image.Point]int{}}
+		shrunk := filepath.Join(t.TempDir(), "features")
+		opts := Options{Files: records, OutDir: t.TempDir(), CacheDir: shrunk, CacheKey: "tiny", History: mode, Batch: 4, Shrink: p.Shrink}
+		got, err := Run(context.Background(), seen, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameLines(t, got.Path, want.Path, true)
+		sameFeatures(t, shrunk, whole)
+		small := p.Shrink(image.NewRGBA(image.Rect(0, 0, 1080, 2400))).Bounds().Size()
+		if len(seen.sizes) != 1 || seen.sizes[small] != got.CacheMisses || got.CacheMisses == 0 {
+			t.Errorf("%s: the engine saw screens %v, want %d of %v", mode, seen.sizes, got.CacheMisses, small)
+		}
+	}
 }

@@ -213,7 +213,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	opts := runner.Options{
 		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch,
-		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())),
+		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())), Shrink: p.Shrink,
 	}
 	if !*noCache {
 		opts.CacheDir = *cache
