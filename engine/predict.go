@@ -305,16 +305,16 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	fill := func(pix []float32) error {
 		t := time.Now()
 		fillErr = preprocess.Parallel(len(need), func(j int) error {
-			i := need[j]
-			t := time.Now()
-			err := p.prep.PixelsInto(pix[j*per:(j+1)*per], reqs[i].Screen)
-			res[i].Timings.Preprocess = time.Since(t)
-			return err
+			return p.prep.PixelsInto(pix[j*per:(j+1)*per], reqs[need[j]].Screen)
 		})
 		if fillErr == nil {
 			fillErr = ctx.Err()
 		}
 		prep = time.Since(t)
+		for _, i := range need {
+			// every screen waits for the batch's: a shared stage, like vision
+			res[i].Timings.Preprocess = prep
+		}
 		if gate != nil && fillErr == nil {
 			gate()
 			waited = time.Since(t) - prep

@@ -64,7 +64,9 @@ type Result struct {
 
 // Timings are per-stage wall times of one prediction.
 type Timings struct {
-	Preprocess time.Duration // image decode is the caller's; this is resize + normalize
+	// Preprocess is resize + normalize (image decode is the caller's); in a
+	// batch the batch's, whose screens are resized together, over the cores.
+	Preprocess time.Duration
 	Vision     time.Duration
 	Tokenize   time.Duration
 	Encoder    time.Duration
