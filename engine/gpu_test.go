@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,11 +226,7 @@ func TestCUDAFixedBuffers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		worst := 0.0
-		for i := range a {
-			worst = max(worst, math.Abs(float64(a[i]-b[i])))
-		}
-		if worst > 1e-5 {
+		if worst := maxAbsDiff(t, "vision features", b, a); worst > 1e-5 {
 			t.Errorf("vision pass %d (%s): captured-path features differ from the device path's by %.3g", pass, cases[pass%len(cases)].Screen, worst)
 		}
 	}
@@ -253,10 +248,7 @@ func TestCUDAFixedBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range got {
-		worst := 0.0
-		for j := range got[i].Features {
-			worst = max(worst, math.Abs(float64(got[i].Features[j]-want[i].Features[j])))
-		}
+		worst := maxAbsDiff(t, "vision features", got[i].Features, want[i].Features)
 		if worst > 1e-5 || !slices.Equal(got[i].TokenIDs, want[i].TokenIDs) {
 			t.Errorf("batch of %d screens, item %d: features off by %.3g, tokens equal %v", len(reqs), i, worst, slices.Equal(got[i].TokenIDs, want[i].TokenIDs))
 		}
