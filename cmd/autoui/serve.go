@@ -27,7 +27,7 @@ func runServe(ctx context.Context, args []string) error {
 	// the one for local files.
 	fs.Lookup("max-pixels").Usage = fmt.Sprintf("refuse screens over this many pixels, width*height, read from the header before decoding (0: %d, every phone and tablet screen)", serve.DefaultMaxPixels)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
-	maxBatch := fs.Int("max-batch", serve.DefaultMaxBatch, "most requests in one engine call")
+	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
@@ -45,8 +45,8 @@ func runServe(ctx context.Context, args []string) error {
 	switch {
 	case mf.model == "":
 		return usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
-	case *maxBatch < 1:
-		return usageErrorf("--max-batch %d: must be >= 1", *maxBatch)
+	case *maxBatch < 0:
+		return usageErrorf("--max-batch %d: must be >= 1 (or 0, the provider's default)", *maxBatch)
 	case *batchWait < 0:
 		return usageErrorf("--batch-wait %v: must be >= 0", *batchWait)
 	case *queue < 1:
@@ -68,7 +68,7 @@ func runServe(ctx context.Context, args []string) error {
 	if *concurrent > 1 && mf.cudaGraph && mf.provider == string(engine.ProviderCUDA) {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
-	cfg := serve.Config{MaxBatch: *maxBatch, ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, mf.provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
@@ -215,4 +215,15 @@ func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]
 		out[i] = r.set(q)
 	}
 	return r.Predictor.PredictBatch(ctx, out)
+}
+
+// serveMaxBatch is --max-batch's value, 0 giving the provider's default.
+func serveMaxBatch(flag int, provider string) int {
+	switch {
+	case flag > 0:
+		return flag
+	case provider == string(engine.ProviderCUDA):
+		return serve.DefaultMaxBatchCUDA
+	}
+	return serve.DefaultMaxBatch
 }

@@ -149,7 +149,7 @@ func TestServeCLIErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"serve"}, exitUsage, "--model is required"},
-		{[]string{"serve", "--model", "x", "--max-batch", "0"}, exitUsage, "--max-batch 0"},
+		{[]string{"serve", "--model", "x", "--max-batch", "-1"}, exitUsage, "--max-batch -1"},
 		{[]string{"serve", "--model", "x", "--queue", "0"}, exitUsage, "--queue 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "0"}, exitUsage, "--concurrent-batches 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "1000000000"}, exitUsage, "want 1 to --queue (64)"},
@@ -219,5 +219,19 @@ func TestServeReplay(t *testing.T) {
 	}
 	if _, err := replayModel(serve.ModelOf(p, ""), p, strings.Repeat("tap ", 200)); err == nil || !strings.Contains(err.Error(), "do not fit") {
 		t.Errorf("a replay over the token limit: %v", err)
+	}
+}
+
+// --max-batch 0 (the default) is 8 on the cpu and 64 under cuda; a value
+// given is kept.
+func TestServeMaxBatchDefault(t *testing.T) {
+	for _, tc := range []struct {
+		flag     int
+		provider string
+		want     int
+	}{{0, "cpu", serve.DefaultMaxBatch}, {0, "", serve.DefaultMaxBatch}, {0, "cuda", serve.DefaultMaxBatchCUDA}, {3, "cuda", 3}, {100, "cpu", 100}} {
+		if got := serveMaxBatch(tc.flag, tc.provider); got != tc.want {
+			t.Errorf("--max-batch %d --provider %q: %d, want %d", tc.flag, tc.provider, got, tc.want)
+		}
 	}
 }
