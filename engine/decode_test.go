@@ -63,8 +63,10 @@ func TestDecodeTable(t *testing.T) {
 		c := cases[i]
 		r := predict.Request{Features: feats[i], Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens}
 		if chooser == "replay" {
-			// a goal the model would answer differently: the replay decides
-			r.Goal, r.History = "something else entirely", nil
+			// another screen, which the model answers differently (checked
+			// below): the replay decides. The prompt stays, which the
+			// drafter reads too (prompt lookup).
+			r.Features = feats[(i+1)%len(feats)]
 			r.Replay = c.GeneratedIDs
 			if r.Replay[len(r.Replay)-1] == eos {
 				r.Replay = r.Replay[:len(r.Replay)-1]
@@ -142,6 +144,22 @@ func TestDecodeTable(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The replays' screens make the model answer otherwise.
+	differ := 0
+	for i, c := range cases {
+		r := request(i, "replay")
+		r.Replay = nil
+		res, err := tiny(t).Predict(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+			differ++
+		}
+	}
+	if differ < len(cases)/2 {
+		t.Errorf("on the replays' screens the model answers %d of %d cases as golden: a replay would not be seen to decide", len(cases)-differ, len(cases))
 	}
 	// Drafts save calls; a replay costs what the model's own decoding does.
 	for _, place := range []string{"host", "device", "static"} {

@@ -149,6 +149,11 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	}
 	defer fused.release()
 
+	for i, s := range seqs {
+		if s.draft != nil {
+			s.draft = p.drafts.WithPrompt(res[i].SourceIDs)
+		}
+	}
 	if err := p.decode(ctx, seqs, fused, text.mask); err != nil {
 		return nil, batchErr(err)
 	}

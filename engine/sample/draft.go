@@ -28,8 +28,18 @@ const maxNgram = 8
 // the decision's type) and tokenized Auto-UI outputs (the format's fixed
 // text). A wrong draft costs only a little extra compute: verification keeps
 // exactly what greedy decoding would have produced.
+//
+// Against the Auto-UI outputs a token that holds digits matches any token of
+// the same shape (digits as 0: "9]" as the template's "5]"), so the text
+// after a coordinate is drafted whatever its digits; of the outputs that
+// match, the one agreeing longest with the sequence's start wins (its plan
+// names the decision's type). A sequence of the start token alone drafts
+// the text every output begins with.
 type NGram struct {
-	refs [][]int64
+	refs   [][]int64
+	shapes [][]int64       // refs, a digit-bearing token as its shape class
+	class  map[int64]int64 // digit-bearing token id -> shape class (negative)
+	prefix []int64         // what every ref begins with
 }
 
 // NewNGram tokenizes one canonical output per action type, so every fixed
@@ -37,8 +47,29 @@ type NGram struct {
 // reference in the tokenization the model was trained on.
 func NewNGram(tok interface {
 	EncodeNoEOS(string) ([]int64, error)
+	Token(int64) (string, bool)
+	VocabSize() int
 }, eos int64) (*NGram, error) {
-	d := &NGram{}
+	d := &NGram{class: map[int64]int64{}}
+	classes := map[string]int64{}
+	for id := range int64(tok.VocabSize()) {
+		t, ok := tok.Token(id)
+		if !ok || !strings.ContainsAny(t, "0123456789") {
+			continue
+		}
+		shape := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return '0'
+			}
+			return r
+		}, t)
+		c, ok := classes[shape]
+		if !ok {
+			c = -int64(len(classes)) - 1
+			classes[shape] = c
+		}
+		d.class[id] = c
+	}
 	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}
 	swipe := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.8, X: 0.5}, Lift: action.Point{Y: 0.2, X: 0.5}}
 	var outs []string
@@ -50,24 +81,74 @@ func NewNGram(tok interface {
 		outs = append(outs, action.Target([]action.Type{t, t, action.StatusTaskComplete}, a))
 	}
 	outs = append(outs, action.Target([]action.Type{action.DualPoint}, swipe))
+	// AITW's coordinates have four decimals: a tap so, whose tokens after
+	// the digits ("8]") have the shapes a real tap's have
+	fine := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.7316, X: 0.2948}, Lift: action.Point{Y: 0.7316, X: 0.2948}}
+	outs = append(outs, action.Target([]action.Type{action.DualPoint}, fine))
 	for _, s := range outs {
 		ids, err := tok.EncodeNoEOS(strings.Join(strings.Fields(s), " "))
 		if err != nil {
 			return nil, fmt.Errorf("tokenize draft template: %w", err)
 		}
-		d.refs = append(d.refs, append(ids, eos))
+		ref := append(ids, eos)
+		d.refs = append(d.refs, ref)
+		d.shapes = append(d.shapes, d.shape(ref))
+	}
+	d.prefix = d.refs[0]
+	for _, ref := range d.refs[1:] {
+		d.prefix = d.prefix[:commonPrefix(d.prefix, ref)]
 	}
 	return d, nil
+}
+
+// shape is ids with each digit-bearing token replaced by its shape class.
+func (d *NGram) shape(ids []int64) []int64 {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		if c, ok := d.class[id]; ok {
+			id = c
+		}
+		out[i] = id
+	}
+	return out
+}
+
+func commonPrefix(a, b []int64) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // Draft returns up to max tokens that may follow seq. A match on a short
 // suffix is weak evidence, so it drafts fewer tokens: a verified position
 // costs little, but not nothing (logits over the vocabulary each).
-func (d *NGram) Draft(seq []int64, max int) []int64 {
+func (d *NGram) Draft(seq []int64, max int) []int64 { return d.draft(seq, nil, max) }
+
+// WithPrompt is d drafting from a request's prompt too (prompt lookup): the
+// text an action types is usually in the goal, and the previous actions'
+// text is the format's.
+func (d *NGram) WithPrompt(prompt []int64) Drafter { return promptDrafter{d, prompt} }
+
+type promptDrafter struct {
+	d      *NGram
+	prompt []int64
+}
+
+func (p promptDrafter) Draft(seq []int64, max int) []int64 { return p.d.draft(seq, p.prompt, max) }
+
+// draft matches seq's last n tokens, from the longest suffix down, in the
+// sequence itself (its most recent earlier occurrence), then in the prompt
+// (its first), then in the Auto-UI outputs (by shape).
+func (d *NGram) draft(seq, prompt []int64, max int) []int64 {
+	if len(seq) <= 1 {
+		return d.prefix[:min(max, len(d.prefix))]
+	}
+	var tail []int64 // seq's last maxNgram tokens as shapes, made on first use
 	for n := min(maxNgram, len(seq)); n >= 1; n-- {
 		max := min(max, 2*n+2)
 		suffix := seq[len(seq)-n:]
-		// most recent earlier occurrence in the sequence itself
 		for start := len(seq) - n - 1; start >= 0; start-- {
 			if slices.Equal(seq[start:start+n], suffix) {
 				if cont := seq[start+n : min(len(seq), start+n+max)]; len(cont) > 0 {
@@ -75,12 +156,29 @@ func (d *NGram) Draft(seq []int64, max int) []int64 {
 				}
 			}
 		}
-		for _, ref := range d.refs {
+		for start := 0; start+n < len(prompt); start++ {
+			if slices.Equal(prompt[start:start+n], suffix) {
+				return prompt[start+n : min(len(prompt), start+n+max)]
+			}
+		}
+		if tail == nil {
+			tail = d.shape(seq[len(seq)-min(maxNgram, len(seq)):])
+		}
+		shaped := tail[len(tail)-n:]
+		best, from, agree := -1, 0, -1
+		for r, ref := range d.shapes {
 			for start := 0; start+n < len(ref); start++ {
-				if slices.Equal(ref[start:start+n], suffix) {
-					return ref[start+n : min(len(ref), start+n+max)]
+				if slices.Equal(ref[start:start+n], shaped) {
+					if a := commonPrefix(d.refs[r], seq[1:]); a > agree {
+						best, from, agree = r, start+n, a
+					}
+					break
 				}
 			}
+		}
+		if best >= 0 {
+			ref := d.refs[best]
+			return ref[from:min(len(ref), from+max)]
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package sample
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/autoui/autoui/action"
@@ -41,18 +43,7 @@ func TestNGramOnTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq := []int64{0}
-		calls := 0
-		for pos := 0; pos < len(ids); calls++ {
-			dr := d.Draft(seq, MaxDraft)
-			acc := 0
-			for acc < len(dr) && pos+acc < len(ids) && dr[acc] == ids[pos+acc] {
-				acc++
-			}
-			n := min(acc+1, len(ids)-pos)
-			seq = append(seq, ids[pos:pos+n]...)
-			pos += n
-		}
+		calls := draftCalls(d, ids)
 		t.Logf("%d tokens in %d calls: %.60s...", len(ids), calls, target)
 		if calls*3 > len(ids) {
 			t.Errorf("%d calls for %d tokens: the drafter misses the format", calls, len(ids))
@@ -60,6 +51,51 @@ func TestNGramOnTargets(t *testing.T) {
 	}
 	if dr := d.Draft([]int64{0}, 0); len(dr) != 0 {
 		t.Fatalf("max 0 drafted %v", dr)
+	}
+}
+
+// draftCalls counts the sequential calls a decode of ids takes with d's
+// drafts, each call keeping the drafts that match and adding one token.
+func draftCalls(d Drafter, ids []int64) int {
+	seq := []int64{0}
+	calls := 0
+	for pos := 0; pos < len(ids); calls++ {
+		dr := d.Draft(seq, MaxDraft)
+		acc := 0
+		for acc < len(dr) && pos+acc < len(ids) && dr[acc] == ids[pos+acc] {
+			acc++
+		}
+		n := min(acc+1, len(ids)-pos)
+		seq = append(seq, ids[pos:pos+n]...)
+		pos += n
+	}
+	return calls
+}
+
+// The drafter's sources each save calls: the text every output begins with
+// (a sequence of the start token alone), the text after a coordinate's
+// digits matched by shape ("8]" as the template's "8]" of other digits),
+// and the prompt (the typed text is the goal's).
+func TestNGramSources(t *testing.T) {
+	tok := tinyTokenizer(t)
+	d, err := NewNGram(tok, tok.EOS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := d.Draft([]int64{0}, MaxDraft)
+	if want, _ := tok.EncodeNoEOS("Action Plan: ["); !slices.Equal(start, want) {
+		t.Errorf("drafted %q at the start, want %q", tok.Decode(start, plain), "Action Plan: [")
+	}
+	tap, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]"`)
+	if dr := d.Draft(append([]int64{0}, tap...), MaxDraft); !strings.HasPrefix(tok.Decode(dr, plain), `, "lift`) {
+		t.Errorf("after a touch point drafted %q", tok.Decode(dr, plain))
+	}
+	typed, _ := tok.Encode(`Action Plan: [TYPE] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "cheap flights to paris tomorrow morning"`)
+	prompt, _ := tok.Encode("Goal: search for cheap flights to paris tomorrow morning")
+	without, with := draftCalls(d, typed), draftCalls(d.WithPrompt(prompt), typed)
+	t.Logf("typed text: %d calls without the prompt, %d with", without, with)
+	if with >= without-2 {
+		t.Errorf("typed text: %d calls with the prompt, %d without", with, without)
 	}
 }
 
