@@ -173,11 +173,17 @@ func (r *run) prepare(ep aitw.Episode) readEpisode {
 	for i, s := range steps {
 		e.bytes += int64(len(s.Pixels))
 		if img := e.screen(i); img != nil {
-			e.bytes += 4 * int64(img.Bounds().Dx()*img.Bounds().Dy())
+			e.bytes += max(shrunkStepBytes, 4*int64(img.Bounds().Dx()*img.Bounds().Dy()))
 		}
 	}
 	return e
 }
+
+// shrunkStepBytes is what a shrunk screen (a few hundred KB) counts
+// against the read-ahead's budget at least, so that the budget still bounds
+// the steps read ahead to about ten batches: a screen seen again within the
+// read-ahead misses the features stored after it was looked up.
+const shrunkStepBytes = 1 << 20
 
 // episodeQueue hands episodes from the reading goroutine to the run's,
 // holding at most budget bytes of screens (and always at least one

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/autoui/autoui/bench"
@@ -73,7 +74,7 @@ func runBench(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "bench: %d ORT profiles in %s-*.json (python -m scripts.ort_profile summarizes them)\n", len(files), mf.profile)
 		}()
 	}
-	onDevice := mf.provider == string(engine.ProviderCUDA)
+	onDevice := strings.EqualFold(mf.provider, string(engine.ProviderCUDA)) // as ParseProvider reads it
 	switch *probeOn {
 	case "":
 	case "host", "device":

@@ -62,13 +62,15 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := mf.options(); err != nil {
+	eopts, err := mf.options()
+	if err != nil {
 		return usageError{err}
 	}
-	if *concurrent > 1 && mf.cudaGraph && mf.provider == string(engine.ProviderCUDA) {
+	provider := eopts.Session.Provider // parsed: --provider CUDA is cuda
+	if *concurrent > 1 && mf.cudaGraph && provider == engine.ProviderCUDA {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
-	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, mf.provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
@@ -218,11 +220,11 @@ func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]
 }
 
 // serveMaxBatch is --max-batch's value, 0 giving the provider's default.
-func serveMaxBatch(flag int, provider string) int {
+func serveMaxBatch(flag int, provider engine.Provider) int {
 	switch {
 	case flag > 0:
 		return flag
-	case provider == string(engine.ProviderCUDA):
+	case provider == engine.ProviderCUDA:
 		return serve.DefaultMaxBatchCUDA
 	}
 	return serve.DefaultMaxBatch

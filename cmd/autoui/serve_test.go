@@ -19,6 +19,7 @@ import (
 
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve"
 	"github.com/autoui/autoui/serve/servetest"
@@ -227,9 +228,9 @@ func TestServeReplay(t *testing.T) {
 func TestServeMaxBatchDefault(t *testing.T) {
 	for _, tc := range []struct {
 		flag     int
-		provider string
+		provider engine.Provider
 		want     int
-	}{{0, "cpu", serve.DefaultMaxBatch}, {0, "", serve.DefaultMaxBatch}, {0, "cuda", serve.DefaultMaxBatchCUDA}, {3, "cuda", 3}, {100, "cpu", 100}} {
+	}{{0, engine.ProviderCPU, serve.DefaultMaxBatch}, {0, engine.ProviderCUDA, serve.DefaultMaxBatchCUDA}, {3, engine.ProviderCUDA, 3}, {100, engine.ProviderCPU, 100}} {
 		if got := serveMaxBatch(tc.flag, tc.provider); got != tc.want {
 			t.Errorf("--max-batch %d --provider %q: %d, want %d", tc.flag, tc.provider, got, tc.want)
 		}

@@ -40,7 +40,12 @@ type NGram struct {
 	shapes [][]int64       // refs, a digit-bearing token as its shape class
 	class  map[int64]int64 // digit-bearing token id -> shape class (negative)
 	prefix []int64         // what every ref begins with
+	at     map[int64][]refPos
 }
+
+// refPos is a place in the refs: at[shape] lists those holding a token of
+// that shape and followed by one more, in order.
+type refPos struct{ ref, pos int }
 
 // NewNGram tokenizes one canonical output per action type, so every fixed
 // piece of the format (keys, punctuation, [-1.0, -1.0], type names) is in a
@@ -94,6 +99,12 @@ func NewNGram(tok interface {
 		d.refs = append(d.refs, ref)
 		d.shapes = append(d.shapes, d.shape(ref))
 	}
+	d.at = map[int64][]refPos{}
+	for r, sh := range d.shapes {
+		for i := range len(sh) - 1 {
+			d.at[sh[i]] = append(d.at[sh[i]], refPos{r, i})
+		}
+	}
 	d.prefix = d.refs[0]
 	for _, ref := range d.refs[1:] {
 		d.prefix = d.prefix[:commonPrefix(d.prefix, ref)]
@@ -129,57 +140,73 @@ func (d *NGram) Draft(seq []int64, max int) []int64 { return d.draft(seq, nil, m
 // WithPrompt is d drafting from a request's prompt too (prompt lookup): the
 // text an action types is usually in the goal, and the previous actions'
 // text is the format's.
-func (d *NGram) WithPrompt(prompt []int64) Drafter { return promptDrafter{d, prompt} }
+func (d *NGram) WithPrompt(prompt []int64) Drafter {
+	at := make(map[int64][]int, len(prompt))
+	for i, id := range prompt[:max(len(prompt)-1, 0)] { // the last has no continuation
+		at[id] = append(at[id], i)
+	}
+	return promptDrafter{d, prompt, at}
+}
 
 type promptDrafter struct {
 	d      *NGram
 	prompt []int64
+	at     map[int64][]int // each token's positions in prompt, ascending
 }
 
-func (p promptDrafter) Draft(seq []int64, max int) []int64 { return p.d.draft(seq, p.prompt, max) }
+func (p promptDrafter) Draft(seq []int64, max int) []int64 { return p.d.draft(seq, &p, max) }
 
-// draft matches seq's last n tokens, from the longest suffix down, in the
-// sequence itself (its most recent earlier occurrence), then in the prompt
-// (its first), then in the Auto-UI outputs (by shape).
-func (d *NGram) draft(seq, prompt []int64, max int) []int64 {
+// draft continues the longest suffix of seq (up to maxNgram tokens) found
+// in the sequence itself (its most recent earlier occurrence), the prompt
+// (its first) or the Auto-UI outputs (by shape; the one agreeing longest
+// with seq's start), in that order of preference between equal lengths.
+// Candidates are the places holding seq's last token (an index, not a scan
+// per length: a batch of 64 rows drafts every call).
+func (d *NGram) draft(seq []int64, p *promptDrafter, max int) []int64 {
 	if len(seq) <= 1 {
-		return d.prefix[:min(max, len(d.prefix))]
+		return slices.Clip(d.prefix[:min(max, len(d.prefix))])
 	}
-	var tail []int64 // seq's last maxNgram tokens as shapes, made on first use
-	for n := min(maxNgram, len(seq)); n >= 1; n-- {
-		max := min(max, 2*n+2)
-		suffix := seq[len(seq)-n:]
-		for start := len(seq) - n - 1; start >= 0; start-- {
-			if slices.Equal(seq[start:start+n], suffix) {
-				if cont := seq[start+n : min(len(seq), start+n+max)]; len(cont) > 0 {
-					return cont
-				}
+	last := len(seq) - 1
+	n, src, from := 0, []int64(nil), 0
+	for j := last - 1; j >= 0; j-- {
+		if seq[j] == seq[last] {
+			if m := matched(seq, j, seq, last); m > n {
+				n, src, from = m, seq, j+1
 			}
-		}
-		for start := 0; start+n < len(prompt); start++ {
-			if slices.Equal(prompt[start:start+n], suffix) {
-				return prompt[start+n : min(len(prompt), start+n+max)]
-			}
-		}
-		if tail == nil {
-			tail = d.shape(seq[len(seq)-min(maxNgram, len(seq)):])
-		}
-		shaped := tail[len(tail)-n:]
-		best, from, agree := -1, 0, -1
-		for r, ref := range d.shapes {
-			for start := 0; start+n < len(ref); start++ {
-				if slices.Equal(ref[start:start+n], shaped) {
-					if a := commonPrefix(d.refs[r], seq[1:]); a > agree {
-						best, from, agree = r, start+n, a
-					}
-					break
-				}
-			}
-		}
-		if best >= 0 {
-			ref := d.refs[best]
-			return ref[from:min(len(ref), from+max)]
 		}
 	}
-	return nil
+	if p != nil {
+		for _, j := range p.at[seq[last]] {
+			if m := matched(p.prompt, j, seq, last); m > n {
+				n, src, from = m, p.prompt, j+1
+			}
+		}
+	}
+	tail := d.shape(seq[len(seq)-min(maxNgram, len(seq)):])
+	agree := -1
+	for _, at := range d.at[tail[len(tail)-1]] {
+		m := matched(d.shapes[at.ref], at.pos, tail, len(tail)-1)
+		if m < n || m == 0 {
+			continue
+		}
+		a := commonPrefix(d.refs[at.ref], seq[1:])
+		if m > n || (agree >= 0 && a > agree) { // a tie goes to the sequence or the prompt
+			n, src, from, agree = m, d.refs[at.ref], at.pos+1, a
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	end := min(len(src), from+min(max, 2*n+2))
+	return src[from:end:end]
+}
+
+// matched is how many tokens agree going back from a[i] and b[k], at most
+// maxNgram.
+func matched(a []int64, i int, b []int64, k int) int {
+	m := 0
+	for m < maxNgram && i-m >= 0 && k-m >= 0 && a[i-m] == b[k-m] {
+		m++
+	}
+	return m
 }

@@ -247,3 +247,30 @@ func TestGrammarMasksSilentTokens(t *testing.T) {
 		t.Fatalf("%d tokens do not parse: %v", len(out), err)
 	}
 }
+
+// BenchmarkNGramDraft is one Draft of a row mid-output, with a prompt of
+// ~500 tokens: where the format continues (a match) and where nothing does
+// (a coordinate's digits), the case every call of a 64-row batch meets.
+//
+//	go test ./engine/sample/ -run '^$' -bench NGramDraft
+func BenchmarkNGramDraft(b *testing.B) {
+	tok := tinyTokenizer(b)
+	d, err := NewNGram(tok, tok.EOS())
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt, _ := tok.Encode(strings.Repeat("Previous Actions: tap the search field, type the departure city and the date; ", 25))
+	drafter := d.WithPrompt(prompt)
+	for _, c := range []struct{ name, text string }{
+		{"format", `Action Plan: [DUAL_POINT,TYPE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]"`},
+		{"digits", `Action Plan: [DUAL_POINT,TYPE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.18`},
+	} {
+		ids, _ := tok.EncodeNoEOS(c.text)
+		seq := append([]int64{0}, ids...)
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				drafter.Draft(seq, MaxDraft)
+			}
+		})
+	}
+}
