@@ -182,6 +182,7 @@ func (e *episodeSet) skipDone(x *episodeRun) bool {
 		}
 		e.r.sum.AlreadyDone++
 		x.history = appendHistory(x.history, HistoryPredicted, s.Action, prev.Action)
+		x.ep.dropScreen(x.next) // predicted earlier in this run (a repeat): not needed
 	}
 	return false
 }
