@@ -274,3 +274,82 @@ func BenchmarkNGramDraft(b *testing.B) {
 		})
 	}
 }
+
+// bruteDraft is NGram's draft as its definition reads, scanning every
+// source for every suffix length from the longest: the sequence's most
+// recent earlier occurrence, the prompt's first, then the references' (by
+// shape) agreeing longest with the sequence's start, first in order.
+func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
+	if len(seq) <= 1 {
+		return d.prefix[:min(max, len(d.prefix))]
+	}
+	for n := min(maxNgram, len(seq)); n >= 1; n-- {
+		max := min(max, 2*n+2)
+		suffix := seq[len(seq)-n:]
+		for start := len(seq) - n - 1; start >= 0; start-- {
+			if slices.Equal(seq[start:start+n], suffix) {
+				return seq[start+n : min(len(seq), start+n+max)]
+			}
+		}
+		for start := 0; start+n < len(prompt); start++ {
+			if slices.Equal(prompt[start:start+n], suffix) {
+				return prompt[start+n : min(len(prompt), start+n+max)]
+			}
+		}
+		shaped := d.shape(suffix)
+		best, from, agree := -1, 0, -1
+		for r, ref := range d.shapes {
+			for start := 0; start+n < len(ref); start++ {
+				if slices.Equal(ref[start:start+n], shaped) {
+					if a := commonPrefix(d.refs[r], seq[1:]); a > agree {
+						best, from, agree = r, start+n, a
+					}
+				}
+			}
+		}
+		if best >= 0 {
+			return d.refs[best][from:min(len(d.refs[best]), from+max)]
+		}
+	}
+	return nil
+}
+
+// The indexed draft is the definition's (bruteDraft) on random sequences
+// spliced from the references, a prompt and noise, and its drafts are
+// clipped: appending to one never writes into the shared references.
+func TestNGramDraftParity(t *testing.T) {
+	tok := tinyTokenizer(t)
+	d, err := NewNGram(tok, tok.EOS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, _ := tok.Encode(`Goal: search for cheap flights to paris. Previous Actions: "action_type": "TYPE", "typed_text": "flights"`)
+	rng := rand.New(rand.NewPCG(7, 11))
+	pieces := append(slices.Clone(d.refs), prompt)
+	for i := range 3000 {
+		seq := []int64{0}
+		for len(seq) < 2+rng.IntN(60) {
+			if rng.IntN(4) == 0 {
+				seq = append(seq, int64(rng.IntN(tok.VocabSize())))
+				continue
+			}
+			p := pieces[rng.IntN(len(pieces))]
+			a := rng.IntN(len(p))
+			seq = append(seq, p[a:min(len(p), a+1+rng.IntN(6))]...)
+		}
+		max := rng.IntN(MaxDraft + 1)
+		withPrompt := rng.IntN(2) == 0
+		var got, want []int64
+		if withPrompt {
+			got, want = d.WithPrompt(prompt).Draft(seq, max), bruteDraft(d, seq, prompt, max)
+		} else {
+			got, want = d.Draft(seq, max), bruteDraft(d, seq, nil, max)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d (prompt %v, max %d): drafted %v, by definition %v\nseq %v", i, withPrompt, max, got, want, seq)
+		}
+		if len(got) > max || cap(got) != len(got) {
+			t.Fatalf("case %d: draft of %d (cap %d) for max %d", i, len(got), cap(got), max)
+		}
+	}
+}
