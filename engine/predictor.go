@@ -380,7 +380,9 @@ func (o Options) check() error {
 	return nil
 }
 
-// Close releases the sessions.
+// Close releases the sessions. No call on p may be running: a caller ends
+// or cancels its calls first (serve's Shutdown waits for its batches, and
+// eval run for its call), since ORT's sessions go with them.
 func (p *Predictor) Close() error {
 	p.statics.thread.close()
 	p.statics.close()
