@@ -297,6 +297,10 @@ for _ in range(240):
         time.sleep(0.5)'
     run timeout 100 autoui bench serve --server http://127.0.0.1:8093 --concurrency 1,64 --duration 10s \
       --warmup 3s --screen models/testdata/screens/home_1080x2400.png --json > "$res/serve-$n.json"
+    # what the server holds after 64 clients: device memory (ORT's CUDA provider keeps cuBLAS/cuDNN
+    # handles per OS thread that ran a session, and Go moves calls between threads), its RSS and threads
+    mem=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null | awk -F', ' -v p="$pid" '$1 == p {print $2}')
+    log "serve $n holds: device ${mem:-?}, RSS $(awk '/VmRSS/ {print $2 / 1024 " MB"}' /proc/$pid/status 2>/dev/null), $(ls /proc/$pid/task 2>/dev/null | wc -l) threads"
     kill "$pid"; wait "$pid" 2>/dev/null
     log "serve $n: $(python3 -c '
 import json, sys
