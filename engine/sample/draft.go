@@ -140,18 +140,11 @@ func (d *NGram) Draft(seq []int64, max int) []int64 { return d.draft(seq, nil, m
 // WithPrompt is d drafting from a request's prompt too (prompt lookup): the
 // text an action types is usually in the goal, and the previous actions'
 // text is the format's.
-func (d *NGram) WithPrompt(prompt []int64) Drafter {
-	at := make(map[int64][]int, len(prompt))
-	for i, id := range prompt[:max(len(prompt)-1, 0)] { // the last has no continuation
-		at[id] = append(at[id], i)
-	}
-	return promptDrafter{d, prompt, at}
-}
+func (d *NGram) WithPrompt(prompt []int64) Drafter { return promptDrafter{d, prompt} }
 
 type promptDrafter struct {
 	d      *NGram
 	prompt []int64
-	at     map[int64][]int // each token's positions in prompt, ascending
 }
 
 func (p promptDrafter) Draft(seq []int64, max int) []int64 { return p.d.draft(seq, &p, max) }
@@ -160,7 +153,7 @@ func (p promptDrafter) Draft(seq []int64, max int) []int64 { return p.d.draft(se
 // in the sequence itself (its most recent earlier occurrence), the prompt
 // (its first) or the Auto-UI outputs (by shape; the one agreeing longest
 // with seq's start), in that order of preference between equal lengths.
-// Candidates are the places holding seq's last token (an index, not a scan
+// Candidates are the places holding seq's last token (one pass, not a scan
 // per length: a batch of 64 rows drafts every call).
 func (d *NGram) draft(seq []int64, p *promptDrafter, max int) []int64 {
 	if len(seq) <= 1 {
@@ -176,9 +169,13 @@ func (d *NGram) draft(seq []int64, p *promptDrafter, max int) []int64 {
 		}
 	}
 	if p != nil {
-		for _, j := range p.at[seq[last]] {
-			if m := matched(p.prompt, j, seq, last); m > n {
-				n, src, from = m, p.prompt, j+1
+		// a scan of a few hundred ids per draft costs less than indexing
+		// each request's prompt
+		for j, id := range p.prompt {
+			if id == seq[last] && j+1 < len(p.prompt) { // the last has no continuation
+				if m := matched(p.prompt, j, seq, last); m > n {
+					n, src, from = m, p.prompt, j+1
+				}
 			}
 		}
 	}
