@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,5 +256,86 @@ func TestCUDAFixedBuffers(t *testing.T) {
 	}
 	if _, v := graph.CapturedGraphs(); v != 1 {
 		t.Errorf("%d vision graphs captured after a batch of %d, want still 1", v, len(reqs))
+	}
+}
+
+// fp16 under cuda (AUTOUI_FP16_BUNDLE: the tiny bundle in fp16 everywhere,
+// scripts/gpu_extra.sh fp16): the device path and CUDA graphs against the
+// CPU provider's run of the same bundle in the same process. fp16 kernels
+// differ between the two, so tokens may too: the test requires most to
+// agree, every output to parse where the CPU's does, and finite features
+// close to the CPU's, and logs how many agree.
+func TestCUDAFP16(t *testing.T) {
+	dir := os.Getenv("AUTOUI_FP16_BUNDLE")
+	if dir == "" {
+		t.Skip("AUTOUI_FP16_BUNDLE unset: scripts/gpu_extra.sh fp16 makes the bundle and scripts/gpu_check.sh sets it")
+	}
+	if !inCUDAChild() {
+		runCUDAChild(t, "TestCUDAFP16")
+		return
+	}
+	open := func(provider Provider, graph bool) *Predictor {
+		b, err := models.Load(dir, models.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Manifest.Precision != "fp16" {
+			t.Fatalf("%s: precision %q, want an fp16 bundle", dir, b.Manifest.Precision)
+		}
+		opts := Options{Truncation: TruncateRight, LibraryPath: os.Getenv("AUTOUI_CUDA_ORT_LIB"), CUDAGraph: graph}
+		opts.Session.Provider = provider
+		p, err := NewPredictor(b, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	cpu := open(ProviderCPU, false)
+	cases := loadGolden(t)
+	want := make([]*predict.Result, len(cases))
+	for i, c := range cases {
+		var err error
+		if want[i], err = cpu.Predict(context.Background(), c.featureRequest(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, graph := range []bool{false, true} {
+		p := open(ProviderCUDA, graph)
+		same := 0
+		for i, c := range cases {
+			res, err := p.Predict(context.Background(), c.featureRequest(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Equal(res.TokenIDs, want[i].TokenIDs) {
+				same++
+			}
+			if res.ParseErr != nil && want[i].ParseErr == nil {
+				t.Errorf("cuda graph %v, %s: %v (the CPU's parses)", graph, c.ID, res.ParseErr)
+			}
+		}
+		t.Logf("cuda graph %v: %d of %d outputs identical to the CPU's fp16 run", graph, same, len(cases))
+		if same*4 < len(cases)*3 {
+			t.Errorf("cuda graph %v: only %d of %d outputs identical to the CPU's fp16 run", graph, same, len(cases))
+		}
+		img := screen(t, cases[0].Screen)
+		a, err := cpu.ImageFeatures(context.Background(), img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pass := range 4 { // regular, capturing and replayed runs
+			b, err := p.ImageFeatures(context.Background(), img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scale := 0.0
+			for _, v := range a {
+				scale = max(scale, math.Abs(float64(v)))
+			}
+			if d := maxAbsDiff(t, "fp16 vision features", b, a); d > 0.02*scale || math.IsInf(d, 1) {
+				t.Errorf("cuda graph %v, pass %d: fp16 vision features off by %.3g of %.3g", graph, pass, d, scale)
+			}
+		}
 	}
 }

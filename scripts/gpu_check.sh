@@ -119,7 +119,10 @@ if want env; then
 fi
 
 if want tests && fits 120 tests; then
-  # golden tokens on the device path, batches 1/3/8, drafts, truncation, argmax on and off, constrained
+  # golden tokens on the device path, batches 1/3/8, drafts, truncation, argmax on and off, constrained;
+  # the tiny bundle in fp16 against the CPU's run of it (TestCUDAFP16) where gpu_extra.sh fp16 sent it
+  [ -d "$extra/tiny-fp16" ] && bundle /tmp/bundles/tiny-fp16 "$PWD/models/testdata/tiny" "$extra/tiny-fp16" &&
+    export AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
   save

@@ -4,7 +4,8 @@
 # GPU tool's 64 MiB, so a run carries one):
 #   fp16     base-vitg-fp16.manifest.json: base-vitg-fp16 = base-vitg's text graphs + base-vitg-fp16all's
 #            vision graph (the same file: checked here) + this manifest; default-fp16v/, default-fp16/:
-#            the files of build/default-fp16v and build/default-fp16 that differ from models/default's
+#            the files of build/default-fp16v and build/default-fp16 that differ from models/default's;
+#            tiny-fp16/: those of the tiny bundle in fp16 everywhere (TestCUDAFP16)
 #   ortpy    ortpy.tar.xz (8 MB): onnxruntime-gpu 1.29's Python package without its libraries, for the
 #            ORT-Python IO-binding peer (gpu_check.sh links the kit's CUDA provider into it); the wheel
 #            is the one pack.sh downloads
@@ -29,6 +30,11 @@ if [[ " $parts " == *" fp16 "* ]]; then
     mkdir "$x/$v"
     for f in "build/$v"/*; do cmp -s "$f" "models/default/$(basename "$f")" || cp "$f" "$x/$v/"; done
   done
+  # the tiny bundle in fp16 everywhere, for TestCUDAFP16 (its files that differ from tiny's)
+  d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+  .venv/bin/python -m scripts.half --in models/testdata/tiny --out "$d/tiny-fp16" --roles all >/dev/null
+  mkdir "$x/tiny-fp16"
+  for f in "$d/tiny-fp16"/*; do cmp -s "$f" "models/testdata/tiny/$(basename "$f")" || cp "$f" "$x/tiny-fp16/"; done
 fi
 if [[ " $parts " == *" parity "* ]]; then
   d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
