@@ -22,16 +22,23 @@ func tinyTokenizer(t testing.TB) *tokenizer.Tokenizer {
 
 var plain = tokenizer.DecodeOptions{SkipSpecial: true}
 
-// With an oracle that knows the true output, count the sequential calls the
-// drafter needs on whole targets tokenized as the model emits them: the
-// format's fixed text and the lift point's copy of the touch point must be
-// drafted, leaving mostly the touch point's digits to decode one by one.
-func TestNGramOnTargets(t *testing.T) {
+// tinyNGram is the tiny bundle's tokenizer and a drafter on it.
+func tinyNGram(t testing.TB) (*tokenizer.Tokenizer, *NGram) {
+	t.Helper()
 	tok := tinyTokenizer(t)
 	d, err := NewNGram(tok, tok.EOS())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tok, d
+}
+
+// With an oracle that knows the true output, count the sequential calls the
+// drafter needs on whole targets tokenized as the model emits them: the
+// format's fixed text and the lift point's copy of the touch point must be
+// drafted, leaving mostly the touch point's digits to decode one by one.
+func TestNGramOnTargets(t *testing.T) {
+	tok, d := tinyNGram(t)
 	targets := []string{
 		`Action Plan: [DUAL_POINT,TYPE,PRESS_ENTER,STATUS_TASK_COMPLETE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1234, 0.5678]", "lift_point": "[0.1234, 0.5678]", "typed_text": ""`,
 		`Action Plan: [TYPE,PRESS_ENTER] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "cheap flights to paris"`,
@@ -77,11 +84,7 @@ func draftCalls(d Drafter, ids []int64) int {
 // digits matched by shape ("8]" as the template's "8]" of other digits),
 // and the prompt (the typed text is the goal's).
 func TestNGramSources(t *testing.T) {
-	tok := tinyTokenizer(t)
-	d, err := NewNGram(tok, tok.EOS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, d := tinyNGram(t)
 	start := d.Draft([]int64{0}, MaxDraft)
 	if want, _ := tok.EncodeNoEOS("Action Plan: ["); !slices.Equal(start, want) {
 		t.Errorf("drafted %q at the start, want %q", tok.Decode(start, plain), "Action Plan: [")
@@ -254,11 +257,7 @@ func TestGrammarMasksSilentTokens(t *testing.T) {
 //
 //	go test ./engine/sample/ -run '^$' -bench NGramDraft
 func BenchmarkNGramDraft(b *testing.B) {
-	tok := tinyTokenizer(b)
-	d, err := NewNGram(tok, tok.EOS())
-	if err != nil {
-		b.Fatal(err)
-	}
+	tok, d := tinyNGram(b)
 	prompt, _ := tok.Encode(strings.Repeat("Previous Actions: tap the search field, type the departure city and the date; ", 25))
 	drafter := d.WithPrompt(prompt)
 	for _, c := range []struct{ name, text string }{
@@ -318,11 +317,7 @@ func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
 // spliced from the references, a prompt and noise, and its drafts are
 // clipped: appending to one never writes into the shared references.
 func TestNGramDraftParity(t *testing.T) {
-	tok := tinyTokenizer(t)
-	d, err := NewNGram(tok, tok.EOS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, d := tinyNGram(t)
 	prompt, _ := tok.Encode(`Goal: search for cheap flights to paris. Previous Actions: "action_type": "TYPE", "typed_text": "flights"`)
 	rng := rand.New(rand.NewPCG(7, 11))
 	pieces := append(slices.Clone(d.refs), prompt)
