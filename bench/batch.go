@@ -17,6 +17,7 @@ type Batch struct {
 	Screens int
 	Start   time.Time
 	Decode  time.Duration // the batch's screens decoded, spread over the cores
+	Resize  time.Duration // inside PredictBatch: the screens resized to the vision input
 	Wall    time.Duration // Decode + PredictBatch
 }
 
@@ -24,10 +25,16 @@ type Batch struct {
 func (b Batch) ScreensPerSecond() float64 { return float64(b.Screens) / b.Wall.Seconds() }
 
 // EngineScreensPerSecond is the batch's throughput without decoding the
-// screens: PredictBatch's alone, what `eval run` (AITW's raw pixels) and
-// `serve` (each handler decodes its own request while the engine works) get.
+// screens: PredictBatch's alone, resizing included.
 func (b Batch) EngineScreensPerSecond() float64 {
 	return float64(b.Screens) / (b.Wall - b.Decode).Seconds()
+}
+
+// AheadScreensPerSecond is the batch's throughput with its screens decoded
+// and resized beforehand, as `eval run` (its read-ahead) and `serve` (each
+// request's handler, while the engine works) give them to the engine.
+func (b Batch) AheadScreensPerSecond() float64 {
+	return float64(b.Screens) / (b.Wall - b.Decode - b.Resize).Seconds()
 }
 
 // RunBatch predicts opts.Batch screens per PredictBatch call — the cases
@@ -118,5 +125,6 @@ func runBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 		a.Run = r
 		actions = append(actions, a)
 	}
-	return actions, Batch{Run: r, Screens: len(items), Start: t, Decode: decode, Wall: wall}, nil
+	// every screen carries the batch's resize (engine.PredictBatch's convention)
+	return actions, Batch{Run: r, Screens: len(items), Start: t, Decode: decode, Resize: res[0].Timings.Preprocess, Wall: wall}, nil
 }

@@ -74,7 +74,7 @@ func TestRunBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc map[string]any
-	if err := json.Unmarshal(js, &doc); err != nil || doc["batch"] != 4.0 || len(doc["batches"].([]any)) != 2 || doc["engine_screens_per_s"] == nil {
+	if err := json.Unmarshal(js, &doc); err != nil || doc["batch"] != 4.0 || len(doc["batches"].([]any)) != 2 || doc["engine_screens_per_s"] == nil || doc["ahead_screens_per_s"] == nil {
 		t.Fatalf("%v: %s", err, js)
 	}
 	var table strings.Builder

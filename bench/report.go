@@ -220,6 +220,10 @@ func (r *Report) Throughput() Throughput { return r.throughput(Batch.ScreensPerS
 // EngineThroughput summarizes the batches' screens/s without decoding.
 func (r *Report) EngineThroughput() Throughput { return r.throughput(Batch.EngineScreensPerSecond) }
 
+// AheadThroughput summarizes the batches' screens/s without decoding or
+// resizing.
+func (r *Report) AheadThroughput() Throughput { return r.throughput(Batch.AheadScreensPerSecond) }
+
 func (r *Report) throughput(rate func(Batch) float64) Throughput {
 	var v []float64
 	for _, b := range r.Batches {
@@ -325,12 +329,14 @@ func (r *Report) JSON() ([]byte, error) {
 		var batches []map[string]any
 		for _, b := range r.Batches {
 			batches = append(batches, map[string]any{"run": b.Run, "screens": b.Screens,
-				"decode_ms": round3(ms(b.Decode)), "wall_ms": round3(ms(b.Wall)), "screens_per_s": round3(b.ScreensPerSecond())})
+				"decode_ms": round3(ms(b.Decode)), "resize_ms": round3(ms(b.Resize)), "wall_ms": round3(ms(b.Wall)), "screens_per_s": round3(b.ScreensPerSecond())})
 		}
 		doc["batch"] = r.Batches[0].Screens
 		doc["screens_per_s"] = map[string]any{"min": round3(tp.Min), "median": round3(tp.Median), "max": round3(tp.Max)}
 		et := r.EngineThroughput()
 		doc["engine_screens_per_s"] = map[string]any{"min": round3(et.Min), "median": round3(et.Median), "max": round3(et.Max)}
+		at := r.AheadThroughput()
+		doc["ahead_screens_per_s"] = map[string]any{"min": round3(at.Min), "median": round3(at.Median), "max": round3(at.Max)}
 		doc["batches"] = batches
 		if c := r.EncoderCallsPerBatch(); c > 0 {
 			doc["encoder_calls_per_batch"] = round3(c)
@@ -419,8 +425,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "batch: %d screens per PredictBatch: %.2f screens/s median (%.2f-%.2f over %d batches); per batch %.1f ms, of which decoding the screens %.1f ms (%d cores)\n",
 			r.Batches[0].Screens, tp.Median, tp.Min, tp.Max, len(r.Batches), ms(Summarize(walls).Median), ms(Summarize(decodes).Median), runtime.GOMAXPROCS(0))
-		fmt.Fprintf(w, "engine alone (screens already decoded, as eval run's raw pixels and serve's handlers give them): %.2f screens/s median\n",
-			r.EngineThroughput().Median)
+		fmt.Fprintf(w, "engine alone (screens already decoded): %.2f screens/s median; with them resized ahead too, as eval run's read-ahead and serve's handlers give them: %.2f\n",
+			r.EngineThroughput().Median, r.AheadThroughput().Median)
 		if c := r.EncoderCallsPerBatch(); c > 0 {
 			fmt.Fprintf(w, "prompts encoded in %.1f encoder calls per batch (groups of similar length; --prompt-groups)\n", c)
 		}
