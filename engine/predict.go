@@ -45,8 +45,9 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // length, so callers with many requests gain by batching prompts of similar
 // length together.
 //
-// Timings: Preprocess and Tokenize are the item's own. Vision, Encoder,
-// Fusion and the decoder steps are batched calls shared by the items: each
+// Timings: Tokenize is the item's own. Preprocess (the screens resized
+// together, over the cores), Vision, Encoder, Fusion (per group of
+// prompts) and the decoder steps are batched work shared by the items: each
 // item is attributed the full wall time of every shared call it took part in
 // (DecoderCalls counts the decoder calls made while it was still generating),
 // so summing a stage over items overcounts it. Total is the wall time from the

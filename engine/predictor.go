@@ -210,7 +210,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	}
 	p.promptGroups = opts.PromptGroups
 	if p.promptGroups == 0 {
-		p.promptGroups = kv.MergeParts
+		p.promptGroups = PromptGroupsLimit
 	}
 	p.verify = opts.VerifyPositions
 	if p.verify == 0 {
@@ -242,8 +242,8 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		dst  **graph
 	}{{models.RoleEncoder, &p.encoder}, {models.RoleFusion, &p.fusion}, {models.RoleDecoderCross, &p.decoderCross}, {models.RoleDecoder, &p.decoder}} {
 		so := p.so
-		if g.role == models.RoleDecoder && p.decoderSO != nil {
-			so = p.decoderSO
+		if g.role == models.RoleDecoder {
+			so = p.decoderOptions()
 		}
 		if g.role == models.RoleDecoder && opts.CUDAGraph {
 			// decodes run the static decoder: not a second copy of the weights
@@ -265,11 +265,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.Close()
 		return nil, err
 	}
-	decoderSO := p.so
-	if p.decoderSO != nil {
-		decoderSO = p.decoderSO
-	}
-	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, decoderSO); err != nil {
+	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, p.decoderOptions()); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -309,6 +305,15 @@ func (p *Predictor) fixedRows(b int) bool {
 	return p.cachePlace == placeStatic && (p.graphRows == 0 || b <= p.graphRows)
 }
 
+// decoderOptions are the session options of the decoder and of the ops on
+// its cache (its own, when only its workers spin).
+func (p *Predictor) decoderOptions() *ort.SessionOptions {
+	if p.decoderSO != nil {
+		return p.decoderSO
+	}
+	return p.so
+}
+
 // dynamicDecoder is the decoder graph with its session, which a predictor
 // that decodes with the static decoder opens when it opens the static one
 // under capture, else (tests) for its first batch of more than graphRows
@@ -319,11 +324,7 @@ func (p *Predictor) dynamicDecoder() (*graph, error) {
 	if p.decoder.sess != nil {
 		return p.decoder, nil
 	}
-	so := p.so
-	if p.decoderSO != nil {
-		so = p.decoderSO
-	}
-	g, err := openGraph(p.bundle, models.RoleDecoder, so, p.opts.Session.Profile)
+	g, err := openGraph(p.bundle, models.RoleDecoder, p.decoderOptions(), p.opts.Session.Profile)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/autoui/autoui/bench"
@@ -74,7 +73,8 @@ func runBench(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "bench: %d ORT profiles in %s-*.json (python -m scripts.ort_profile summarizes them)\n", len(files), mf.profile)
 		}()
 	}
-	onDevice := strings.EqualFold(mf.provider, string(engine.ProviderCUDA)) // as ParseProvider reads it
+	provider, _ := engine.ParseProvider(mf.provider) // a bad value is refused with the model options below
+	onDevice := provider == engine.ProviderCUDA
 	switch *probeOn {
 	case "":
 	case "host", "device":
