@@ -21,8 +21,9 @@
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
-# those of `graph`), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
-# fp16all, fp16all-c2),
+# those of `graph`; GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
+# fp16all, fp16all-c2, fp16all-graph, fp16all-noprep: --prep-wait 0, fp16all-prep200), PEER_RUNNERS and PEER_BATCHES the peers'
+# (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -162,7 +163,7 @@ if want graph && [ -d "$b32" ]; then
       done
     done
   fi
-  if $graph_ok && fits 40 "graph profile"; then
+  if $graph_ok && [ "${GRAPH_PROFILE:-1}" = 1 ] && fits 40 "graph profile"; then
     rm -rf /tmp/prof-graph; mkdir -p /tmp/prof-graph
     run timeout 120 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical --runs 1 --warmup 2 \
       --probe=false --cuda-graph --ort-profile /tmp/prof-graph/p --json > "$res/profile-graph.json"
@@ -284,14 +285,17 @@ if want serve && fits 40 serve; then
       graph) cfg="$b32:typical:graph:" ;; plain) cfg="$b32:typical::" ;; c2) cfg="$b32:typical::2" ;;
       fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;;
       fp16all) cfg="$b16all:typical::" ;; fp16all-c2) cfg="$b16all:typical::2" ;;
+      fp16all-graph) cfg="$b16all:typical:graph:" ;;
+      fp16all-noprep) cfg="$b16all:typical:::--prep-wait=0" ;;   # the batcher before --prep-wait
+      fp16all-prep200) cfg="$b16all:typical:::--prep-wait=200ms" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
-    IFS=: read -r b replay graph conc <<< "$cfg"
+    IFS=: read -r b replay graph conc more <<< "$cfg"
     [ -d "$b" ] || continue
-    n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}
+    n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}${more:+-$name}
     fits 40 "serve $n" || break
     autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch $((64 / ${conc:-1})) \
-      --concurrent-batches "${conc:-1}" --queue 256 ${replay:+--replay "$replay"} ${graph:+--cuda-graph} 2>"$res/serve-$n.log" &
+      --concurrent-batches "${conc:-1}" --queue 256 ${replay:+--replay "$replay"} ${graph:+--cuda-graph} $more 2>"$res/serve-$n.log" &
     pid=$!
     python3 -c 'import time, urllib.request
 for _ in range(240):
@@ -327,17 +331,17 @@ if want host && [ -f "$extra/aitw_runner.test.xz" ] && fits 40 host; then
   save
 fi
 
-if want peers && fits 150 peers; then
+if want peers && fits "${PEER_EST:-150}" peers; then
   # PyTorch eager bf16 on the same card, same cases and token count (fp32 eager: DESIGN.md 6b, 2 s per
   # action), and ORT from Python with IO binding where gpu_extra.sh ortpy sent its package
-  runners=torch_bf16
-  if [ -f "$extra/ortpy.tar.xz" ]; then
+  runners=${PEER_RUNNERS:-torch_bf16}
+  if [ -z "${PEER_RUNNERS:-}" ] && [ -f "$extra/ortpy.tar.xz" ]; then
     mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
       ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/ &&
       export PYTHONPATH=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH} && runners=ort_iobind,$runners
   fi
   PYTHONUNBUFFERED=1 run timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
-    --runners "$runners" --batches 1,8,32 --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
+    --runners "$runners" --batches "${PEER_BATCHES:-1,8,32}" --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
   log "peers (rc $?): $(grep -E '^\|' "$res/peers.md" | tail -n +3 | tr '\n' ' ')"
   save
 fi
