@@ -22,7 +22,7 @@
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`; GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
-# fp16all, fp16all-c2, fp16all-graph, fp16all-noprep: --prep-wait 0, fp16all-prep200), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16all, fp16all-c2, fp16all-graph), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -286,8 +286,6 @@ if want serve && fits 40 serve; then
       fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;;
       fp16all) cfg="$b16all:typical::" ;; fp16all-c2) cfg="$b16all:typical::2" ;;
       fp16all-graph) cfg="$b16all:typical:graph:" ;;
-      fp16all-noprep) cfg="$b16all:typical:::--prep-wait=0" ;;   # the batcher before --prep-wait
-      fp16all-prep200) cfg="$b16all:typical:::--prep-wait=200ms" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc more <<< "$cfg"

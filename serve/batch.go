@@ -9,8 +9,8 @@ import (
 )
 
 // batcher is a goroutine that runs the engine (Config.ConcurrentBatches
-// of them): it takes the first waiting job, gathers more (gather) up to
-// MaxBatch, and runs
+// of them): it takes the first waiting job, gathers more (those already
+// waiting, then those arriving within BatchWait) up to MaxBatch, and runs
 // them in one engine call. One batcher gathers at a time (s.gathering):
 // two would take turns at the queue and split its arrivals into two small
 // batches. It returns when Shutdown has closed the queue and everything in
@@ -31,41 +31,11 @@ func (s *Server) batcher(e predict.Predictor) {
 	}
 }
 
-// gather adds to batch the jobs already waiting, those arriving within
-// BatchWait, and then, for at most PrepWait more, the requests that were
-// being read in when BatchWait ran out: a closed loop of clients sends its
-// next requests together, and one that misses this batch waits a whole
-// engine call for the next.
+// gather adds waiting and soon-arriving jobs to batch.
 func (s *Server) gather(batch []*job) []*job {
-	batch, open := s.collect(batch, s.cfg.BatchWait)
-	n := int(s.preparing.Load())
-	if !open || n == 0 || len(batch) >= s.cfg.MaxBatch || s.cfg.PrepWait <= 0 {
-		return batch
-	}
-	want := min(len(batch)+n, s.cfg.MaxBatch)
-	t := time.NewTimer(s.cfg.PrepWait)
-	defer t.Stop()
-	for len(batch) < want && s.preparing.Load() > 0 {
-		select {
-		case j, ok := <-s.queue:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, s.took(j))
-		case <-s.left: // one gave up: is anyone still preparing?
-		case <-t.C:
-			return batch
-		}
-	}
-	return batch
-}
-
-// collect adds to batch the jobs already waiting and those arriving within
-// wait, up to MaxBatch; open is false once the queue is closed.
-func (s *Server) collect(batch []*job, wait time.Duration) (_ []*job, open bool) {
 	var timeout <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
+	if s.cfg.BatchWait > 0 {
+		t := time.NewTimer(s.cfg.BatchWait)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -73,26 +43,26 @@ func (s *Server) collect(batch []*job, wait time.Duration) (_ []*job, open bool)
 		select { // already waiting
 		case j, ok := <-s.queue:
 			if !ok {
-				return batch, false
+				return batch
 			}
 			batch = append(batch, s.took(j))
 			continue
 		default:
 		}
 		if timeout == nil {
-			return batch, true
+			return batch
 		}
 		select {
 		case j, ok := <-s.queue:
 			if !ok {
-				return batch, false
+				return batch
 			}
 			batch = append(batch, s.took(j))
 		case <-timeout:
-			return batch, true
+			return batch
 		}
 	}
-	return batch, true
+	return batch
 }
 
 // run drops the jobs nobody waits for any more and predicts the rest in one

@@ -109,11 +109,9 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time
 	j := &job{ctx: ctx, req: req, arrived: start, done: make(chan answer, 1)}
 	if herr := s.enqueue(j); herr != nil {
 		<-s.slots
-		s.prepared(false)
 		s.writeError(w, herr)
 		return
 	}
-	s.prepared(true)
 	select {
 	case a := <-j.done:
 		if a.err != nil {
@@ -189,7 +187,6 @@ func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	if herr != nil {
 		<-s.slots
-		s.prepared(false)
 	}
 	return req, herr
 }

@@ -42,14 +42,8 @@ const (
 	// of 64 in little more time than one of 8. On an H200 (base-vitg, 64
 	// clients) --max-batch 64 served 42-47 req/s, where --max-batch 16 had
 	// served 17 at 32 clients.
-	DefaultMaxBatchCUDA = 64
-	DefaultBatchWait    = 5 * time.Millisecond
-	// DefaultPrepWaitCUDA is autoui serve's --prep-wait under cuda, where a
-	// batch of 64 costs little more than one of 40. A closed loop of clients
-	// answered by one batch sends its next requests together; with 16
-	// decoders a burst of 64 1080x2400 PNGs takes ~90 ms to decode, and a
-	// request missing the batch waits a whole engine call.
-	DefaultPrepWaitCUDA   = 100 * time.Millisecond
+	DefaultMaxBatchCUDA   = 64
+	DefaultBatchWait      = 5 * time.Millisecond
 	DefaultQueue          = 64
 	DefaultMaxBody        = 32 << 20
 	DefaultRequestTimeout = 60 * time.Second
@@ -72,11 +66,6 @@ type Config struct {
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
 	BatchWait time.Duration
-	// PrepWait is how much longer a batch not yet full may wait for the
-	// requests that were being read in (parsed, checked, decoded) when
-	// BatchWait ran out: those, not later arrivals. Zero (unlike the other
-	// fields) or negative: not at all.
-	PrepWait time.Duration
 	// Queue is how many requests may be admitted and not yet in an engine
 	// call (decoding their screen or waiting for the batcher); more are
 	// refused with 429 before their body is read.
@@ -112,7 +101,6 @@ func (c Config) withDefaults() Config {
 	if c.BatchWait < 0 {
 		c.BatchWait = 0
 	}
-	c.PrepWait = max(c.PrepWait, 0)
 	if c.Queue <= 0 {
 		c.Queue = DefaultQueue
 	}
@@ -175,10 +163,6 @@ type Server struct {
 	slots    chan struct{}
 	decoders chan struct{}
 	bodies   budget // bytes of request bodies being read and parsed
-	// preparing counts admitted requests not yet queued; left has a token
-	// when one of them gave up (a bad request) instead of being queued.
-	preparing atomic.Int32
-	left      chan struct{}
 
 	mu       sync.Mutex
 	model    *Model
@@ -210,7 +194,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, queue: make(chan *job, cfg.Queue), done: make(chan struct{}),
-		slots: make(chan struct{}, cfg.Queue), decoders: make(chan struct{}, cfg.Decoders), left: make(chan struct{}, 1),
+		slots: make(chan struct{}, cfg.Queue), decoders: make(chan struct{}, cfg.Decoders),
 		bodies: budget{limit: cfg.BodyMemory}, linger: 5 * time.Second}
 	if cfg.Token != "" {
 		s.token = sha256.Sum256([]byte(cfg.Token))
@@ -292,27 +276,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // admit takes a queue slot for a request, or says the queue is full. The
-// batcher gives the slot back when it takes the request's job. An admitted
-// request is preparing until it is queued or given up (prepared).
+// batcher gives the slot back when it takes the request's job.
 func (s *Server) admit() *httpError {
 	select {
 	case s.slots <- struct{}{}:
-		s.preparing.Add(1)
 		return nil
 	default:
 		return s.queueFull()
-	}
-}
-
-// prepared ends an admitted request's preparation: after its job is in the
-// queue (so a batch waiting for it sees it there), or when it was given up.
-func (s *Server) prepared(queued bool) {
-	s.preparing.Add(-1)
-	if !queued {
-		select {
-		case s.left <- struct{}{}:
-		default:
-		}
 	}
 }
 

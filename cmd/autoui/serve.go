@@ -30,7 +30,6 @@ func runServe(ctx context.Context, args []string) error {
 	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
-	prepWait := fs.String("prep-wait", "", fmt.Sprintf("how much longer a batch not yet full waits for the requests still being read in (decoding their screen) when --batch-wait runs out, e.g. 100ms (0: not at all; default %v under cuda, 0 on the cpu)", serve.DefaultPrepWaitCUDA))
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
 	timeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest time from a request's arrival to its answer (504 after); also the shutdown drain limit")
@@ -71,15 +70,10 @@ func runServe(ctx context.Context, args []string) error {
 	if *concurrent > 1 && mf.cudaGraph && provider == engine.ProviderCUDA {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
-	pw, err := servePrepWait(*prepWait, provider)
-	if err != nil {
-		return err
-	}
-	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, PrepWait: pw, Queue: *queue,
-		MaxBody: *maxBody, RequestTimeout: *timeout, Decode: dopts}
-	// serve.Config: negative is no wait, zero the default
+	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
-		cfg.BatchWait = -1
+		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
 	}
 	if cfg.Token, err = readTokenFile(*tokenFile); err != nil {
 		return err
@@ -226,23 +220,6 @@ func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]
 }
 
 // serveMaxBatch is --max-batch's value, 0 giving the provider's default.
-// servePrepWait is --prep-wait: the flag's duration, else the provider's
-// default. On the CPU a bigger batch costs as much per request as a
-// smaller one, so waiting only adds latency (measured: docs/serve.md).
-func servePrepWait(flag string, provider engine.Provider) (time.Duration, error) {
-	if flag == "" {
-		if provider == engine.ProviderCUDA {
-			return serve.DefaultPrepWaitCUDA, nil
-		}
-		return 0, nil
-	}
-	d, err := time.ParseDuration(flag)
-	if err != nil || d < 0 {
-		return 0, usageErrorf("--prep-wait %q: want a duration >= 0, e.g. 100ms", flag)
-	}
-	return d, nil
-}
-
 func serveMaxBatch(flag int, provider engine.Provider) int {
 	switch {
 	case flag > 0:

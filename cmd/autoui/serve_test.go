@@ -236,23 +236,3 @@ func TestServeMaxBatchDefault(t *testing.T) {
 		}
 	}
 }
-
-// --prep-wait unset is 0 on the cpu and DefaultPrepWaitCUDA under cuda; a
-// value given is kept; a bad one is a usage error.
-func TestServePrepWaitDefault(t *testing.T) {
-	for _, tc := range []struct {
-		flag     string
-		provider engine.Provider
-		want     time.Duration
-	}{{"", engine.ProviderCPU, 0}, {"", engine.ProviderCUDA, serve.DefaultPrepWaitCUDA}, {"0", engine.ProviderCUDA, 0},
-		{"30ms", engine.ProviderCPU, 30 * time.Millisecond}} {
-		if got, err := servePrepWait(tc.flag, tc.provider); err != nil || got != tc.want {
-			t.Errorf("--prep-wait %q --provider %q: %v, %v; want %v", tc.flag, tc.provider, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"-1ms", "soon", "100"} {
-		if _, err := servePrepWait(bad, engine.ProviderCPU); err == nil {
-			t.Errorf("--prep-wait %q: no error", bad)
-		}
-	}
-}
