@@ -219,7 +219,9 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if n := tok.VocabSize(); n > p.cfg.VocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
 	}
-	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID); err != nil {
+	// On a GPU a call costs the same for every width it verifies, so a weak
+	// guess is free there; on a CPU each position costs its logits.
+	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID, sample.NGramOptions{Full: opts.Session.Provider == ProviderCUDA}); err != nil {
 		return nil, err
 	}
 	if p.grammars, err = sample.NewGrammars(tok); err != nil {

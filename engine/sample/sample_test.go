@@ -26,7 +26,7 @@ var plain = tokenizer.DecodeOptions{SkipSpecial: true}
 func tinyNGram(t testing.TB) (*tokenizer.Tokenizer, *NGram) {
 	t.Helper()
 	tok := tinyTokenizer(t)
-	d, err := NewNGram(tok, tok.EOS())
+	d, err := NewNGram(tok, tok.EOS(), NGramOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,8 @@ func draftCalls(d Drafter, ids []int64) int {
 // The drafter's sources each save calls: the text every output begins with
 // (a sequence of the start token alone), the text after a coordinate's
 // digits matched by shape ("8]" as the template's "8]" of other digits),
-// and the prompt (the typed text is the goal's).
+// the sequence itself before a template of equal shape, and the prompt (the
+// typed text is the goal's).
 func TestNGramSources(t *testing.T) {
 	tok, d := tinyNGram(t)
 	start := d.Draft([]int64{0}, MaxDraft)
@@ -92,6 +93,28 @@ func TestNGramSources(t *testing.T) {
 	tap, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]"`)
 	if dr := d.Draft(append([]int64{0}, tap...), MaxDraft); !strings.HasPrefix(tok.Decode(dr, plain), `, "lift`) {
 		t.Errorf("after a touch point drafted %q", tok.Decode(dr, plain))
+	}
+	// a lift point continues its touch point's own digits, not a template's
+	lift, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]", "lift_point": "[0.1`)
+	if dr := d.Draft(append([]int64{0}, lift...), MaxDraft); !strings.HasPrefix(tok.Decode(dr, plain), `852, 0.4979]`) {
+		t.Errorf("in a lift point drafted %q", tok.Decode(dr, plain))
+	}
+	// the comma after a first coordinate's four decimals, however they are cut
+	for _, c := range []string{"0.1852", "0.7316", "0.0452", "0.9966"} {
+		first, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[` + c)
+		if dr := d.Draft(append([]int64{0}, first...), MaxDraft); tok.Decode(dr, plain) != "," {
+			t.Errorf("after the coordinate %s drafted %q", c, tok.Decode(dr, plain))
+		}
+	}
+	// drafting in full: as many tokens as allowed after a weak match
+	full, err := NewNGram(tok, tok.EOS(), NGramOptions{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]`)
+	seq := append([]int64{0}, x...)
+	if short, long := d.Draft(seq, MaxDraft), full.Draft(seq, MaxDraft); len(long) != MaxDraft || len(short) >= len(long) || !slices.Equal(short, long[:len(short)]) {
+		t.Errorf("after a coordinate drafted %q, in full %q", tok.Decode(short, plain), tok.Decode(long, plain))
 	}
 	typed, _ := tok.Encode(`Action Plan: [TYPE] ; Action Decision: "action_type": "TYPE", "touch_point": "[-1.0, -1.0]", "lift_point": "[-1.0, -1.0]", "typed_text": "cheap flights to paris tomorrow morning"`)
 	prompt, _ := tok.Encode("Goal: search for cheap flights to paris tomorrow morning")
@@ -277,25 +300,38 @@ func BenchmarkNGramDraft(b *testing.B) {
 // bruteDraft is NGram's draft as its definition reads, scanning every
 // source for every suffix length from the longest: the sequence's most
 // recent earlier occurrence, the prompt's first, then the references' (by
-// shape) agreeing longest with the sequence's start, first in order.
+// shape) agreeing longest with the sequence's start, first in order, unless
+// the reference is a point's and its digits are in play (its last token
+// matched by shape only, or digits next) and the sequence or the prompt has
+// a shorter match that reaches past the sequence's trailing digits, which
+// then wins. Unless in full, a point's reference drafts up to its digits.
 func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
 	if len(seq) <= 1 {
 		return d.prefix[:min(max, len(d.prefix))]
 	}
-	for n := min(maxNgram, len(seq)); n >= 1; n-- {
-		max := min(max, 2*n+2)
+	clip := func(src []int64, n int) []int64 {
+		if !d.full {
+			max = min(max, 2*n+2)
+		}
+		return src[:min(max, len(src))]
+	}
+	var own []int64 // the sequence's or the prompt's longest match
+	ownN := 0
+	for n := min(maxNgram, len(seq)); n >= 1 && own == nil; n-- {
 		suffix := seq[len(seq)-n:]
-		for start := len(seq) - n - 1; start >= 0; start-- {
+		for start := len(seq) - n - 1; start >= 0 && own == nil; start-- {
 			if slices.Equal(seq[start:start+n], suffix) {
-				return seq[start+n : min(len(seq), start+n+max)]
+				own, ownN = seq[start+n:], n
 			}
 		}
-		for start := 0; start+n < len(prompt); start++ {
+		for start := 0; start+n < len(prompt) && own == nil; start++ {
 			if slices.Equal(prompt[start:start+n], suffix) {
-				return prompt[start+n : min(len(prompt), start+n+max)]
+				own, ownN = prompt[start+n:], n
 			}
 		}
-		shaped := d.shape(suffix)
+	}
+	for n := min(maxNgram, len(seq)); n > ownN; n-- {
+		shaped := d.shape(seq[len(seq)-n:])
 		best, from, agree := -1, 0, -1
 		for r, ref := range d.shapes {
 			for start := 0; start+n < len(ref); start++ {
@@ -307,33 +343,75 @@ func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
 			}
 		}
 		if best >= 0 {
-			return d.refs[best][from:min(len(d.refs[best]), from+max)]
+			digits := 0
+			for digits < min(maxNgram, len(seq)) && d.shape(seq[len(seq)-1-digits:])[0] < 0 {
+				digits++
+			}
+			if ownN > digits && d.points[best] && (d.refs[best][from-1] != seq[len(seq)-1] || d.shapes[best][from] < 0) {
+				break // placeholder digits in play
+			}
+			next := d.refs[best][from:]
+			for i, sh := range d.shapes[best][from:] {
+				if d.points[best] && !d.full && sh < 0 { // placeholder digits: the draft stops before them
+					next = next[:i]
+					break
+				}
+			}
+			return clip(next, n)
 		}
 	}
-	return nil
+	if own == nil {
+		return nil
+	}
+	return clip(own, ownN)
 }
 
 // The indexed draft is the definition's (bruteDraft) on random sequences
-// spliced from the references, a prompt and noise, and its drafts are
+// spliced from the references (half their digits changed), a prompt,
+// noise and their own earlier pieces, drafting in full or not, and its drafts are
 // clipped: appending to one never writes into the shared references.
 func TestNGramDraftParity(t *testing.T) {
 	tok, d := tinyNGram(t)
+	full, err := NewNGram(tok, tok.EOS(), NGramOptions{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	prompt, _ := tok.Encode(`Goal: search for cheap flights to paris. Previous Actions: "action_type": "TYPE", "typed_text": "flights"`)
 	rng := rand.New(rand.NewPCG(7, 11))
 	pieces := append(slices.Clone(d.refs), prompt)
+	sameShape := map[int64][]int64{} // shape class -> its tokens, in id order
+	for id := range int64(tok.VocabSize()) {
+		if c, ok := d.class[id]; ok {
+			sameShape[c] = append(sameShape[c], id)
+		}
+	}
 	for i := range 3000 {
 		seq := []int64{0}
 		for len(seq) < 2+rng.IntN(60) {
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(5) {
+			case 0:
 				seq = append(seq, int64(rng.IntN(tok.VocabSize())))
+				continue
+			case 1: // the sequence repeating itself, as a lift point its touch point
+				a := rng.IntN(len(seq))
+				seq = append(seq, seq[a:min(len(seq), a+1+rng.IntN(12))]...)
 				continue
 			}
 			p := pieces[rng.IntN(len(pieces))]
 			a := rng.IntN(len(p))
-			seq = append(seq, p[a:min(len(p), a+1+rng.IntN(6))]...)
+			for _, id := range p[a:min(len(p), a+1+rng.IntN(6))] {
+				if c, ok := d.class[id]; ok && rng.IntN(2) == 0 { // other digits, same shape
+					id = sameShape[c][rng.IntN(len(sameShape[c]))]
+				}
+				seq = append(seq, id)
+			}
 		}
 		max := rng.IntN(MaxDraft + 1)
 		withPrompt := rng.IntN(2) == 0
+		d := d
+		if rng.IntN(2) == 0 {
+			d = full
+		}
 		var got, want []int64
 		if withPrompt {
 			got, want = d.WithPrompt(prompt).Draft(seq, max), bruteDraft(d, seq, prompt, max)
@@ -341,7 +419,7 @@ func TestNGramDraftParity(t *testing.T) {
 			got, want = d.Draft(seq, max), bruteDraft(d, seq, nil, max)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("case %d (prompt %v, max %d): drafted %v, by definition %v\nseq %v", i, withPrompt, max, got, want, seq)
+			t.Fatalf("case %d (prompt %v, full %v, max %d): drafted %v, by definition %v\nseq %v", i, withPrompt, d.full, max, got, want, seq)
 		}
 		if len(got) > max || cap(got) != len(got) {
 			t.Fatalf("case %d: draft of %d (cap %d) for max %d", i, len(got), cap(got), max)
