@@ -102,8 +102,9 @@ func TestNGramSources(t *testing.T) {
 	// the comma after a first coordinate's four decimals, however they are cut
 	for _, c := range []string{"0.1852", "0.7316", "0.0452", "0.9966"} {
 		first, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[` + c)
-		if dr := d.Draft(append([]int64{0}, first...), MaxDraft); tok.Decode(dr, plain) != "," {
-			t.Errorf("after the coordinate %s drafted %q", c, tok.Decode(dr, plain))
+		// (up to the placeholder digits of the next)
+		if dr := tok.Decode(d.Draft(append([]int64{0}, first...), MaxDraft), plain); !strings.HasPrefix(dr, ",") || strings.ContainsAny(dr, "0123456789") {
+			t.Errorf("after the coordinate %s drafted %q", c, dr)
 		}
 	}
 	// drafting in full: as many tokens as allowed after a weak match
@@ -367,9 +368,9 @@ func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
 }
 
 // The indexed draft is the definition's (bruteDraft) on random sequences
-// spliced from the references (half their digits changed), a prompt,
-// noise and their own earlier pieces, drafting in full or not, and its drafts are
-// clipped: appending to one never writes into the shared references.
+// spliced from the references (half their digits changed), a prompt, noise
+// and their own earlier pieces, drafting in full or not, and its drafts
+// are clipped: appending to one never writes into the shared references.
 func TestNGramDraftParity(t *testing.T) {
 	tok, d := tinyNGram(t)
 	full, err := NewNGram(tok, tok.EOS(), NGramOptions{Full: true})
