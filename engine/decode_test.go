@@ -499,3 +499,33 @@ func TestVerifyPositions(t *testing.T) {
 		t.Logf("place %d: decoder calls over the golden cases at B=%d: default %d, wide %d", place, B, calls[0], calls[B*(sample.MaxDraft+1)])
 	}
 }
+
+// MaxDraft widens a row's share of a call: with the cache in every
+// placement, drafts of up to 24 tokens give the golden tokens in no more
+// calls than 12 (the format's fixed text goes in fewer), and the default
+// verify budget grows with it.
+func TestMaxDraft(t *testing.T) {
+	for _, bad := range []int{-1, MaxDraftLimit + 1} {
+		if err := (Options{MaxDraft: bad}).check(); err == nil {
+			t.Errorf("MaxDraft %d accepted", bad)
+		}
+	}
+	if d := defaultVerify(ProviderCUDA, 24); d != 64*25 {
+		t.Errorf("cuda default with drafts of 24: %d positions, want every row of 64 in full", d)
+	}
+	const B = 2
+	cases := loadGolden(t)
+	for _, place := range []placement{placeHost, placeDevice, placeStatic} {
+		calls := map[int]int{}
+		for _, draft := range []int{0, 24} {
+			p := placed(t, place, Options{MaxDraft: draft, VerifyPositions: B * 25})
+			for _, res := range goldenBatches(t, p, cases, B, fmt.Sprintf("place %d max draft %d", place, draft)) {
+				calls[draft] += res.Timings.DecoderCalls
+			}
+		}
+		if calls[24] > calls[0] {
+			t.Errorf("place %d: drafts of 24 took %d calls, of 12 %d", place, calls[24], calls[0])
+		}
+		t.Logf("place %d: decoder calls over the golden cases at B=%d: drafts of 12 %d, of 24 %d", place, B, calls[0], calls[24])
+	}
+}

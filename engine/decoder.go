@@ -55,7 +55,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 	longest := 0
 	for _, s := range seqs {
 		if s.draft != nil {
-			width = max(1, min(sample.MaxDraft+1, p.verify/B))
+			width = max(1, min(p.maxDraft+1, p.verify/B))
 		}
 		longest = max(longest, s.limit)
 		s.done = s.limit <= 0

@@ -240,7 +240,7 @@ func (p *Predictor) newSequence(r predict.Request, tm *predict.Timings) (*sequen
 	if r.MinNewTokens > 0 && r.Replay == nil {
 		choose = sample.MinLength{N: r.MinNewTokens, EOS: eos, Next: choose}
 	}
-	s := &sequence{tokens: make([]int64, 1, limit+sample.MaxDraft+2), limit: limit, choose: choose, tm: tm}
+	s := &sequence{tokens: make([]int64, 1, limit+p.maxDraft+2), limit: limit, choose: choose, tm: tm}
 	s.tokens[0] = p.bundle.Manifest.Tokens.DecoderStartID
 	if p.opts.Decoding != DecodeGreedy {
 		s.draft = p.drafts

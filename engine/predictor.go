@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"sync"
@@ -40,6 +41,11 @@ type Options struct {
 	// a batch may verify, shared among its rows (0: DefaultVerifyPositions
 	// of the provider). Only the number of calls changes, never the tokens.
 	VerifyPositions int
+	// MaxDraft is the most tokens a row drafts for one speculative call
+	// (0: sample.MaxDraft). On a GPU a call costs about the same for more
+	// positions, so more of the format's fixed text goes in one call; only
+	// the number of calls changes, never the tokens.
+	MaxDraft int
 	// PromptGroups is the most groups of similar length a batch's prompts
 	// are encoded in, each padded to its own longest (0: PromptGroupsLimit;
 	// 1: all at the batch's longest). Only the time changes, never the
@@ -64,7 +70,11 @@ const PromptGroupsLimit = kv.MergeParts
 // floats is 526 MB).
 const VerifyPositionsLimit = 4096
 
-// DefaultVerifyPositions is Options.VerifyPositions when it is 0. On a CPU
+// MaxDraftLimit bounds Options.MaxDraft.
+const MaxDraftLimit = 64
+
+// DefaultVerifyPositions is Options.VerifyPositions when it is 0 (with the
+// default MaxDraft; each row's share is MaxDraft+1 positions). On a CPU
 // a decoder call costs about the same for a few positions as for one only
 // while reading the weights dominates, so a batch shares one call's worth of
 // drafts (MaxDraft+1 positions: batches of 7 or more do not draft). On a
@@ -72,11 +82,13 @@ const VerifyPositionsLimit = 4096
 // are read once, the launches are the same), so every row of a batch of up
 // to 64 drafts in full: on an H200, base size, 32 rows x 13 positions took
 // 8.1 ms a call against 5.6 for 32 x 1, in 21 calls a batch instead of 104.
-func DefaultVerifyPositions(p Provider) int {
+func DefaultVerifyPositions(p Provider) int { return defaultVerify(p, sample.MaxDraft) }
+
+func defaultVerify(p Provider, maxDraft int) int {
 	if p == ProviderCUDA {
-		return 64 * (sample.MaxDraft + 1)
+		return 64 * (maxDraft + 1)
 	}
-	return sample.MaxDraft + 1
+	return maxDraft + 1
 }
 
 // NoHistory is Options.HistoryWindow for a prompt without previous actions
@@ -96,6 +108,7 @@ type Predictor struct {
 	window    int
 	maxNew    int
 	verify    int // Options.VerifyPositions or its default
+	maxDraft  int // Options.MaxDraft or its default
 	so        *ort.SessionOptions
 	decoderSO *ort.SessionOptions // the decoder's own, when only its workers spin (nil: so)
 
@@ -212,10 +225,8 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 	if p.promptGroups == 0 {
 		p.promptGroups = PromptGroupsLimit
 	}
-	p.verify = opts.VerifyPositions
-	if p.verify == 0 {
-		p.verify = DefaultVerifyPositions(opts.Session.Provider)
-	}
+	p.maxDraft = cmp.Or(opts.MaxDraft, sample.MaxDraft)
+	p.verify = cmp.Or(opts.VerifyPositions, defaultVerify(opts.Session.Provider, p.maxDraft))
 	if n := tok.VocabSize(); n > p.cfg.VocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
 	}
@@ -379,6 +390,9 @@ func (o Options) check() error {
 	}
 	if o.VerifyPositions < 0 || o.VerifyPositions > VerifyPositionsLimit {
 		return fmt.Errorf("verify positions %d: want 0 (the provider's default) to %d", o.VerifyPositions, VerifyPositionsLimit)
+	}
+	if o.MaxDraft < 0 || o.MaxDraft > MaxDraftLimit {
+		return fmt.Errorf("max draft %d: want 0 (%d) to %d", o.MaxDraft, sample.MaxDraft, MaxDraftLimit)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
-# as "64 64v320 64g1 32c2", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
-# those of `graph`; GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
+# as "64 64v320 64g1 32c2 64d24", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
+# those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
@@ -155,11 +155,13 @@ if want graph && [ -d "$b32" ]; then
   if [ -d "$b16all" ] && $graph_ok; then
     for k in ${FP16_GRAPH_BATCHES:-1 64}; do
       for g in false true; do
-        fits $((30 + k / 4)) "graph fp16all b$k cuda-graph=$g" || break 2
-        flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
-        run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical "${flags[@]}" \
-          --probe=false --cuda-graph="$g" --json > "$res/graph-fp16all-$g-b$k.json"
-        log "fp16all cuda-graph=$g $(bench_line "$res/graph-fp16all-$g-b$k.json")"
+        for md in ${FP16_GRAPH_DRAFTS:-12}; do   # --max-draft: tokens a row drafts per call
+          fits $((30 + k / 4)) "graph fp16all b$k cuda-graph=$g max-draft=$md" || break 3
+          flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
+          run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical "${flags[@]}" \
+            --probe=false --cuda-graph="$g" --max-draft "$md" --json > "$res/graph-fp16all-$g-b$k-d$md.json"
+          log "fp16all cuda-graph=$g max-draft=$md $(bench_line "$res/graph-fp16all-$g-b$k-d$md.json")"
+        done
       done
     done
   fi
@@ -197,7 +199,8 @@ fi
 
 if want batch; then
   # screens/s per batch size (batch 1 is the action step's; a case NvM verifies M positions a call,
-  # NgG encodes prompts in at most G groups, NcC runs C batches at once): the cuda default batch is the smallest
+  # NgG encodes prompts in at most G groups, NcC runs C batches at once, NdD drafts up to D tokens a row):
+  # the cuda default batch is the smallest
   # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
   # --verify-positions 13) against cuda's default (every row drafts in full); at 64, every prompt
   # padded to the batch's longest (--prompt-groups 1) against prompts encoded in groups of similar
@@ -210,9 +213,10 @@ if want batch; then
     [ "$b" = "$b16" ] && cases=$batches
     [ "$b" = "$b16all" ] && cases=${FP16_BATCH_CASES:-32}
     for k in $cases; do
-      bs=${k%%[vgc]*}
+      bs=${k%%[vgcd]*}
       flags=(--batch "$bs")
-      case "$k" in *v*) flags+=(--verify-positions "${k#*v}") ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;; esac
+      case "$k" in *v*) flags+=(--verify-positions "${k#*v}") ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;;
+        *d*) flags+=(--max-draft "${k#*d}") ;; esac
       fits $((15 + bs / 2)) "batch $n $k" || break 2
       run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
         --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"

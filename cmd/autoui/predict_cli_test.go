@@ -137,6 +137,7 @@ func TestPredictBadInputsCLI(t *testing.T) {
 		"max-new-tokens huge": {[]string{"--screen", sampleScreen, "--max-new-tokens", "1000000000"}, 2, "--max-new-tokens 1000000000: want 0"},
 		"max-new-tokens -1":   {[]string{"--screen", sampleScreen, "--max-new-tokens", "-1"}, 2, "--max-new-tokens -1"},
 		"prompt-groups 5":     {[]string{"--screen", sampleScreen, "--prompt-groups", "5"}, 2, "--prompt-groups 5: want 0"},
+		"max-draft 65":        {[]string{"--screen", sampleScreen, "--max-draft", "65"}, 2, "--max-draft 65: want 0 (12) to 64"},
 		"goal huge":           {[]string{"--screen", sampleScreen, "--goal", strings.Repeat("open ", 2000)}, 2, "goal is 10000 bytes, over the limit of 8192"},
 	}
 	for name, c := range cases {
