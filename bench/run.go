@@ -22,6 +22,7 @@ const (
 	StageTokenize    = "tokenize"
 	StageEncoder     = "encoder"
 	StageFusion      = "fusion"
+	StageCross       = "cross"       // the cross graph's K/V projection (part of first_step)
 	StageFirstStep   = "first_step"  // first decoder call (cross K/V computed)
 	StageDecodeStep  = "decode_step" // one later decoder call (mean over the action's later calls)
 	StageLaterSteps  = "later_steps" // all later decoder calls of the action
@@ -33,7 +34,7 @@ const (
 // Stages lists the stage names in pipeline order.
 var Stages = []string{
 	StageDecodeImage, StagePreprocess, StageVision, StageTokenize, StageEncoder, StageFusion,
-	StageFirstStep, StageDecodeStep, StageLaterSteps, StageParse, StageTextPath, StageTotal,
+	StageCross, StageFirstStep, StageDecodeStep, StageLaterSteps, StageParse, StageTextPath, StageTotal,
 }
 
 // Options say how much to measure.
@@ -190,6 +191,7 @@ func textAction(c Case, res *predict.Result) Action {
 			StageTokenize:   tm.Tokenize,
 			StageEncoder:    tm.Encoder,
 			StageFusion:     tm.Fusion,
+			StageCross:      tm.Cross,
 			StageFirstStep:  tm.FirstStep,
 			StageLaterSteps: tm.LaterSteps,
 			StageParse:      tm.Parse,

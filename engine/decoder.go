@@ -116,6 +116,9 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 		keep := -1 // positions confirmed for every sequence still active
 		for i, s := range rows {
 			addDecoderCall(s.tm, dt)
+			if calls == 0 {
+				s.tm.Cross = project
+			}
 			// row pending-1 predicts the token after the last known one;
 			// each accepted draft moves one row on
 			pending := len(s.tokens) - past

@@ -72,6 +72,7 @@ type Timings struct {
 	Encoder    time.Duration
 	Fusion     time.Duration
 	FirstStep  time.Duration // the cross graph's K/V projection and the first decoder call
+	Cross      time.Duration // of FirstStep, the cross graph's K/V projection
 	LaterSteps time.Duration // all later decoder calls
 	Parse      time.Duration
 	Total      time.Duration
@@ -93,6 +94,7 @@ func (t *Timings) UnmarshalJSON(data []byte) error {
 		Encoder      float64 `json:"encoder_ms"`
 		Fusion       float64 `json:"fusion_ms"`
 		FirstStep    float64 `json:"first_step_ms"`
+		Cross        float64 `json:"cross_ms"`
 		LaterSteps   float64 `json:"later_steps_ms"`
 		Parse        float64 `json:"parse_ms"`
 		Total        float64 `json:"total_ms"`
@@ -103,7 +105,7 @@ func (t *Timings) UnmarshalJSON(data []byte) error {
 	}
 	d := func(v float64) time.Duration { return time.Duration(v*1000) * time.Microsecond }
 	*t = Timings{Preprocess: d(ms.Preprocess), Vision: d(ms.Vision), Tokenize: d(ms.Tokenize), Encoder: d(ms.Encoder),
-		Fusion: d(ms.Fusion), FirstStep: d(ms.FirstStep), LaterSteps: d(ms.LaterSteps), Parse: d(ms.Parse), Total: d(ms.Total),
+		Fusion: d(ms.Fusion), FirstStep: d(ms.FirstStep), Cross: d(ms.Cross), LaterSteps: d(ms.LaterSteps), Parse: d(ms.Parse), Total: d(ms.Total),
 		DecoderCalls: ms.DecoderCalls}
 	return nil
 }
@@ -118,6 +120,7 @@ func (t Timings) MarshalJSON() ([]byte, error) {
 		"encoder_ms":     ms(t.Encoder),
 		"fusion_ms":      ms(t.Fusion),
 		"first_step_ms":  ms(t.FirstStep),
+		"cross_ms":       ms(t.Cross),
 		"later_steps_ms": ms(t.LaterSteps),
 		"parse_ms":       ms(t.Parse),
 		"total_ms":       ms(t.Total),

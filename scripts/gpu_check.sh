@@ -82,7 +82,7 @@ for p in sys.argv[1:]:
     aps = (d.get("ahead_screens_per_s") or {}).get("median")
     print(f"{p.rsplit('/', 1)[-1][:-5]}: batch {d.get('batch', 'single')} total {d['total_median_ms']} ms"
           f" screens/s {sps} (engine alone {eps}, resized ahead {aps}) | decode_image {g('decode_image')} preprocess {g('preprocess')} vision {g('vision')}"
-          f" encoder {g('encoder')} fusion {g('fusion')} first_step {g('first_step')} decode_step {g('decode_step')}"
+          f" encoder {g('encoder')} fusion {g('fusion')} first_step {g('first_step')} (cross {g('cross')}) decode_step {g('decode_step')}"
           f" later_steps {g('later_steps')} text_path {g('text_path')} | calls {d.get('decoder_calls')}"
           f" rss {d.get('peak_rss_mb')} MB" + (f" | cuda graphs {d['cuda_graphs']}" if d.get("cuda_graph") else "")
           + (f" | encoder calls/batch {d['encoder_calls_per_batch']}" if d.get("encoder_calls_per_batch") else "")
