@@ -15,8 +15,9 @@ type Drafter interface {
 	Draft(seq []int64, max int) []int64
 }
 
-// MaxDraft bounds the tokens verified per call: decode steps are bound by
-// reading the weights, so a call on 12 tokens costs little more than one.
+// MaxDraft is the default bound on the tokens a row drafts per call
+// (engine.Options.MaxDraft): decode steps are bound by reading the
+// weights, so a call on 12 tokens costs little more than one.
 const MaxDraft = 12
 
 // maxNgram is the longest context suffix the drafter matches.
