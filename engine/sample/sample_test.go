@@ -112,6 +112,9 @@ func TestNGramSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := tok.Decode(full.Draft([]int64{0}, MaxDraft), plain); !strings.HasPrefix(got, "Action Plan: [DUAL_POINT,") {
+		t.Errorf("in full drafted %q at the start, want a tap's plan", got)
+	}
 	x, _ := tok.EncodeNoEOS(`Action Plan: [DUAL_POINT] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]`)
 	seq := append([]int64{0}, x...)
 	if short, long := d.Draft(seq, MaxDraft), full.Draft(seq, MaxDraft); len(long) != MaxDraft || len(short) >= len(long) || !slices.Equal(short, long[:len(short)]) {
@@ -306,9 +309,16 @@ func BenchmarkNGramDraft(b *testing.B) {
 // matched by shape only, or digits next) and the sequence or the prompt has
 // a shorter match that reaches past the sequence's trailing digits, which
 // then wins. Unless in full, a point's reference drafts up to its digits.
-func bruteDraft(d *NGram, seq, prompt []int64, max int) []int64 {
+// The start token alone drafts what every reference begins with, in full a
+// tap's output.
+func bruteDraft(tok *tokenizer.Tokenizer, d *NGram, seq, prompt []int64, max int) []int64 {
 	if len(seq) <= 1 {
-		return d.prefix[:min(max, len(d.prefix))]
+		start := d.prefix // what every reference begins with
+		if d.full {
+			start, _ = tok.EncodeNoEOS(action.Target([]action.Type{action.DualPoint, action.DualPoint, action.StatusTaskComplete},
+				action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}))
+		}
+		return start[:min(max, len(start))]
 	}
 	clip := func(src []int64, n int) []int64 {
 		if !d.full {
@@ -388,7 +398,7 @@ func TestNGramDraftParity(t *testing.T) {
 	}
 	for i := range 3000 {
 		seq := []int64{0}
-		for len(seq) < 2+rng.IntN(60) {
+		for len(seq) < 1+rng.IntN(60) { // the start token alone too
 			switch rng.IntN(5) {
 			case 0:
 				seq = append(seq, int64(rng.IntN(tok.VocabSize())))
@@ -415,9 +425,9 @@ func TestNGramDraftParity(t *testing.T) {
 		}
 		var got, want []int64
 		if withPrompt {
-			got, want = d.WithPrompt(prompt).Draft(seq, max), bruteDraft(d, seq, prompt, max)
+			got, want = d.WithPrompt(prompt).Draft(seq, max), bruteDraft(tok, d, seq, prompt, max)
 		} else {
-			got, want = d.Draft(seq, max), bruteDraft(d, seq, nil, max)
+			got, want = d.Draft(seq, max), bruteDraft(tok, d, seq, nil, max)
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("case %d (prompt %v, full %v, max %d): drafted %v, by definition %v\nseq %v", i, withPrompt, d.full, max, got, want, seq)
