@@ -50,8 +50,8 @@ type NGram struct {
 // NGramOptions tune a drafter.
 type NGramOptions struct {
 	// Full drafts as many tokens as allowed whatever the length of the
-	// match: where a call costs the same for every width it may verify (a
-	// GPU), a weak guess is free.
+	// match: where a position costs little beside a call (a GPU), a weak
+	// guess is cheap.
 	Full bool
 }
 
@@ -132,7 +132,7 @@ func NewNGram(tok interface {
 	}
 	// Drafting in full, the first draft goes on past the common text with
 	// a tap's plan: taps are most of AITW's steps (and 57% of the default
-	// model's on its test split), and a wrong guess is free.
+	// model's on its test split), and a wrong guess is cheap.
 	d.start = d.prefix
 	if d.full {
 		d.start = d.refs[slices.Index(action.Types, action.DualPoint)]
