@@ -231,7 +231,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
 	}
 	// On a GPU a position verified costs a few percent of a call (H200,
-	// captured: ~0.07 ms against 2.3-3.4), so a weak guess is cheap there;
+	// captured: ~0.1 ms against 2.3-3.4), so a weak guess is cheap there;
 	// on a CPU each position costs its share of the weights' work.
 	if p.drafts, err = sample.NewNGram(tok, m.Tokens.EOSID, sample.NGramOptions{Full: opts.Session.Provider == ProviderCUDA}); err != nil {
 		return nil, err
