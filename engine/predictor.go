@@ -111,6 +111,7 @@ type Predictor struct {
 	maxDraft  int // Options.MaxDraft or its default
 	so        *ort.SessionOptions
 	decoderSO *ort.SessionOptions // the decoder's own, when only its workers spin (nil: so)
+	opsSO     *ort.SessionOptions // the cache ops' own under cuda (opsSessionOptions; nil: the decoder's)
 
 	encoder, fusion, decoder *graph
 	decoderCross             *graph // the fused states' cross-attention K/V, once per request
@@ -279,7 +280,15 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.Close()
 		return nil, err
 	}
-	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, p.decoderOptions()); err != nil {
+	opsSO := p.decoderOptions()
+	if opts.Session.Provider == ProviderCUDA {
+		if p.opsSO, err = opsSessionOptions(opts.Session).build(); err != nil {
+			p.Close()
+			return nil, err
+		}
+		opsSO = p.opsSO
+	}
+	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, opsSO); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -326,6 +335,15 @@ func (p *Predictor) decoderOptions() *ort.SessionOptions {
 		return p.decoderSO
 	}
 	return p.so
+}
+
+// opsSessionOptions are the cache ops' session options under cuda: their
+// dozen small graphs (trim, gather, copies, merges) run on the GPU, where an
+// intra-op pool of CPU threads per session would only idle, or spin under
+// --spin decoder, beside the host's decoding and resizing.
+func opsSessionOptions(o SessionOptions) SessionOptions {
+	o.IntraOpThreads, o.Spin = 1, SpinOff
+	return o
 }
 
 // dynamicDecoder is the decoder graph with its session, which a predictor
@@ -419,7 +437,7 @@ func (p *Predictor) Close() error {
 		p.deviceMem.Destroy()
 		p.deviceMem = nil
 	}
-	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.captureSO} {
+	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.captureSO, &p.opsSO} {
 		if *so != nil {
 			(*so).Destroy()
 			*so = nil

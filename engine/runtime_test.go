@@ -86,3 +86,15 @@ func TestCUDAOnCPUBuildSaysWhatToInstall(t *testing.T) {
 		t.Errorf("cuda on the CPU build: %q", msg)
 	}
 }
+
+// Under cuda the cache ops' sessions keep the provider and its settings but
+// run on one thread that never spins.
+func TestOpsSessionOptions(t *testing.T) {
+	o := SessionOptions{Provider: ProviderCUDA, CUDADevice: 1, TF32: true, IntraOpThreads: 16, Spin: SpinOn, Profile: "p"}
+	got := opsSessionOptions(o)
+	want := o
+	want.IntraOpThreads, want.Spin = 1, SpinOff
+	if got != want {
+		t.Errorf("ops session options %+v, want %+v", got, want)
+	}
+}
