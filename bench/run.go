@@ -22,7 +22,7 @@ const (
 	StageTokenize    = "tokenize"
 	StageEncoder     = "encoder"
 	StageFusion      = "fusion"
-	StageCross       = "cross"       // the cross graph's K/V projection (part of first_step)
+	StageCross       = "cross"       // the cross graph's K/V projection and the cache's set-up (part of first_step)
 	StageFirstStep   = "first_step"  // first decoder call (cross K/V computed)
 	StageDecodeStep  = "decode_step" // one later decoder call (mean over the action's later calls)
 	StageLaterSteps  = "later_steps" // all later decoder calls of the action

@@ -513,6 +513,9 @@ func TestMaxDraft(t *testing.T) {
 	if d := defaultVerify(ProviderCUDA, 24); d != 64*25 {
 		t.Errorf("cuda default with drafts of 24: %d positions, want every row of 64 in full", d)
 	}
+	if d := defaultVerify(ProviderCUDA, MaxDraftLimit); d > VerifyPositionsLimit {
+		t.Errorf("cuda default with drafts of %d: %d positions, over the limit %d", MaxDraftLimit, d, VerifyPositionsLimit)
+	}
 	const B = 2
 	cases := loadGolden(t)
 	for _, place := range []placement{placeHost, placeDevice, placeStatic} {

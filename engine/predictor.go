@@ -86,7 +86,7 @@ func DefaultVerifyPositions(p Provider) int { return defaultVerify(p, sample.Max
 
 func defaultVerify(p Provider, maxDraft int) int {
 	if p == ProviderCUDA {
-		return 64 * (maxDraft + 1)
+		return min(64*(maxDraft+1), VerifyPositionsLimit)
 	}
 	return maxDraft + 1
 }
@@ -319,7 +319,7 @@ const capturePromptBucket = 64
 // fixed buffers cost a full cache copy per call and rows padded to a power
 // of two. 8 keeps the captured shapes (rows 1, 2, 4, 8 x 8 prompt lengths
 // x 2 turns) within maxCapturedGraphs. At 8 rows capture still gained
-// 26% (fp32) and 54% (fp16) of screens/s; 16 is not measured (docs/cuda.md).
+// 20% (fp32) and 54% (fp16) of screens/s; 16 is not measured (docs/cuda.md).
 const captureRows = 8
 
 // fixedRows reports whether a batch of b rows runs on fixed buffers (the
@@ -328,8 +328,8 @@ func (p *Predictor) fixedRows(b int) bool {
 	return p.cachePlace == placeStatic && (p.graphRows == 0 || b <= p.graphRows)
 }
 
-// decoderOptions are the session options of the decoder and of the ops on
-// its cache (its own, when only its workers spin).
+// decoderOptions are the session options of the decoder (its own, when
+// only its workers spin) and, on the CPU, of the ops on its cache.
 func (p *Predictor) decoderOptions() *ort.SessionOptions {
 	if p.decoderSO != nil {
 		return p.decoderSO

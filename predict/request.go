@@ -72,7 +72,7 @@ type Timings struct {
 	Encoder    time.Duration
 	Fusion     time.Duration
 	FirstStep  time.Duration // the cross graph's K/V projection and the first decoder call
-	Cross      time.Duration // of FirstStep, the cross graph's K/V projection
+	Cross      time.Duration // of FirstStep, the cross graph's K/V projection and the cache's set-up
 	LaterSteps time.Duration // all later decoder calls
 	Parse      time.Duration
 	Total      time.Duration

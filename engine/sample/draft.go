@@ -35,7 +35,7 @@ const maxNgram = 8
 // after a coordinate is drafted whatever its digits; of the outputs that
 // match, the one agreeing longest with the sequence's start wins (its plan
 // names the decision's type). A sequence of the start token alone drafts
-// the text every output begins with.
+// the text every output begins with (drafting in full, a tap's output).
 type NGram struct {
 	refs   [][]int64
 	shapes [][]int64       // refs, a digit-bearing token as its shape class
