@@ -42,9 +42,9 @@ type Options struct {
 	// of the provider). Only the number of calls changes, never the tokens.
 	VerifyPositions int
 	// MaxDraft is the most tokens a row drafts for one speculative call
-	// (0: sample.MaxDraft). On a GPU a call costs about the same for more
-	// positions, so more of the format's fixed text goes in one call; only
-	// the number of calls changes, never the tokens.
+	// (0: sample.MaxDraft). More puts more of the format's fixed text in one
+	// call, for a few percent of a call a position on a GPU; only the number
+	// of calls changes, never the tokens.
 	MaxDraft int
 	// PromptGroups is the most groups of similar length a batch's prompts
 	// are encoded in, each padded to its own longest (0: PromptGroupsLimit;

@@ -40,8 +40,7 @@ type NGram struct {
 	refs   [][]int64
 	shapes [][]int64       // refs, a digit-bearing token as its shape class
 	class  map[int64]int64 // digit-bearing token id -> shape class (negative)
-	prefix []int64         // what every ref begins with
-	start  []int64         // drafting in full, the first draft: a tap's output
+	start  []int64         // the first draft: what every ref begins with, in full a tap's output
 	at     map[int64][]refPos
 	points []bool // refs whose digits are placeholders (a tap's or swipe's coordinates)
 	full   bool   // NGramOptions.Full
@@ -126,14 +125,13 @@ func NewNGram(tok interface {
 			d.at[sh[i]] = append(d.at[sh[i]], refPos{r, i})
 		}
 	}
-	d.prefix = d.refs[0]
+	d.start = d.refs[0]
 	for _, ref := range d.refs[1:] {
-		d.prefix = d.prefix[:commonPrefix(d.prefix, ref)]
+		d.start = d.start[:commonPrefix(d.start, ref)]
 	}
 	// Drafting in full, the first draft goes on past the common text with
 	// a tap's plan: taps are most of AITW's steps (and 57% of the default
 	// model's on its test split), and a wrong guess is cheap.
-	d.start = d.prefix
 	if d.full {
 		d.start = d.refs[slices.Index(action.Types, action.DualPoint)]
 	}

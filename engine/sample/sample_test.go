@@ -313,7 +313,13 @@ func BenchmarkNGramDraft(b *testing.B) {
 // tap's output.
 func bruteDraft(tok *tokenizer.Tokenizer, d *NGram, seq, prompt []int64, max int) []int64 {
 	if len(seq) <= 1 {
-		start := d.prefix // what every reference begins with
+		var start []int64 // what every reference begins with
+		for n := 0; ; n++ {
+			if slices.ContainsFunc(d.refs, func(r []int64) bool { return n == len(r) || r[n] != d.refs[0][n] }) {
+				start = d.refs[0][:n]
+				break
+			}
+		}
 		if d.full {
 			start, _ = tok.EncodeNoEOS(action.Target([]action.Type{action.DualPoint, action.DualPoint, action.StatusTaskComplete},
 				action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}))
