@@ -532,3 +532,36 @@ func TestMaxDraft(t *testing.T) {
 		t.Logf("place %d: decoder calls over the golden cases at B=%d: drafts of 12 %d, of 24 %d", place, B, calls[0], calls[24])
 	}
 }
+
+// Aligned calls give the golden tokens in every cache placement, each call
+// on a multiple of the alignment, never wider than the aligned width.
+func TestAlignPositions(t *testing.T) {
+	for _, bad := range []int{-1, AlignPositionsLimit + 1} {
+		if err := (Options{AlignPositions: bad}).check(); err == nil {
+			t.Errorf("AlignPositions %d accepted", bad)
+		}
+	}
+	for _, c := range [][3]int{{1, 8, 8}, {8, 8, 8}, {9, 8, 16}, {13, 1, 13}, {13, 16, 16}} {
+		if got := alignUp(c[0], c[1]); got != c[2] {
+			t.Errorf("alignUp(%d, %d) = %d, want %d", c[0], c[1], got, c[2])
+		}
+	}
+	const B = 3
+	cases := loadGolden(t)
+	for _, place := range []placement{placeHost, placeDevice, placeStatic} {
+		for _, align := range []int{8, 16} {
+			p := placed(t, place, Options{AlignPositions: align, VerifyPositions: B * 13})
+			ks := map[int]int{}
+			p.stepHook = func(k int) { ks[k]++ }
+			goldenBatches(t, p, cases, B, fmt.Sprintf("place %d align %d", place, align))
+			for k := range ks {
+				if k%align != 0 || k > alignUp(13, align) {
+					t.Errorf("place %d align %d: a call on %d positions per row", place, align, k)
+				}
+			}
+			if len(ks) == 0 {
+				t.Errorf("place %d align %d: no decoder call seen", place, align)
+			}
+		}
+	}
+}

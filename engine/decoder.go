@@ -60,6 +60,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 		longest = max(longest, s.limit)
 		s.done = s.limit <= 0
 	}
+	width = alignUp(width, p.align)
 	// A call never feeds past a sequence's limit (drafts stop there), so the
 	// longest limit plus one call's positions bounds the cache.
 	t0 := time.Now()
@@ -93,6 +94,10 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 			}
 			k = max(k, pending+len(drafts[i]))
 			logits = logits || sample.NeedsLogits(s.choose, s.out())
+		}
+		k = alignUp(k, p.align) // <= width, a multiple of p.align
+		if p.stepHook != nil {
+			p.stepHook(k)
 		}
 		ids := c.input(k)
 		for i, s := range rows {
@@ -153,6 +158,9 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 		}
 	}
 }
+
+// alignUp is n rounded up to a multiple of align (>= 1).
+func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // compact drops the finished sequences' rows from the cache and returns the
 // sequences left, in row order.

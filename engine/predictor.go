@@ -46,6 +46,15 @@ type Options struct {
 	// call, for a few percent of a call a position on a GPU; only the number
 	// of calls changes, never the tokens.
 	MaxDraft int
+	// AlignPositions rounds the positions per row of every decoder call up
+	// to a multiple of it (0 or 1: none), and a batch's width with it: the
+	// positions gained carry drafts where a row has them, else padding, as
+	// when rows' drafts differ in length. Attention kernels that want an
+	// aligned query length then apply (ORT's CUDA MultiHeadAttention with a
+	// bias takes its memory-efficient kernel only at a multiple of 8 in
+	// fp16, 16 in fp32; otherwise its unfused one). Only the time changes,
+	// never the tokens.
+	AlignPositions int
 	// PromptGroups is the most groups of similar length a batch's prompts
 	// are encoded in, each padded to its own longest (0: PromptGroupsLimit;
 	// 1: all at the batch's longest). Only the time changes, never the
@@ -72,6 +81,9 @@ const VerifyPositionsLimit = 4096
 
 // MaxDraftLimit bounds Options.MaxDraft.
 const MaxDraftLimit = 64
+
+// AlignPositionsLimit bounds Options.AlignPositions.
+const AlignPositionsLimit = 64
 
 // DefaultVerifyPositions is Options.VerifyPositions when it is 0 (with the
 // default MaxDraft; each row's share is MaxDraft+1 positions). On a CPU
@@ -109,6 +121,7 @@ type Predictor struct {
 	maxNew    int
 	verify    int // Options.VerifyPositions or its default
 	maxDraft  int // Options.MaxDraft or its default
+	align     int // Options.AlignPositions, at least 1
 	so        *ort.SessionOptions
 	decoderSO *ort.SessionOptions // the decoder's own, when only its workers spin (nil: so)
 	opsSO     *ort.SessionOptions // the cache ops' own under cuda (opsSessionOptions; nil: the decoder's)
@@ -162,9 +175,11 @@ type Predictor struct {
 	cachePlace placement
 	kvOps      *kv.Ops         // trims and compacts a device-resident cache
 	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
-	// newCallHook, when set (tests), sees each decode's stepper;
-	// prefillHook runs when a batch's prompts are encoded.
+	// newCallHook, when set (tests), sees each decode's stepper, and
+	// stepHook each call's positions per row; prefillHook runs when a
+	// batch's prompts are encoded.
 	newCallHook func(stepper)
+	stepHook    func(k int)
 	prefillHook func()
 }
 
@@ -227,6 +242,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.promptGroups = PromptGroupsLimit
 	}
 	p.maxDraft = cmp.Or(opts.MaxDraft, sample.MaxDraft)
+	p.align = max(1, opts.AlignPositions)
 	p.verify = cmp.Or(opts.VerifyPositions, defaultVerify(opts.Session.Provider, p.maxDraft))
 	if n := tok.VocabSize(); n > p.cfg.VocabSize {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens, more than the model's vocab_size %d", b.Path(models.RoleTokenizer), n, p.cfg.VocabSize)
@@ -412,6 +428,9 @@ func (o Options) check() error {
 	}
 	if o.MaxDraft < 0 || o.MaxDraft > MaxDraftLimit {
 		return fmt.Errorf("max draft %d: want 0 (%d) to %d", o.MaxDraft, sample.MaxDraft, MaxDraftLimit)
+	}
+	if o.AlignPositions < 0 || o.AlignPositions > AlignPositionsLimit {
+		return fmt.Errorf("align positions %d: want 0 (none) to %d", o.AlignPositions, AlignPositionsLimit)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type modelFlags struct {
 	spin       string
 	verify     int
 	maxDraft   int
+	align      int
 	groups     int
 	tf32       bool
 	cudaGraph  bool
@@ -53,6 +54,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.BoolVar(&m.constrain, "constrain", false, "grammar-constrained decoding: mask tokens that would make the output unparseable")
 	fs.IntVar(&m.verify, "verify-positions", 0, fmt.Sprintf("positions one speculative decoder call of a batch may verify, shared by its rows; fewer calls, same tokens (0: %d on cpu, %d on cuda)", engine.DefaultVerifyPositions(engine.ProviderCPU), engine.DefaultVerifyPositions(engine.ProviderCUDA)))
 	fs.IntVar(&m.maxDraft, "max-draft", 0, fmt.Sprintf("most tokens a row drafts for one speculative decoder call, the format's fixed text mostly; more: fewer calls where a call costs about the same for more positions (a GPU), same tokens (0: %d)", sample.MaxDraft))
+	fs.IntVar(&m.align, "align-positions", 0, "round every decoder call's positions per row up to a multiple of this, padded, so aligned-length attention kernels apply (cuda: 8 for fp16 attention, 16 for fp32); same tokens (0: none)")
 	fs.IntVar(&m.groups, "prompt-groups", 0, fmt.Sprintf("a batch's prompts are encoded in at most this many groups of similar length, each padded to its own longest; same tokens (0: the most, %d; 1: all padded to the batch's longest)", engine.PromptGroupsLimit))
 	fs.BoolVar(&m.tf32, "tf32", false, "cuda: float32 matmuls and convolutions in TF32 (ORT's own default): up to 4x faster in large batches, but a few outputs in a thousand differ from the CPU's and between batch sizes (off: the CPU's outputs)")
 	fs.BoolVar(&m.cudaGraph, "cuda-graph", false, "decode through the bundle's static decoder graph on fixed buffers, each call shape captured once as a CUDA graph and replayed (cuda; on cpu the same decode without capture); same tokens; needs a bundle with decoder_static (python -m scripts.upgrade_bundle DIR)")
@@ -95,6 +97,9 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 	if m.maxDraft < 0 || m.maxDraft > engine.MaxDraftLimit {
 		return engine.Options{}, usageErrorf("--max-draft %d: want 0 (%d) to %d", m.maxDraft, sample.MaxDraft, engine.MaxDraftLimit)
 	}
+	if m.align < 0 || m.align > engine.AlignPositionsLimit {
+		return engine.Options{}, usageErrorf("--align-positions %d: want 0 (none) to %d", m.align, engine.AlignPositionsLimit)
+	}
 	if m.groups < 0 || m.groups > engine.PromptGroupsLimit {
 		return engine.Options{}, usageErrorf("--prompt-groups %d: want 0 (the most) to %d", m.groups, engine.PromptGroupsLimit)
 	}
@@ -132,6 +137,7 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		Constrained:     m.constrain,
 		VerifyPositions: m.verify,
 		MaxDraft:        m.maxDraft,
+		AlignPositions:  m.align,
 		PromptGroups:    m.groups,
 		CUDAGraph:       m.cudaGraph,
 	}, nil

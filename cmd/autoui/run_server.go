@@ -28,7 +28,7 @@ func addServerFlags(fs *flag.FlagSet) *serverFlags {
 
 // localOnly are the model flags that configure a model loaded here: a
 // server was started with its own.
-var localOnly = []string{"model", "threads", "spin", "provider", "ort-lib", "truncation", "history-window", "graph-opt", "decoding", "verify-positions", "max-draft", "prompt-groups", "tf32", "cuda-graph", "no-verify"}
+var localOnly = []string{"model", "threads", "spin", "provider", "ort-lib", "truncation", "history-window", "graph-opt", "decoding", "verify-positions", "max-draft", "align-positions", "prompt-groups", "tf32", "cuda-graph", "no-verify"}
 
 // remotePredictor predicts on a server; the per-request settings a server
 // takes (token limit, grammar) come from this command's flags.
