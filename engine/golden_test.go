@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"image"
@@ -19,6 +20,13 @@ import (
 )
 
 const testdata = "../models/testdata"
+
+// tinyDir is the tiny bundle the predictor tests open: the committed one, or
+// $AUTOUI_TEST_TINY, a variant of it with the same weights and other graphs
+// (python -m scripts.plain_attention), which must give the same tokens.
+func tinyDir() string {
+	return cmp.Or(os.Getenv("AUTOUI_TEST_TINY"), filepath.Join(testdata, "tiny"))
+}
 
 type goldenAction struct {
 	ActionType string     `json:"action_type"`
@@ -146,7 +154,7 @@ var (
 func tiny(t testing.TB) *Predictor {
 	t.Helper()
 	tinyOnce.Do(func() {
-		b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+		b, err := models.Load(tinyDir(), models.LoadOptions{})
 		if err != nil {
 			tinyErr = err
 			return
@@ -163,7 +171,7 @@ func tiny(t testing.TB) *Predictor {
 // when the test ends.
 func tinyWith(t testing.TB, opts Options) *Predictor {
 	t.Helper()
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	b, err := models.Load(tinyDir(), models.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -48,7 +47,7 @@ func cudaPredictor(t *testing.T) *Predictor {
 // cudaPredictorWith opens the tiny bundle with the cuda provider and opts.
 func cudaPredictorWith(t *testing.T, opts Options) *Predictor {
 	t.Helper()
-	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	b, err := models.Load(tinyDir(), models.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

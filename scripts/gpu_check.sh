@@ -15,7 +15,10 @@
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
 #   scripts/gpu_extra.sh [fp16] [parity] [ortpy] [host]   # what travels beside the checkout, in .gpuextra/:
 #                                    # 12, 10, 8 and 4 MB; with the ~47 MB checkout a call carries fp16 and host
-#   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all
+#   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16mha --roles all --fp32-ops ''
+#   python -m scripts.plain_attention --in bench-models/base-vitg --out /tmp/base-vitg-plain
+#   python -m scripts.half --in /tmp/base-vitg-plain --out bench-models/base-vitg-fp16plain --roles all --fp32-ops ''
+#   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all [bench-models/base-vitg-fp16mha ...]
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
@@ -24,6 +27,7 @@
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
+# ATTN_CASES the attention A/B's cases (the attn step says how they read),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -31,7 +35,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests graph action batch step profile tf32 serve host peers fp16}
+steps=${STEPS:-env tests attn graph action batch step profile tf32 serve host peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -127,6 +131,49 @@ if want tests && fits 120 tests; then
     export AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
+  # the same on the plain-attention variant of the tiny bundle (scripts.plain_attention: the golden
+  # tokens through MatMul/Softmax attention on the device), its fp16 one against the CPU's run of it
+  if [ -d "$extra/tiny-plain" ] && [ -d "$extra/tiny-fp16plain" ] && fits 60 "tests plain"; then
+    bundle /tmp/bundles/tiny-plain "$PWD/models/testdata/tiny" "$extra/tiny-plain"
+    bundle /tmp/bundles/tiny-fp16plain "$PWD/models/testdata/tiny" "$extra/tiny-fp16plain"
+    (cd engine && AUTOUI_TEST_TINY=/tmp/bundles/tiny-plain AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16plain \
+      run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests-plain.txt")
+    log "tests, plain attention (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests-plain.txt" | tr '\n' ' ')"
+  fi
+  save
+fi
+
+if want attn; then
+  # The decoder's attention, A/B (docs/cuda.md, "Attention"): which kernel a batch-64 call and a captured
+  # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp16all: fused
+  # MultiHeadAttention kept fp32; fp16mha: fused, fp16; fp16plain: MatMul/Softmax/MatMul, fp16), N the
+  # batch, flags G (--cuda-graph), aA (--align-positions A: ORT's memory-efficient kernel needs a query
+  # length that is a multiple of 8 in fp16, 16 in fp32), dD (--max-draft D), mM (ORT's fp32 threshold for
+  # that kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), P (its per-node profile too)
+  for c in ${ATTN_CASES:-fp16all:64 fp16plain:64 fp16mha:64a8 fp16all:64a16m1 fp16mha:64 fp16all:1G fp16plain:1G fp16mha:1Ga8 fp16plain:64P}; do
+    b=$kit/bundles/base-vitg-${c%%:*}; spec=${c#*:}
+    [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
+    bs=${spec%%[!0-9]*}; rest=${spec#"$bs"}
+    flags=(--batch "$bs"); runs=(--runs 3 --warmup 1); [ "$bs" = 1 ] && flags=() && runs=(--runs 5 --warmup 2)
+    envs=(); prof=false
+    while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
+      o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+      case $o in G) flags+=(--cuda-graph) ;; a) flags+=(--align-positions "$v") ;; d) flags+=(--max-draft "$v") ;;
+        m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; P) prof=true ;; *) log "attn $c: flag $o?"; continue 2 ;; esac
+    done
+    name=attn-${c/:/-}
+    if $prof; then
+      rm -rf "/tmp/prof-$name"; mkdir -p "/tmp/prof-$name"; runs=(--runs 1 --warmup 1 --ort-profile "/tmp/prof-$name/p")
+    fi
+    fits $((20 + bs / 2)) "attn $c" || break
+    run env "${envs[@]}" timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
+      "${runs[@]}" --probe=false --json > "$res/$name.json"
+    log "attn $c (rc $?): $(bench_line "$res/$name.json")"
+    if $prof; then
+      python3 -m scripts.ort_profile --json /tmp/prof-$name/*.json > "$res/$name-profile.json" 2>&3
+      python3 -m scripts.ort_profile /tmp/prof-$name/*.json 2>&3 | tee -a "$out/summary.txt"
+    fi
+  done
   save
 fi
 

@@ -1,0 +1,152 @@
+"""The plain-attention variant: each com.microsoft.MultiHeadAttention node as MatMul, Add, Softmax
+and MatMul gives what the fused node and a numpy reference give, the tiny bundle's variant
+decodes the golden cases as the fused bundle does, and it converts to fp16 whole."""
+
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from scripts import half as h
+from scripts import plain_attention as pa
+from scripts.quantize import agreement
+from scripts.tests.conftest import TINY
+
+H, D, B, S, P, E = 2, 8, 2, 3, 4, 5  # heads, model width, batch, new positions, past, encoder positions
+
+
+def _mha_model(cross: bool, scale=0.5, extra=None) -> onnx.ModelProto:
+    f = TensorProto.FLOAT
+    d = D // H
+    ins = [helper.make_tensor_value_info("q", f, [B, S, D])]
+    if cross:
+        ins += [helper.make_tensor_value_info(n, f, [B, H, E, d]) for n in ("k", "v")]
+        ins += [helper.make_tensor_value_info("bias", f, [B, 1, S, E])]
+        node_in, outs = ["q", "k", "v", "", "", "bias"], ["out"]
+    else:
+        ins += [helper.make_tensor_value_info(n, f, [B, S, D]) for n in ("k", "v")]
+        ins += [helper.make_tensor_value_info("bias", f, [1, H, S, P + S])]
+        ins += [helper.make_tensor_value_info(n, f, [B, H, P, d]) for n in ("past_k", "past_v")]
+        node_in, outs = ["q", "k", "v", "", "", "bias", "past_k", "past_v"], ["out", "present_k", "present_v"]
+    attrs = {"num_heads": H, **({"scale": scale} if scale is not None else {}), **(extra or {})}
+    node = helper.make_node("MultiHeadAttention", node_in, outs, name="mha", domain="com.microsoft", **attrs)
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info(o, f, None) for o in outs])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
+def _feeds(cross: bool, rng) -> dict:
+    d = D // H
+    x = {"q": rng.standard_normal((B, S, D))}
+    if cross:
+        x |= {"k": rng.standard_normal((B, H, E, d)), "v": rng.standard_normal((B, H, E, d)),
+              # the second row's last two encoder positions padded
+              "bias": np.broadcast_to(np.where(np.arange(E) < E - 2, 0, -1e9) * np.array([0, 1]).reshape(B, 1, 1, 1),
+                                      (B, 1, S, E))}
+    else:
+        x |= {"k": rng.standard_normal((B, S, D)), "v": rng.standard_normal((B, S, D)),
+              "bias": rng.standard_normal((1, H, S, P + S)),
+              "past_k": rng.standard_normal((B, H, P, d)), "past_v": rng.standard_normal((B, H, P, d))}
+    return {k: np.asarray(v, np.float32) for k, v in x.items()}
+
+
+def _reference(x: dict, cross: bool, scale: float) -> list:
+    """Attention in numpy, from the op's definition."""
+    def heads(t):
+        return t.reshape(B, -1, H, D // H).transpose(0, 2, 1, 3)
+    q = heads(x["q"])
+    if cross:
+        k, v = x["k"], x["v"]
+    else:
+        k = np.concatenate([x["past_k"], heads(x["k"])], 2)
+        v = np.concatenate([x["past_v"], heads(x["v"])], 2)
+    s = q @ k.transpose(0, 1, 3, 2) * scale + x["bias"]
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    out = (w @ v).transpose(0, 2, 1, 3).reshape(B, S, D)
+    return [out] if cross else [out, k, v]
+
+
+def _run(model, feeds):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_rewrite_matches_fused_and_numpy(cross):
+    feeds = _feeds(cross, np.random.default_rng(3))
+    fused = _run(_mha_model(cross), feeds)
+    model, n = pa.plain_attention(_mha_model(cross))
+    assert n == 1 and not any(x.op_type == "MultiHeadAttention" for x in model.graph.node)
+    assert {x.op_type for x in model.graph.node} <= {"Reshape", "Transpose", "Concat", "MatMul", "Mul", "Add", "Softmax"}
+    plain = _run(model, feeds)
+    for got, want, ref in zip(plain, fused, _reference(feeds, cross, 0.5)):
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, atol=1e-5)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("extra,why", [
+    ({"unidirectional": 1}, "unidirectional"),
+    ({"scale": None}, "no scale attribute"),
+])
+def test_uncovered_nodes_refused(extra, why):
+    scale = extra.pop("scale", 0.5)
+    with pytest.raises(pa.PlainAttentionError, match=why):
+        pa.plain_attention(_mha_model(False, scale=scale, extra=extra))
+
+
+def test_key_padding_mask_refused():
+    model = _mha_model(True)
+    model.graph.node[0].input[4] = "mask"
+    with pytest.raises(pa.PlainAttentionError, match="key padding mask"):
+        pa.plain_attention(model)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("tiny-plain"))
+    return out, pa.plain_bundle(TINY, out)
+
+
+def _ops(out, manifest, role):
+    g = onnx.load(os.path.join(out, manifest["files"][role]["path"]), load_external_data=False).graph
+    return [n.op_type for n in g.node]
+
+
+def test_plain_bundle(plain):
+    out, manifest = plain
+    with open(os.path.join(TINY, "manifest.json")) as f:
+        fused = json.load(f)
+    assert manifest["attention"]["nodes"] == {"decoder": 4, "decoder_static": 4}
+    assert manifest["precision"] == "fp32"
+    for role, spec in manifest["files"].items():
+        if role == "tokenizer":
+            continue
+        assert (spec["inputs"], spec["outputs"]) == (fused["files"][role]["inputs"], fused["files"][role]["outputs"])
+        assert "MultiHeadAttention" not in _ops(out, manifest, role), role
+        if role not in pa.GRAPHS:  # copied as they were
+            assert spec["sha256"] == fused["files"][role]["sha256"], role
+    # the golden cases decode as with the fused attention
+    got = agreement(TINY, out)
+    assert got["greedy"]["identical_outputs"] == 1.0
+    assert got["teacher_forced"]["top1_agreement"] == 1.0 and got["teacher_forced"]["max_abs_diff"] < 1e-4
+    with pytest.raises(pa.PlainAttentionError, match="already rewritten"):
+        pa.plain_bundle(out, out + "-again")
+
+
+def test_plain_bundle_in_fp16(plain, tmp_path):
+    # With no fused op left, scripts.half converts the attention too; the calibration keeps the
+    # mask's and the position buckets' nodes fp32 as before. Bounds as scripts/tests/test_half.py's.
+    out, _ = plain
+    half = h.half_bundle(out, str(tmp_path / "fp16"), roles=h.ALL_ROLES, steps=8, fp32_ops=())
+    assert half["attention"]["tool"] == "scripts.plain_attention"
+    g = onnx.load(str(tmp_path / "fp16" / half["files"]["decoder"]["path"])).graph
+    kept = set(half["half"]["fp32_nodes"]["decoder"])
+    softmax = [n for n in g.node if n.op_type == "Softmax"]
+    assert len(softmax) == 4 and not any(n.name in kept for n in softmax)
+    got = agreement(TINY, str(tmp_path / "fp16"))
+    assert got["greedy"]["identical_outputs"] >= 21 / 23
+    assert got["teacher_forced"]["top1_agreement"] >= 0.99
