@@ -19,7 +19,7 @@ DEMO_GOAL ?= Open Calendar
 export ORT_DISABLE_TELEMETRY := 1
 export ONNXRUNTIME_SHARED_LIBRARY_PATH ?= $(CURDIR)/$(ORT_LIB)
 
-.PHONY: setup setup-go setup-ort setup-python setup-adb setup-slurm build demo test test-go test-python test-client lint fixtures clean bench bench-models bench-node setup-cuda
+.PHONY: setup setup-go setup-ort setup-python setup-adb setup-slurm build demo test test-go test-python test-client lint fixtures testdata-fp16 clean bench bench-models bench-node setup-cuda
 
 setup: setup-go setup-ort setup-python setup-adb
 
@@ -71,7 +71,7 @@ lint: setup-go
 
 test: setup lint test-go test-python test-client
 
-test-go: setup-go setup-ort setup-adb setup-slurm
+test-go: setup-go setup-ort setup-adb setup-slurm testdata-fp16
 	$(GO) test -race -count=1 $(GOTEST_FLAGS) ./...
 	@# The patched onnxruntime_go (go.mod's replace) is its own module: its suite and the
 	@# patch's tests. TestStringTensor needs the en_US.UTF-8 locale, which CI lacks.
@@ -94,6 +94,15 @@ $(VENV)/.client-installed: $(VENV)/.installed $(CLIENT_DIR)/pyproject.toml $(CLI
 
 fixtures: setup-python
 	$(PY) -m scripts.fixtures
+
+# The tiny bundle in fp16 everywhere, with float32 graph IO and with its K/V cache float16
+# too: the engine's TestFP16Cache compares the two (scripts.half, ~10 s).
+FP16_TESTDATA := build/testdata
+testdata-fp16: $(FP16_TESTDATA)/tiny-fp16cache/manifest.json
+$(FP16_TESTDATA)/tiny-fp16cache/manifest.json: $(VENV)/.installed scripts/half.py scripts/bundle_files.py models/testdata/tiny/manifest.json
+	rm -rf $(FP16_TESTDATA)/tiny-fp16 $(FP16_TESTDATA)/tiny-fp16cache
+	$(PY) -m scripts.half --in models/testdata/tiny --out $(FP16_TESTDATA)/tiny-fp16 --roles all --fp32-ops ''
+	$(PY) -m scripts.half --in models/testdata/tiny --out $(FP16_TESTDATA)/tiny-fp16cache --roles all --fp32-ops '' --fp16-cache
 
 # Benchmarks: random-weight bundles at real sizes (cached in bench-models/, not in git),
 # then ours vs PyTorch, ONNX Runtime Python and transformers.js on the same bundle.

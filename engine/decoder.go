@@ -335,6 +335,9 @@ func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width in
 	if fused.dev != nil {
 		return nil, fmt.Errorf("decoder cache: states on the device for a cache in Go memory (programmer error)")
 	}
+	if p.cacheElem != kv.Float32 {
+		return nil, fmt.Errorf("decoder cache: a %s cache in Go memory, whose buffers are float32 (programmer error)", p.cacheElem)
+	}
 	cache, err := kv.New(kv.Config{Shape: shape, Batch: B, MaxLen: maxLen, Names: p.decoderNames, Slots: p.decoderSlots},
 		fused.host, mask, p.decoderCross.run)
 	if err != nil {

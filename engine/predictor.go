@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"image"
+	"slices"
+	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -174,6 +176,7 @@ type Predictor struct {
 	// the cpu provider, and benchmarks compare the two there).
 	cachePlace placement
 	kvOps      *kv.Ops         // trims and compacts a device-resident cache
+	cacheElem  kv.Elem         // the decoder graphs' K/V element type
 	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
 	// newCallHook, when set (tests), sees each decode's stepper, and
 	// stepHook each call's positions per row; prefillHook runs when a
@@ -304,13 +307,21 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		}
 		opsSO = p.opsSO
 	}
-	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, opsSO); err != nil {
+	if p.cacheElem, err = cacheElem(&b.Manifest); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("load %s: %w", b.Dir, err)
+	}
+	if p.kvOps, err = kv.NewOps(p.cfg.NumDecoderLayers, p.cacheElem, opsSO); err != nil {
 		p.Close()
 		return nil, err
 	}
 	p.groupCost = groupCostCPU
-	if opts.Session.Provider == ProviderCUDA {
+	if opts.Session.Provider == ProviderCUDA || p.cacheElem != kv.Float32 {
+		// a half-precision cache lives only where ORT computes it (on the
+		// cpu provider too): the host path's buffers are float32
 		p.cachePlace = placeDevice
+	}
+	if opts.Session.Provider == ProviderCUDA {
 		p.overlapPrefill = true
 		p.groupCost = groupCostCUDA
 	}
@@ -564,4 +575,33 @@ func (d Decoding) String() string {
 		return "greedy"
 	}
 	return "speculative"
+}
+
+// cacheElem is the element type of the decoder graphs' K/V in m: every past
+// and present of the decoders and every output of the cross graph, float32
+// or float16 (scripts.half --fp16-cache), the same throughout.
+func cacheElem(m *models.Manifest) (kv.Elem, error) {
+	var elem kv.Elem
+	first := ""
+	for _, role := range []models.Role{models.RoleDecoder, models.RoleDecoderCross, models.RoleDecoderStatic} {
+		spec, ok := m.Files[role]
+		if !ok {
+			continue
+		}
+		for _, t := range append(slices.Clone(spec.Inputs), spec.Outputs...) {
+			if !strings.HasPrefix(t.Name, "past_key_values.") && !strings.HasPrefix(t.Name, "present.") {
+				continue
+			}
+			e, ok := kv.ParseElem(t.DType)
+			switch {
+			case !ok:
+				return 0, fmt.Errorf("%s %s is %s: want a float32 or float16 cache", role, t.Name, t.DType)
+			case first == "":
+				elem, first = e, string(role)+" "+t.Name
+			case e != elem:
+				return 0, fmt.Errorf("%s %s is %s, %s %s: want one cache type", role, t.Name, e, first, elem)
+			}
+		}
+	}
+	return elem, nil
 }

@@ -57,6 +57,8 @@ DEFAULT_FP32_OPS = ("MultiHeadAttention",)
 # per mille of the largest logit apart, a little over fp16's own step (2^-11).
 FP16_STATIC_TOLERANCE = {"atol": 1e-3, "rtol": 5e-3}
 ALL_ROLES = ("vision", "encoder", "fusion", "decoder")
+# The graphs whose K/V inputs and outputs --fp16-cache makes float16.
+CACHE_GRAPHS = ("decoder", "decoder_cross", "decoder_static")
 SCREENS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "testdata", "screens")
 CONVERTER = "onnxruntime.transformers.float16.convert_float_to_float16"
 
@@ -106,17 +108,45 @@ def fp16_peak(graph: onnx.GraphProto, ranges: dict, block) -> float:
                 for v in list(n.input) + list(n.output) if v), default=0.0)
 
 
-def half_model(model: onnx.ModelProto, block=()) -> onnx.ModelProto:
+def half_model(model: onnx.ModelProto, block=(), fp16_io=()) -> onnx.ModelProto:
     """The converter on a model that carries its value types (load_with_shapes): fp16 weights
-    and activations, float32 graph IO, the nodes named in block left fp32."""
+    and activations, float32 graph IO but for the names in fp16_io, the nodes named in block
+    left fp32."""
     from onnxruntime.transformers.float16 import convert_float_to_float16
     from onnxruntime.transformers.onnx_model import OnnxModel
-    half = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=True,
+    keep = True
+    if fp16_io:
+        g = model.graph
+        keep = [v.name for v in list(g.input) + list(g.output)
+                if v.type.tensor_type.elem_type == TensorProto.FLOAT and v.name not in fp16_io]
+    half = convert_float_to_float16(model, keep_io_types=keep, disable_shape_infer=True,
                                     node_block_list=list(block))
     drop_duplicate_casts(half.graph)
     drop_cast_round_trips(half.graph)
     OnnxModel(half).topological_sort()  # the converter appends its IO casts last; the checker wants order
     return half
+
+
+def is_cache(name: str) -> bool:
+    """A decoder graph's self- or cross-attention K/V input or output (the optimum with-past names
+    the engine binds: past_key_values.L.{decoder,encoder}.{key,value}, present.L...)."""
+    return name.startswith(("past_key_values.", "present."))
+
+
+def cache_writes(graph: onnx.GraphProto, prefix: str) -> set[str]:
+    """Names of the nodes named prefix... (the static decoder's surgery) from which a cache
+    output is computed: its new positions' K/V reshaped and written into the cache. Data
+    movement only, so with an fp16 cache they convert to fp16 with it."""
+    producer = {o: n for n in graph.node for o in n.output}
+    todo = [o.name for o in graph.output if is_cache(o.name)]
+    found = set()
+    while todo:
+        n = producer.get(todo.pop())
+        if n is None or n.name in found or not n.name.startswith(prefix):
+            continue
+        found.add(n.name)
+        todo.extend(i for i in n.input if i)
+    return found
 
 
 def declare_float_outputs(graph: onnx.GraphProto, op_types) -> None:
@@ -303,10 +333,14 @@ def check_finite(bundle_dir: str, steps: int = 32, threads: int = 2, screens_dir
 # ---------------------------------------------------------------- the bundle
 
 def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float = 8.0, steps: int = 32,
-                threads: int = 2, screens_dir: str = SCREENS, fp32_ops=DEFAULT_FP32_OPS) -> dict:
+                threads: int = 2, screens_dir: str = SCREENS, fp32_ops=DEFAULT_FP32_OPS,
+                fp16_cache: bool = False) -> dict:
     """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest. Nodes of
-    the op types in fp32_ops stay fp32 (besides those the calibration keeps)."""
+    the op types in fp32_ops stay fp32 (besides those the calibration keeps). fp16_cache: the
+    decoder graphs' K/V inputs and outputs are float16 too (the decoder converted)."""
     manifest = read_fp32_bundle(in_dir, out_dir, HalfError)
+    if fp16_cache and "decoder" not in roles:
+        raise HalfError("an fp16 cache needs the decoder converted (--roles decoder or all)")
     if headroom < 1:
         raise HalfError(f"headroom {headroom}: want >= 1")
     for role in roles:
@@ -321,7 +355,8 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     if "decoder" in graphs and "decoder_static" in files:
         # The static decoder (--cuda-graph) converts with the decoder whose values it computes
         # under the same names, so the decoder's ranges decide; what the surgery added (the
-        # position bias with its mask table, the cache writes) stays fp32, as the cache does.
+        # position bias with its mask table, the cache writes) stays fp32, as the cache does
+        # (with an fp16 cache the writes convert).
         graphs.append("decoder_static")
     fp32_nodes = {}
 
@@ -332,20 +367,36 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         name_nodes(model.graph)
         measured = ranges["decoder" if role == "decoder_static" else role]  # the static graph's are the decoder's
         block = blocked_nodes(model.graph, measured, limit)
+        # the surgery's position bias stays fp32; its cache writes too, unless the cache is fp16 (and
+        # a Shape, whatever it reads, needs no cast of a whole cache into fp32)
+        writes = set()
+        if fp16_cache and role == "decoder_static":
+            writes = cache_writes(model.graph, ADDED_PREFIX) | {n.name for n in model.graph.node if n.op_type == "Shape"}
         block += [n.name for n in model.graph.node if n.name not in block and (
-            n.op_type in fp32_ops or (role == "decoder_static" and n.name.startswith(ADDED_PREFIX)))]
+            n.op_type in fp32_ops or (role == "decoder_static" and n.name.startswith(ADDED_PREFIX)
+                                      and n.name not in writes))]
         declare_float_outputs(model.graph, fp32_ops)
         fp32_nodes[role] = block
         peak = fp16_peak(model.graph, measured, block)
         log(f"  {role}: fp16, {len(block)} nodes kept fp32 (largest |value| of the rest "
                    f"{peak:.4g}, limit {limit:.4g}), converted in {time.time() - t0:.1f}s")
-        return half_model(model, block)
+        g = model.graph
+        fp16_io = {v.name for v in list(g.input) + list(g.output) if is_cache(v.name)}
+        return half_model(model, block, fp16_io if fp16_cache and role in CACHE_GRAPHS else ())
+
+    if fp16_cache:
+        for role in graphs:
+            if role in CACHE_GRAPHS:
+                for t in files[role]["inputs"] + files[role]["outputs"]:
+                    if is_cache(t["name"]):
+                        t["dtype"] = "float16"
 
     manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "fp16", HalfError)
     manifest["precision"] = "fp16"
     manifest["half"] = {
-        "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)",
+        "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)" + (", but the decoder graphs' K/V float16" if fp16_cache else ""),
         "graphs": graphs, "limit": limit, "fp32_ops": list(fp32_ops),
+        "cache": "float16" if fp16_cache else "float32",
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
         "fp32_nodes": fp32_nodes}
     save_variant_manifest(out_dir, manifest, files)
@@ -429,6 +480,10 @@ def main(argv=None) -> int:
     p.add_argument("--fp32-ops", default=",".join(DEFAULT_FP32_OPS),
                    help="op types kept fp32 in every converted graph, comma-separated ('' for none; default: "
                         "MultiHeadAttention, whose fp16 CUDA kernel measured ~9x slower)")
+    p.add_argument("--fp16-cache", action="store_true",
+                   help="the decoder graphs' K/V inputs and outputs float16 too (with --roles all): no cast of "
+                        "the cache at every decoder call, half its memory; pair with fp16 attention "
+                        "(--fp32-ops '' or scripts.plain_attention)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--compare", action="store_true",
                    help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")
@@ -436,7 +491,8 @@ def main(argv=None) -> int:
     roles = ALL_ROLES if args.roles == "all" else tuple(r for r in args.roles.split(",") if r)
     try:
         half_bundle(args.in_dir, args.out, roles=roles, headroom=args.headroom, steps=args.steps,
-                    threads=args.threads, fp32_ops=tuple(o for o in args.fp32_ops.split(",") if o))
+                    threads=args.threads, fp32_ops=tuple(o for o in args.fp32_ops.split(",") if o),
+                    fp16_cache=args.fp16_cache)
     except HalfError as e:
         print(f"half: {e}", file=sys.stderr)
         return 1

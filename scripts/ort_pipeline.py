@@ -30,6 +30,9 @@ class Bundle:
         m = self.manifest["model"]
         self.layers, self.heads, self.d_kv = m["num_decoder_layers"], m["num_heads"], m["d_kv"]
         self.tokens = self.manifest["tokens"]
+        # the K/V cache's type: float32, or float16 (scripts.half --fp16-cache)
+        past = next(t for t in self.manifest["files"]["decoder"]["inputs"] if t["name"].startswith("past_key_values."))
+        self.cache_dtype = np.float16 if past["dtype"] == "float16" else np.float32
 
     def image_features(self, pixel_values: np.ndarray) -> np.ndarray:
         return self.sessions["vision"].run(["image_features"], {"pixel_values": pixel_values[None]})[0][0]
@@ -52,7 +55,7 @@ class Bundle:
         """Logits [len(ids), vocab] and the state for the next call. past None: the first call
         (cross K/V computed here, zero-length self-attention past); else the returned state."""
         if past is None:
-            empty = np.zeros((1, self.heads, 0, self.d_kv), np.float32)
+            empty = np.zeros((1, self.heads, 0, self.d_kv), self.cache_dtype)
             past = ([empty] * (2 * self.layers), self.cross_kv(fused))
         self_kv, cross = past
         feed = {"input_ids": np.asarray([ids], dtype=np.int64), "encoder_attention_mask": mask}

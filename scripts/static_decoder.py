@@ -419,14 +419,17 @@ def check_static(dec_path: str, static_path: str, model_cfg: dict, seed: int = 1
     names = [n for pair in kv for n in pair]
     enc_len = 9
     worst = 0.0
+    # the cache's type: float32, or float16 (scripts.half --fp16-cache); the random caches are made in it
+    ct = np.float16 if next(i.type for i in sta.get_inputs() if i.name.startswith("past_key_values.")) == \
+        "tensor(float16)" else np.float32
     for cache_len, starts in scenarios:
         B = len(starts)
-        cross = [(rng.standard_normal((B, H, enc_len, dkv)) * 0.5).astype(np.float32) for _ in range(2 * L)]
+        cross = [(rng.standard_normal((B, H, enc_len, dkv)) * 0.5).astype(ct) for _ in range(2 * L)]
         mask = np.ones((B, enc_len), np.int64)
         mask[1:, enc_len - 2:] = 0
         # each row's dynamic past, and the static cache: that past, then finite junk
-        dpast = [{n: (rng.standard_normal((1, H, p, dkv)) * 0.5).astype(np.float32) for n in names} for p in starts]
-        cache = {n: (rng.standard_normal((B, H, cache_len, dkv)) * 3).astype(np.float32) for n in names}
+        dpast = [{n: (rng.standard_normal((1, H, p, dkv)) * 0.5).astype(ct) for n in names} for p in starts]
+        cache = {n: (rng.standard_normal((B, H, cache_len, dkv)) * 3).astype(ct) for n in names}
         for b, p in enumerate(starts):
             for n in names:
                 cache[n][b, :, :p] = dpast[b][n][0]

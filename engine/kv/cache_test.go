@@ -265,14 +265,17 @@ func TestSelfViewsReused(t *testing.T) {
 
 // cpuOps opens the ops graphs of a decoder of the given layers on the cpu
 // provider, and ORT's CPU memory standing in for the device's.
-func cpuOps(t *testing.T, layers int) (*Ops, *ort.MemoryInfo) {
+func cpuOps(t *testing.T, layers int) (*Ops, *ort.MemoryInfo) { return cpuOpsOf(t, layers, Float32) }
+
+// cpuOpsOf is cpuOps for a cache of elem.
+func cpuOpsOf(t *testing.T, layers int, elem Elem) (*Ops, *ort.MemoryInfo) {
 	t.Helper()
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { so.Destroy() })
-	ops, err := NewOps(layers, so)
+	ops, err := NewOps(layers, elem, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,6 +360,102 @@ func TestOps(t *testing.T) {
 	}
 	if _, err := ops.Trim(xs, 1, mem); err == nil {
 		t.Error("trim of the wrong number of tensors: no error")
+	}
+}
+
+// half is the float16 bits of a small whole number (below 2048: exact).
+func half(n int) uint16 {
+	if n == 0 {
+		return 0
+	}
+	e := 0
+	for 1<<(e+1) <= n {
+		e++
+	}
+	return uint16(e+15)<<10 | uint16((n-1<<e)<<(10-e))
+}
+
+// With a float16 cache the ops take and give float16: trim and gather cut
+// the same positions and rows, the zeros are float16 zeros, and an empty
+// past is a float16 tensor of no elements.
+func TestOpsFloat16(t *testing.T) {
+	needORT(t)
+	if got := []uint16{half(1), half(2), half(3), half(1000)}; !slices.Equal(got, []uint16{0x3c00, 0x4000, 0x4200, 0x63d0}) {
+		t.Fatalf("half: %x", got)
+	}
+	const layers, b, h, T, d = 1, 3, 2, 4, 2
+	ops, mem := cpuOpsOf(t, layers, Float16)
+	if ops.Cache() != Float16 {
+		t.Fatalf("ops for %s", ops.Cache())
+	}
+	at := func(i, r, hh, p, dd int) int { return 512*i + 64*r + 16*hh + 2*p + dd }
+	var xs []ort.Value
+	for i := 0; i < 4*layers; i++ {
+		raw := make([]byte, 2*b*h*T*d)
+		for r := 0; r < b; r++ {
+			for hh := 0; hh < h; hh++ {
+				for p := 0; p < T; p++ {
+					for dd := 0; dd < d; dd++ {
+						j := ((r*h+hh)*T+p)*d + dd
+						raw[2*j], raw[2*j+1] = byte(half(at(i, r, hh, p, dd))), byte(half(at(i, r, hh, p, dd))>>8)
+					}
+				}
+			}
+		}
+		x, err := ort.NewCustomDataTensor(ort.NewShape(b, h, T, d), raw, ort.TensorElementDataTypeFloat16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Destroy()
+		xs = append(xs, x)
+	}
+	check := func(what string, ys []*ort.OwnedValue, rows []int, n int) {
+		t.Helper()
+		defer ortval.DestroyAll(ys)
+		for i, y := range ys {
+			raw, err := y.HostData()
+			if err != nil || len(raw) != 2*len(rows)*h*n*d {
+				t.Fatalf("%s %d: %d bytes (%v)", what, i, len(raw), err)
+			}
+			for j, r := range rows {
+				for hh := 0; hh < h; hh++ {
+					for p := 0; p < n; p++ {
+						for dd := 0; dd < d; dd++ {
+							k := ((j*h+hh)*n+p)*d + dd
+							if g := uint16(raw[2*k]) | uint16(raw[2*k+1])<<8; g != half(at(i, r, hh, p, dd)) {
+								t.Fatalf("%s %d: [%d %d %d %d] = %#x, want %#x", what, i, j, hh, p, dd, g, half(at(i, r, hh, p, dd)))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	ys, err := ops.Trim(xs[:2*layers], 3, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("trim", ys, []int{0, 1, 2}, 3)
+	if ys, err = ops.Gather(xs, []int64{0, 2}, mem); err != nil {
+		t.Fatal(err)
+	}
+	check("gather", ys, []int{0, 2}, T)
+	z, err := ops.CacheZeros([]int64{2, 3}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Destroy()
+	if raw, err := z.HostData(); err != nil || len(raw) != 12 || slices.ContainsFunc(raw, func(c byte) bool { return c != 0 }) {
+		t.Errorf("float16 zeros: %v (%v)", raw, err)
+	}
+	var shape ort.Shape
+	e, err := emptyTensor(&shape, Float16, b, h, 0, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release()
+	if !slices.Equal(e.GetShape(), ort.Shape{b, h, 0, d}) {
+		t.Errorf("empty past %v", e.GetShape())
 	}
 }
 

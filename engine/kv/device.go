@@ -91,7 +91,7 @@ func (c *Device) bindConstants() error {
 	if c.maskT, err = ortval.NewTensor(&c.shape, c.mask, c.d.b, c.d.enc); err != nil {
 		return fmt.Errorf("encoder mask: %w", err)
 	}
-	if c.empty, err = ortval.NewTensor[float32](&c.shape, nil, c.d.b, c.d.heads, 0, c.d.dkv); err != nil {
+	if c.empty, err = emptyTensor(&c.shape, c.ops.Cache(), c.d.b, c.d.heads, 0, c.d.dkv); err != nil {
 		return fmt.Errorf("empty past: %w", err)
 	}
 	if err := c.bind.BindInput(c.names.EncoderMask, &c.maskT); err != nil {

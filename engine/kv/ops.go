@@ -21,6 +21,8 @@ import (
 //   - gather keeps some batch rows of every K/V, self and cross (axis 0):
 //     Gather(x, rows, axis 0).
 //
+// Both are typed for the cache's element type (Elem).
+//
 // A bound output must have the shape the graph computes, so a cache cannot
 // be bound at its capacity and trimmed by a shorter view; and T5's [B, heads,
 // T, d_kv] layout makes a shorter T a strided subset, not a prefix. Hence a
@@ -28,13 +30,16 @@ import (
 //
 // Four more serve the static cache (Static): copies between host and
 // device memory of int64 and float32 tensors (Identity), zeros
-// (ConstantOfShape) to allocate its buffers on the device, and rows of zeros
-// appended to a batch's states (Pad), so batches of a few sizes share them.
+// (ConstantOfShape, float32 and the cache's type) to allocate its buffers on
+// the device, and rows of zeros appended to a batch's states (Pad), so
+// batches of a few sizes share them.
 //
 // And merge puts a batch's states back together when its prompts were
 // encoded in groups of similar length (Merge).
 type Ops struct {
 	trim, gather, zerosSess, padSess *ort.DynamicAdvancedSession
+	cacheZeros                       *ort.DynamicAdvancedSession // zeros of the cache's type (zerosSess for float32)
+	cache                            Elem
 	// merges[g-1] merges g parts
 	merges [MergeParts]*ort.DynamicAdvancedSession
 	// copies[float][n-1] copies n tensors of int64 (float false) or float32
@@ -54,16 +59,17 @@ const (
 func opsIn(i int) string  { return "x" + strconv.Itoa(i) }
 func opsOut(i int) string { return "y" + strconv.Itoa(i) }
 
-// NewOps builds the graphs for a decoder of the given layers and opens them
-// with so (the decoder's session options: the same provider).
-func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
-	o := &Ops{tensors: 2 * layers}
+// NewOps builds the graphs for a decoder of the given layers whose K/V are of
+// type cache and opens them with so (the decoder's session options: the same
+// provider).
+func NewOps(layers int, cache Elem, so *ort.SessionOptions) (*Ops, error) {
+	o := &Ops{tensors: 2 * layers, cache: cache}
 	var err error
-	if o.trim, err = openOps(opsGraph("trim", o.tensors, opsLen, "Slice"), []string{opsLen}, o.tensors, so); err != nil {
+	if o.trim, err = openOps(opsGraph("trim", o.tensors, opsLen, "Slice", cache.onnx()), []string{opsLen}, o.tensors, so); err != nil {
 		return nil, fmt.Errorf("cache trim graph: %w", err)
 	}
 	// Gather takes the cross K/V too: 4 x layers.
-	if o.gather, err = openOps(opsGraph("gather", 2*o.tensors, opsRows, "Gather"), []string{opsRows}, 2*o.tensors, so); err != nil {
+	if o.gather, err = openOps(opsGraph("gather", 2*o.tensors, opsRows, "Gather", cache.onnx()), []string{opsRows}, 2*o.tensors, so); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("cache gather graph: %w", err)
 	}
@@ -75,9 +81,16 @@ func NewOps(layers int, so *ort.SessionOptions) (*Ops, error) {
 			}
 		}
 	}
-	if o.zerosSess, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
+	if o.zerosSess, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(Float32), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("zeros graph: %w", err)
+	}
+	o.cacheZeros = o.zerosSess
+	if cache != Float32 {
+		if o.cacheZeros, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(cache), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
+			o.Close()
+			return nil, fmt.Errorf("zeros graph: %w", err)
+		}
 	}
 	if o.padSess, err = ort.NewDynamicAdvancedSessionWithONNXData(padGraph(), []string{opsIn(0), "pads"}, []string{opsOut(0)}, so); err != nil {
 		o.Close()
@@ -104,7 +117,10 @@ func openOps(model []byte, lead []string, n int, so *ort.SessionOptions) (*ort.D
 
 // Close releases the sessions.
 func (o *Ops) Close() {
-	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess, &o.padSess}
+	if o.cacheZeros == o.zerosSess {
+		o.cacheZeros = nil
+	}
+	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess, &o.cacheZeros, &o.padSess}
 	for g := range o.merges {
 		sessions = append(sessions, &o.merges[g])
 	}
@@ -209,14 +225,26 @@ func (o *Ops) upload(src ort.Value, mem *ort.MemoryInfo) (*ort.OwnedValue, error
 	return runOne(o.copies[0][0], []string{opsIn(0)}, []ort.Value{src}, mem)
 }
 
+// Cache is the element type of the K/V tensors the ops take.
+func (o *Ops) Cache() Elem { return o.cache }
+
 // Zeros returns a float32 tensor of zeros of the given dims in mem.
 func (o *Ops) Zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	return o.zeros(o.zerosSess, dims, mem)
+}
+
+// CacheZeros returns a tensor of zeros of the cache's type (Cache) in mem.
+func (o *Ops) CacheZeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
+	return o.zeros(o.cacheZeros, dims, mem)
+}
+
+func (o *Ops) zeros(sess *ort.DynamicAdvancedSession, dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
 	shape, err := ort.NewTensor(ort.NewShape(int64(len(dims))), dims)
 	if err != nil {
 		return nil, err
 	}
 	defer shape.Destroy()
-	return runOne(o.zerosSess, []string{"shape"}, []ort.Value{shape}, mem)
+	return runOne(sess, []string{"shape"}, []ort.Value{shape}, mem)
 }
 
 // PadRows returns x [b, ...] (float32, rank 3) with rows of zeros after its
@@ -319,6 +347,7 @@ const (
 	typeTensor, tensorElem                 = 1, 1
 
 	onnxFloat, onnxInt64 = 1, 7
+	onnxFloat16          = 10
 	attributeInt         = 2
 	irVersion, opset     = 8, 17
 )
@@ -380,10 +409,10 @@ func (p *graphProto) model() []byte {
 	return bytesField(m, modelGraph, p.g)
 }
 
-// opsGraph encodes a model whose outputs y_i are op(x_i, arg) for n float
-// tensors x_i of any shape: Slice (starts 0, ends arg, axis 2) or Gather
-// (indices arg, axis 0).
-func opsGraph(name string, n int, arg, op string) []byte {
+// opsGraph encodes a model whose outputs y_i are op(x_i, arg) for n tensors
+// x_i of element type elem and any shape: Slice (starts 0, ends arg, axis 2)
+// or Gather (indices arg, axis 0).
+func opsGraph(name string, n int, arg, op string, elem int64) []byte {
 	p := newGraphProto(name)
 	p.input(arg, onnxInt64)
 	if op == "Slice" {
@@ -396,8 +425,8 @@ func opsGraph(name string, n int, arg, op string) []byte {
 		} else {
 			p.node(op, []string{opsIn(i), arg}, opsOut(i), map[string]int64{"axis": 0})
 		}
-		p.input(opsIn(i), onnxFloat)
-		p.output(opsOut(i), onnxFloat)
+		p.input(opsIn(i), elem)
+		p.output(opsOut(i), elem)
 	}
 	return p.model()
 }
@@ -457,11 +486,17 @@ func mergeGraph(g int) []byte {
 	return p.model()
 }
 
-// zerosGraph encodes y = ConstantOfShape(shape): float32 zeros.
-func zerosGraph() []byte {
+// zerosGraph encodes y = ConstantOfShape(shape): zeros of e (float32 ones
+// cast: allocating a buffer is not on any call's path).
+func zerosGraph(e Elem) []byte {
 	p := newGraphProto("zeros")
 	p.input("shape", onnxInt64)
-	p.node("ConstantOfShape", []string{"shape"}, opsOut(0), nil)
-	p.output(opsOut(0), onnxFloat)
+	if e == Float32 {
+		p.node("ConstantOfShape", []string{"shape"}, opsOut(0), nil)
+	} else {
+		p.node("ConstantOfShape", []string{"shape"}, "zeros32", nil)
+		p.node("Cast", []string{"zeros32"}, opsOut(0), map[string]int64{"to": e.onnx()})
+	}
+	p.output(opsOut(0), e.onnx())
 	return p.model()
 }

@@ -69,10 +69,12 @@ type StaticConfig struct {
 }
 
 // StaticBytes is about how much memory a Static of cfg holds: both caches,
-// the cross K/V and the logits (the int64 buffers are small).
+// the cross K/V (of cfg.Ops' element type) and the float32 logits (the int64
+// buffers are small).
 func StaticBytes(cfg StaticConfig) int64 {
 	row := int64(cfg.Heads) * int64(cfg.DKV) * 2 * int64(cfg.Layers) // K and V of every layer, one position
-	return 4 * int64(cfg.Batch) * (row*(2*int64(cfg.Capacity)+int64(cfg.Enc)) + int64(cfg.Width)*int64(cfg.Vocab))
+	kv := cfg.Ops.Cache().Bytes() * row * (2*int64(cfg.Capacity) + int64(cfg.Enc))
+	return int64(cfg.Batch) * (kv + 4*int64(cfg.Width)*int64(cfg.Vocab))
 }
 
 // Host-side value indices in Static.host.
@@ -130,7 +132,7 @@ func (s *Static) alloc() error {
 	cross := []int64{b, s.d.heads, s.d.enc, s.d.dkv}
 	for t := range s.cache {
 		for range 2 * s.d.layers {
-			v, err := s.ops.Zeros(self, s.mem)
+			v, err := s.ops.CacheZeros(self, s.mem)
 			if err != nil {
 				return fmt.Errorf("allocate the self-attention cache: %w", err)
 			}
@@ -138,7 +140,7 @@ func (s *Static) alloc() error {
 		}
 	}
 	for range 2 * s.d.layers {
-		v, err := s.ops.Zeros(cross, s.mem)
+		v, err := s.ops.CacheZeros(cross, s.mem)
 		if err != nil {
 			return fmt.Errorf("allocate the cross-attention cache: %w", err)
 		}

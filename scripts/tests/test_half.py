@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from scripts import bundle_files
 from scripts import half as h
+from scripts.quantize import agreement
 from scripts.tests.conftest import GOLDEN, TINY
 
 # Measured on the 23 golden cases (ORT 1.29 CPU, --roles all): greedy 23/23 outputs identical,
@@ -191,3 +192,28 @@ def test_fp16_peak_ignores_blocked_nodes():
     g = helper.make_graph([helper.make_node("Mul", ["x", "c"], ["y"], name="big"),
                            helper.make_node("Relu", ["x"], ["w"], name="small")], "g", [], [])
     assert h.fp16_peak(g, {"x": 3.0, "c": 2.0, "y": 1e5, "w": 2.5}, ["big"]) == 3.0
+
+
+def test_fp16_cache(tmp_path):
+    # --fp16-cache: the decoder graphs' K/V cross their boundary in fp16, with no cast of a whole
+    # cache at a call, and the outputs are bit for bit those of the same conversion with float32 IO
+    # (the values were fp16 inside already).
+    io32 = h.half_bundle(TINY, str(tmp_path / "io32"), roles=h.ALL_ROLES, steps=4, fp32_ops=())
+    io16 = h.half_bundle(TINY, str(tmp_path / "io16"), roles=h.ALL_ROLES, steps=4, fp32_ops=(), fp16_cache=True)
+    assert io16["half"]["cache"] == "float16" and io32["half"]["cache"] == "float32"
+    for role in ("decoder", "decoder_cross", "decoder_static"):
+        for t in io16["files"][role]["inputs"] + io16["files"][role]["outputs"]:
+            assert t["dtype"] == ("float16" if h.is_cache(t["name"]) else _dtype(io32, role, t["name"])), (role, t)
+        g = onnx.load(str(tmp_path / "io16" / io16["files"][role]["path"]), load_external_data=False).graph
+        ends = {v.name for v in list(g.input) + list(g.output) if h.is_cache(v.name)}
+        casts = [n.name for n in g.node if n.op_type == "Cast" and (n.input[0] in ends or n.output[0] in ends)]
+        assert not casts, (role, casts)
+    got = agreement(str(tmp_path / "io32"), str(tmp_path / "io16"))
+    assert got["teacher_forced"]["max_abs_diff"] == 0 and got["greedy"]["identical_outputs"] == 1.0
+    with pytest.raises(h.HalfError, match="decoder converted"):
+        h.half_bundle(TINY, str(tmp_path / "vision"), roles=("vision",), fp16_cache=True)
+
+
+def _dtype(manifest, role, name):
+    return next(t["dtype"] for t in manifest["files"][role]["inputs"] + manifest["files"][role]["outputs"]
+                if t["name"] == name)
