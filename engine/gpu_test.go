@@ -318,6 +318,28 @@ func TestCUDAFP16(t *testing.T) {
 		if same*4 < len(cases)*3 {
 			t.Errorf("cuda graph %v: only %d of %d outputs identical to the CPU's fp16 run", graph, same, len(cases))
 		}
+		// in batches of 3, rows leaving as they finish (the cache's gather, in
+		// the bundle's cache type)
+		same = 0
+		for lo := 0; lo < len(cases); lo += 3 {
+			var reqs []predict.Request
+			for _, c := range cases[lo:min(lo+3, len(cases))] {
+				reqs = append(reqs, c.featureRequest(t))
+			}
+			got, err := p.PredictBatch(context.Background(), reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, res := range got {
+				if slices.Equal(res.TokenIDs, want[lo+j].TokenIDs) {
+					same++
+				}
+			}
+		}
+		t.Logf("cuda graph %v, batches of 3: %d of %d outputs identical to the CPU's fp16 run", graph, same, len(cases))
+		if same*4 < len(cases)*3 {
+			t.Errorf("cuda graph %v, batches of 3: only %d of %d outputs identical to the CPU's fp16 run", graph, same, len(cases))
+		}
 		img := screen(t, cases[0].Screen)
 		a, err := cpu.ImageFeatures(context.Background(), img)
 		if err != nil {
