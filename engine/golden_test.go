@@ -23,7 +23,7 @@ const testdata = "../models/testdata"
 
 // tinyDir is the tiny bundle the predictor tests open: the committed one, or
 // $AUTOUI_TEST_TINY, a variant of it with the same weights and other graphs
-// (python -m scripts.plain_attention), which must give the same tokens.
+// (python -m scripts.attention), which must give the same tokens.
 func tinyDir() string {
 	return cmp.Or(os.Getenv("AUTOUI_TEST_TINY"), filepath.Join(testdata, "tiny"))
 }

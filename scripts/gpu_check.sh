@@ -16,8 +16,8 @@
 #   scripts/gpu_extra.sh [fp16] [parity] [ortpy] [host]   # what travels beside the checkout, in .gpuextra/:
 #                                    # 12, 10, 8 and 4 MB; with the ~47 MB checkout a call carries fp16 and host
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16mha --roles all --fp32-ops '' --fp16-cache
-#   python -m scripts.plain_attention --in bench-models/base-vitg --out /tmp/base-vitg-plain
-#   python -m scripts.half --in /tmp/base-vitg-plain --out bench-models/base-vitg-fp16plain --roles all --fp32-ops '' --fp16-cache
+#   python -m scripts.attention --in bench-models/base-vitg --out /tmp/base-vitg-attn --decoder plain --vision fused
+#   python -m scripts.half --in /tmp/base-vitg-attn --out bench-models/base-vitg-fp16attn --roles all --fp32-ops '' --fp16-cache
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all [bench-models/base-vitg-fp16mha ...]
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
@@ -25,7 +25,7 @@
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2 64d24", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
-# fp16all, fp16all-c2, fp16all-graph, fp16plain, fp16mha-a8), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16all, fp16all-c2, fp16all-graph, fp16attn, fp16mha-a8), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
@@ -131,14 +131,15 @@ if want tests && fits 120 tests; then
     export AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
-  # the same on the plain-attention variant of the tiny bundle (scripts.plain_attention: the golden
-  # tokens through MatMul/Softmax attention on the device), its fp16 one against the CPU's run of it
-  if [ -d "$extra/tiny-plain" ] && [ -d "$extra/tiny-fp16plain" ] && fits 60 "tests plain"; then
-    bundle /tmp/bundles/tiny-plain "$PWD/models/testdata/tiny" "$extra/tiny-plain"
-    bundle /tmp/bundles/tiny-fp16plain "$PWD/models/testdata/tiny" "$extra/tiny-fp16plain"
-    (cd engine && AUTOUI_TEST_TINY=/tmp/bundles/tiny-plain AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16plain \
-      run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests-plain.txt")
-    log "tests, plain attention (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests-plain.txt" | tr '\n' ' ')"
+  # the same on the attention variant of the tiny bundle (scripts.attention: the golden tokens through
+  # the decoder's plain attention and the vision tower's fused one on the device), its fp16 one (fp16
+  # cache too) against the CPU's run of it
+  if [ -d "$extra/tiny-attn" ] && [ -d "$extra/tiny-fp16attn" ] && fits 60 "tests attn"; then
+    bundle /tmp/bundles/tiny-attn "$PWD/models/testdata/tiny" "$extra/tiny-attn"
+    bundle /tmp/bundles/tiny-fp16attn "$PWD/models/testdata/tiny" "$extra/tiny-fp16attn"
+    (cd engine && AUTOUI_TEST_TINY=/tmp/bundles/tiny-attn AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16attn \
+      run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests-attn.txt")
+    log "tests, attention variant (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests-attn.txt" | tr '\n' ' ')"
   fi
   save
 fi
@@ -146,12 +147,12 @@ fi
 if want attn; then
   # The decoder's attention, A/B (docs/cuda.md, "Attention"): which kernel a batch-64 call and a captured
   # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp16all: fused
-  # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16plain:
-  # MatMul/Softmax/MatMul, fp16, float16 cache), N the
+  # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16attn: the
+  # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache), N the
   # batch, flags G (--cuda-graph), aA (--align-positions A: ORT's memory-efficient kernel needs a query
   # length that is a multiple of 8 in fp16, 16 in fp32), dD (--max-draft D), mM (ORT's fp32 threshold for
   # that kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), P (its per-node profile too)
-  for c in ${ATTN_CASES:-fp16all:64 fp16plain:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16plain:1G fp16mha:1Ga8 fp16plain:64P fp16mha:64}; do
+  for c in ${ATTN_CASES:-fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16attn:64P fp16mha:64}; do
     b=$kit/bundles/base-vitg-${c%%:*}; spec=${c#*:}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
     bs=${spec%%[!0-9]*}; rest=${spec#"$bs"}
@@ -338,7 +339,7 @@ if want serve && fits 40 serve; then
       fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;;
       fp16all) cfg="$b16all:typical::" ;; fp16all-c2) cfg="$b16all:typical::2" ;;
       fp16all-graph) cfg="$b16all:typical:graph:" ;;
-      fp16plain) cfg="$kit/bundles/base-vitg-fp16plain:typical::" ;;
+      fp16attn) cfg="$kit/bundles/base-vitg-fp16attn:typical::" ;;
       fp16mha-a8) cfg="$kit/bundles/base-vitg-fp16mha:typical:::--align-positions 8" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac

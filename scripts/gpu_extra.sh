@@ -5,9 +5,9 @@
 #   fp16     base-vitg-fp16.manifest.json: base-vitg-fp16 = base-vitg's text graphs + base-vitg-fp16all's
 #            vision graph (the same file: checked here) + this manifest; default-fp16v/, default-fp16/:
 #            the files of build/default-fp16v and build/default-fp16 that differ from models/default's;
-#            tiny-fp16/: those of the tiny bundle in fp16 everywhere (TestCUDAFP16); tiny-plain/ and
-#            tiny-fp16plain/: its plain-attention variant (scripts.plain_attention), fp32, and fp16
-#            everywhere with an fp16 cache (--fp16-cache)
+#            tiny-fp16/: those of the tiny bundle in fp16 everywhere (TestCUDAFP16); tiny-attn/ and
+#            tiny-fp16attn/: its attention variant (scripts.attention: the decoder's plain, the
+#            vision tower's fused), fp32, and fp16 everywhere with an fp16 cache (--fp16-cache)
 #   ortpy    ortpy.tar.xz (8 MB): onnxruntime-gpu 1.29's Python package without its libraries, for the
 #            ORT-Python IO-binding peer (gpu_check.sh links the kit's CUDA provider into it); the wheel
 #            is the one pack.sh downloads
@@ -35,13 +35,13 @@ if [[ " $parts " == *" fp16 "* ]]; then
   # the tiny bundle in fp16 everywhere, for TestCUDAFP16 (its files that differ from tiny's)
   d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
   .venv/bin/python -m scripts.half --in models/testdata/tiny --out "$d/tiny-fp16" --roles all >/dev/null
-  # its plain-attention variant (fp32: the CUDA tests' golden tokens through MatMul/Softmax attention) and
-  # that in fp16 everywhere (TestCUDAFP16 again)
-  .venv/bin/python -m scripts.plain_attention --in models/testdata/tiny --out "$d/tiny-plain" 2>/dev/null
-  .venv/bin/python -m scripts.half --in "$d/tiny-plain" --out "$d/tiny-fp16plain" --roles all --fp32-ops '' --fp16-cache >/dev/null
+  # its attention variant (fp32: the CUDA tests' golden tokens through the rewritten attention) and that
+  # in fp16 everywhere (TestCUDAFP16 again)
+  .venv/bin/python -m scripts.attention --in models/testdata/tiny --out "$d/tiny-attn" --decoder plain --vision fused 2>/dev/null
+  .venv/bin/python -m scripts.half --in "$d/tiny-attn" --out "$d/tiny-fp16attn" --roles all --fp32-ops '' --fp16-cache >/dev/null
   # a graph that differs travels with its external data even where that is the same: ORT refuses
   # external data outside the directory of the graph's file (gpu_check.sh links the files)
-  for v in tiny-fp16 tiny-plain tiny-fp16plain; do
+  for v in tiny-fp16 tiny-attn tiny-fp16attn; do
     mkdir "$x/$v"
     for f in "$d/$v"/*; do
       base=models/testdata/tiny/$(basename "$f")

@@ -418,15 +418,18 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
 
 # ---------------------------------------------------------------- agreement with fp32
 
+def feature_pairs(ref_dir: str, other_dir: str, screens_dir: str = SCREENS, threads: int = 2):
+    """The two bundles' image features on each screen of screens_dir, as float64 pairs."""
+    from .ort_pipeline import Bundle
+    a, b = Bundle(ref_dir, threads=threads), Bundle(other_dir, threads=threads)
+    for px in screens(a, screens_dir):
+        yield a.image_features(px).astype(np.float64), b.image_features(px).astype(np.float64)
+
+
 def feature_cosines(fp32_dir: str, other_dir: str, screens_dir: str = SCREENS, threads: int = 2) -> list[float]:
     """Cosine of the two bundles' image features on each screen of screens_dir."""
-    from .ort_pipeline import Bundle
-    a, b = Bundle(fp32_dir, threads=threads), Bundle(other_dir, threads=threads)
-    out = []
-    for px in screens(a, screens_dir):
-        x, y = a.image_features(px).astype(np.float64), b.image_features(px).astype(np.float64)
-        out.append(float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y))))
-    return out
+    return [float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
+            for x, y in feature_pairs(fp32_dir, other_dir, screens_dir, threads)]
 
 
 def agreement(fp32_dir: str, other_dir: str, cases_path: str = GOLDEN, threads: int = 2) -> dict:
@@ -483,7 +486,7 @@ def main(argv=None) -> int:
     p.add_argument("--fp16-cache", action="store_true",
                    help="the decoder graphs' K/V inputs and outputs float16 too (with --roles all): no cast of "
                         "the cache at every decoder call, half its memory; pair with fp16 attention "
-                        "(--fp32-ops '' or scripts.plain_attention)")
+                        "(--fp32-ops '' or scripts.attention --decoder plain)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--compare", action="store_true",
                    help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")

@@ -1,6 +1,7 @@
-"""The plain-attention variant: each com.microsoft.MultiHeadAttention node as MatMul, Add, Softmax
-and MatMul gives what the fused node and a numpy reference give, the tiny bundle's variant
-decodes the golden cases as the fused bundle does, and it converts to fp16 whole."""
+"""The attention variants: each com.microsoft.MultiHeadAttention node of the decoder as MatMul,
+Add, Softmax and MatMul gives what the fused node and a numpy reference give; the vision tower's
+attention fused into that op gives the plain one's features; the tiny bundle's variant decodes
+the golden cases as the original does, and it converts to fp16 whole."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from scripts import half as h
-from scripts import plain_attention as pa
+from scripts import attention as pa
 from scripts.quantize import agreement
 from scripts.tests.conftest import TINY
 
@@ -94,21 +95,21 @@ def test_rewrite_matches_fused_and_numpy(cross):
 ])
 def test_uncovered_nodes_refused(extra, why):
     scale = extra.pop("scale", 0.5)
-    with pytest.raises(pa.PlainAttentionError, match=why):
+    with pytest.raises(pa.AttentionError, match=why):
         pa.plain_attention(_mha_model(False, scale=scale, extra=extra))
 
 
 def test_key_padding_mask_refused():
     model = _mha_model(True)
     model.graph.node[0].input[4] = "mask"
-    with pytest.raises(pa.PlainAttentionError, match="key padding mask"):
+    with pytest.raises(pa.AttentionError, match="key padding mask"):
         pa.plain_attention(model)
 
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("tiny-plain"))
-    return out, pa.plain_bundle(TINY, out)
+    return out, pa.attention_bundle(TINY, out, decoder="plain", vision="fused")
 
 
 def _ops(out, manifest, role):
@@ -116,37 +117,55 @@ def _ops(out, manifest, role):
     return [n.op_type for n in g.node]
 
 
-def test_plain_bundle(plain):
+def test_attention_bundle(plain):
     out, manifest = plain
     with open(os.path.join(TINY, "manifest.json")) as f:
         fused = json.load(f)
-    assert manifest["attention"]["nodes"] == {"decoder": 4, "decoder_static": 4}
+    assert manifest["attention"]["nodes"] == {"decoder": 4, "decoder_static": 4, "vision": 2}
+    assert (manifest["attention"]["decoder"], manifest["attention"]["vision"]) == ("plain", "fused")
     assert manifest["precision"] == "fp32"
     for role, spec in manifest["files"].items():
         if role == "tokenizer":
             continue
         assert (spec["inputs"], spec["outputs"]) == (fused["files"][role]["inputs"], fused["files"][role]["outputs"])
-        assert "MultiHeadAttention" not in _ops(out, manifest, role), role
-        if role not in pa.GRAPHS:  # copied as they were
+        ops = _ops(out, manifest, role)
+        if role == "vision":  # fused: no Softmax left, what only it read gone
+            assert ops.count("MultiHeadAttention") == 2 and "Softmax" not in ops and "Gather" in ops
+        else:
+            assert "MultiHeadAttention" not in ops, role
+        if role not in pa.DECODER_GRAPHS + ("vision",):  # copied as they were
             assert spec["sha256"] == fused["files"][role]["sha256"], role
     # the golden cases decode as with the fused attention
     got = agreement(TINY, out)
     assert got["greedy"]["identical_outputs"] == 1.0
     assert got["teacher_forced"]["top1_agreement"] == 1.0 and got["teacher_forced"]["max_abs_diff"] < 1e-4
-    with pytest.raises(pa.PlainAttentionError, match="already rewritten"):
-        pa.plain_bundle(out, out + "-again")
+    with pytest.raises(pa.AttentionError, match="already rewritten"):
+        pa.attention_bundle(out, out + "-again", decoder="plain")
+    with pytest.raises(pa.AttentionError, match="want decoder plain"):
+        pa.attention_bundle(TINY, out + "-nothing")
 
 
-def test_plain_bundle_in_fp16(plain, tmp_path):
+def test_attention_bundle_in_fp16(plain, tmp_path):
     # With no fused op left, scripts.half converts the attention too; the calibration keeps the
     # mask's and the position buckets' nodes fp32 as before. Bounds as scripts/tests/test_half.py's.
     out, _ = plain
     half = h.half_bundle(out, str(tmp_path / "fp16"), roles=h.ALL_ROLES, steps=8, fp32_ops=())
-    assert half["attention"]["tool"] == "scripts.plain_attention"
+    assert half["attention"]["tool"] == "scripts.attention"
     g = onnx.load(str(tmp_path / "fp16" / half["files"]["decoder"]["path"])).graph
     kept = set(half["half"]["fp32_nodes"]["decoder"])
     softmax = [n for n in g.node if n.op_type == "Softmax"]
     assert len(softmax) == 4 and not any(n.name in kept for n in softmax)
+    vision = onnx.load(str(tmp_path / "fp16" / half["files"]["vision"]["path"])).graph
+    assert not half["half"]["fp32_nodes"]["vision"] and sum(n.op_type == "MultiHeadAttention" for n in vision.node) == 2
     got = agreement(TINY, str(tmp_path / "fp16"))
     assert got["greedy"]["identical_outputs"] >= 21 / 23
     assert got["teacher_forced"]["top1_agreement"] >= 0.99
+
+
+def test_vision_pattern_refused():
+    # a Softmax the rewrite does not know (here: no scale Mul before it) is an error, not a skip
+    f = TensorProto.FLOAT
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
+                          [helper.make_tensor_value_info("x", f, [1, 2, 3, 3])], [helper.make_tensor_value_info("y", f, None)])
+    with pytest.raises(pa.AttentionError, match="not the BLIP-2 attention pattern"):
+        pa.fuse_vision_attention(helper.make_model(g), heads=2, hidden=4)
