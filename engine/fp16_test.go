@@ -13,7 +13,7 @@ import (
 
 // fp16Dir holds the half-precision variants of the tiny bundle that `make
 // testdata-fp16` writes (make test does): tiny-fp16, fp16 everywhere with
-// float32 graph IO (scripts.half --roles all --fp32-ops ”), and
+// float32 graph IO (scripts.half --roles all, no op type kept fp32), and
 // tiny-fp16cache, the same with the decoder graphs' K/V float16 too
 // (--fp16-cache).
 const fp16Dir = "../build/testdata"
