@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/autoui/autoui/models"
@@ -83,6 +84,9 @@ type Shapes struct {
 	// HalfVision and HalfText say that an fp16 bundle converted the vision
 	// tower, and the encoder and decoders (2 bytes per weight, fp16 products).
 	HalfVision, HalfText bool
+	// CacheBytes is the bytes of one K/V element: 4 (float32, also when 0),
+	// 2 for a bundle whose decoder graphs keep a float16 cache.
+	CacheBytes float64
 	// Batch is the number of screens per call (0 or 1: one). A batched call
 	// does the arithmetic and reads the caches of every item, but streams
 	// the weights once.
@@ -97,6 +101,14 @@ func ShapesOf(b *models.Bundle) Shapes {
 	s := Shapes{Model: m.Model, Vision: m.Vision, WeightBytes: 4}
 	if m.Precision == "int8" {
 		s.WeightBytes = 1
+	}
+	s.CacheBytes = 4
+	if f, ok := m.Files[models.RoleDecoder]; ok {
+		for _, t := range f.Inputs {
+			if strings.HasPrefix(t.Name, "past_key_values.") && t.DType == "float16" {
+				s.CacheBytes = 2
+			}
+		}
 	}
 	if m.Precision == "fp16" {
 		graphs := halfGraphs(b.Dir)
@@ -177,7 +189,7 @@ func (s Shapes) Fusion(n int) Cost {
 // DecodeStep is one decoder call producing one token after past tokens,
 // attending to encLen encoder states. The first call (past = 0) also projects
 // the encoder states to cross-attention K/V; later calls read them from the
-// cache. The KV caches are float32 whatever the weights are.
+// cache, of CacheBytes per element.
 func (s Shapes) DecodeStep(past, encLen int) Cost {
 	d, dff, in := float64(s.Model.DModel), float64(s.Model.DFF), s.inner()
 	L, V := float64(s.Model.NumDecoderLayers), float64(s.Model.VocabSize)
@@ -186,11 +198,15 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 	params := L*(4*d*in+2*d*in+s.ffnMats()*d*dff) + V*d
 	attn := B * L * 2 * 2 * in * (P + E)
 	flops := B*2*params + attn
-	kv := B * L * 2 * in * (P + E) * 4
+	cb := s.CacheBytes
+	if cb == 0 {
+		cb = 4
+	}
+	kv := B * L * 2 * in * (P + E) * cb
 	if past == 0 {
 		params += L * 2 * d * in
 		flops += B * L * 2 * 2 * E * d * in
-		kv = B * L * 2 * in * P * 4 // the cross K/V are written, not read
+		kv = B * L * 2 * in * P * cb // the cross K/V are written, not read
 	}
 	return Cost{FLOPs: flops, ActFLOPs: attn, Bytes: params*s.WeightBytes + kv, Int8: s.Int8(), Half: s.HalfText}
 }

@@ -96,6 +96,11 @@ func TestT5BaseCosts(t *testing.T) {
 	if first.FLOPs <= step.FLOPs || first.Bytes <= 4*weights {
 		t.Fatalf("first step should add the cross K/V projections: %+v vs %+v", first, step)
 	}
+	half := s
+	half.CacheBytes = 2 // a float16 cache reads half the K/V bytes
+	if got := half.DecodeStep(10, 256).Bytes; got != 4*weights+kv/2 {
+		t.Fatalf("step bytes with a float16 cache %v, want %v", got, 4*weights+kv/2)
+	}
 	s.WeightBytes = 1
 	if s.DecodeStep(10, 256).Bytes >= step.Bytes/3 {
 		t.Fatal("int8 weights should read ~4x fewer bytes")
@@ -245,5 +250,25 @@ func TestBoundHalf(t *testing.T) {
 		Vision: models.VisionConfig{ImageSize: 224, PatchSize: 14, HiddenSize: 64, NumLayers: 2}}
 	if c := s.Image(); !c.Half || c.Bytes != 2e6 {
 		t.Fatalf("fp16 tower: %+v", c)
+	}
+}
+
+// ShapesOf reads the cache's element size from the decoder's past inputs.
+func TestShapesOfCacheBytes(t *testing.T) {
+	b, err := models.Load("../../models/testdata/tiny", models.LoadOptions{Verify: models.VerifySizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ShapesOf(b).CacheBytes; got != 4 {
+		t.Errorf("float32 cache: %v bytes", got)
+	}
+	spec := b.Manifest.Files[models.RoleDecoder]
+	for i := range spec.Inputs {
+		if spec.Inputs[i].DType == "float32" {
+			spec.Inputs[i].DType = "float16"
+		}
+	}
+	if got := ShapesOf(b).CacheBytes; got != 2 {
+		t.Errorf("float16 cache: %v bytes", got)
 	}
 }
