@@ -24,7 +24,7 @@
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2 64d24", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
-# those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its fp32 profile), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
+# those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph, fp16attn, fp16mha-a8), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read),
@@ -222,7 +222,7 @@ if want graph && [ -d "$b32" ]; then
   fi
   # a batch-64 decoder call is the GPU's own work (graphs do not shorten it): where it goes, per node,
   # on the fastest bundle, uncaptured (a replayed call shows no nodes)
-  if [ -d "$b16all" ] && fits 50 "profile fp16all b64"; then
+  if [ -d "$b16all" ] && [ "${GRAPH_PROFILE:-1}" = 1 ] && fits 50 "profile fp16all b64"; then
     rm -rf /tmp/prof-b64; mkdir -p /tmp/prof-b64
     run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical --batch 64 --runs 1 \
       --warmup 1 --probe=false --ort-profile /tmp/prof-b64/p --json > "$res/profile-fp16all-b64.json"
