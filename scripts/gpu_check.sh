@@ -14,7 +14,7 @@
 #   python -m scripts.half --in models/default --out build/default-fp16v
 #   python -m scripts.half --in models/default --out build/default-fp16 --roles all
 #   scripts/gpu_extra.sh [fp16] [parity] [ortpy] [host]   # what travels beside the checkout, in .gpuextra/:
-#                                    # 12, 10, 8 and 4 MB; with the ~47 MB checkout a call carries fp16 and host
+#                                    # 30, 10, 8 and 4 MB; a call carries one beside the checkout (models/default left out)
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16mha --roles all --fp32-ops '' --fp16-cache
 #   python -m scripts.attention --in bench-models/base-vitg --out /tmp/base-vitg-attn --decoder plain --vision fused
 #   python -m scripts.half --in /tmp/base-vitg-attn --out bench-models/base-vitg-fp16attn --roles all --fp32-ops '' --fp16-cache
