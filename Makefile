@@ -97,9 +97,11 @@ fixtures: setup-python
 
 # The tiny bundle in fp16 everywhere, with float32 graph IO and with its K/V cache float16
 # too: the engine's TestFP16Cache compares the two (scripts.half, ~10 s).
+# Remade when any script, the tiny bundle or the calibration screens change.
 FP16_TESTDATA := build/testdata
-testdata-fp16: $(FP16_TESTDATA)/tiny-fp16cache/manifest.json
-$(FP16_TESTDATA)/tiny-fp16cache/manifest.json: $(VENV)/.installed scripts/half.py scripts/bundle_files.py models/testdata/tiny/manifest.json
+testdata-fp16: $(FP16_TESTDATA)/tiny-fp16/manifest.json $(FP16_TESTDATA)/tiny-fp16cache/manifest.json
+$(FP16_TESTDATA)/tiny-fp16/manifest.json $(FP16_TESTDATA)/tiny-fp16cache/manifest.json &: $(VENV)/.installed \
+    $(wildcard scripts/*.py) $(wildcard models/testdata/tiny/*) $(wildcard models/testdata/screens/*)
 	rm -rf $(FP16_TESTDATA)/tiny-fp16 $(FP16_TESTDATA)/tiny-fp16cache
 	$(PY) -m scripts.half --in models/testdata/tiny --out $(FP16_TESTDATA)/tiny-fp16 --roles all --fp32-ops ''
 	$(PY) -m scripts.half --in models/testdata/tiny --out $(FP16_TESTDATA)/tiny-fp16cache --roles all --fp32-ops '' --fp16-cache

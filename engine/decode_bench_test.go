@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
@@ -85,9 +86,13 @@ func BenchmarkDecoderStep(b *testing.B) {
 			{"k=4", []int64{5, 6, 7, 8}, 2},
 		} {
 			b.Run(place.name+"/"+bc.name, func(b *testing.B) {
+				if place.place == placeHost && p.cacheElem != kv.Float32 {
+					b.Skipf("a %s cache has no host path", p.cacheElem)
+				}
 				if place.place != placeStatic {
+					was := p.cachePlace
 					p.cachePlace = place.place
-					defer func() { p.cachePlace = placeHost }()
+					defer func() { p.cachePlace = was }()
 				}
 				b.ReportAllocs()
 				k := len(bc.tokens)

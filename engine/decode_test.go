@@ -534,7 +534,8 @@ func TestMaxDraft(t *testing.T) {
 }
 
 // Aligned calls give the golden tokens in every cache placement, each call
-// on a multiple of the alignment, never wider than the aligned width.
+// on a multiple of the alignment, never wider than the aligned width, and in
+// as many calls as unaligned: the positions gained are padding, not drafts.
 func TestAlignPositions(t *testing.T) {
 	for _, bad := range []int{-1, AlignPositionsLimit + 1} {
 		if err := (Options{AlignPositions: bad}).check(); err == nil {
@@ -548,12 +549,19 @@ func TestAlignPositions(t *testing.T) {
 	}
 	const B = 3
 	cases := loadGolden(t)
+	calls := func(res []*predict.Result) (n int) {
+		for _, r := range res {
+			n += r.Timings.DecoderCalls
+		}
+		return n
+	}
 	for _, place := range []placement{placeHost, placeDevice, placeStatic} {
+		unaligned := calls(goldenBatches(t, placed(t, place, Options{VerifyPositions: B * 13}), cases, B, "unaligned"))
 		for _, align := range []int{8, 16} {
 			p := placed(t, place, Options{AlignPositions: align, VerifyPositions: B * 13})
 			ks := map[int]int{}
 			p.stepHook = func(k int) { ks[k]++ }
-			goldenBatches(t, p, cases, B, fmt.Sprintf("place %d align %d", place, align))
+			res := goldenBatches(t, p, cases, B, fmt.Sprintf("place %d align %d", place, align))
 			for k := range ks {
 				if k%align != 0 || k > alignUp(13, align) {
 					t.Errorf("place %d align %d: a call on %d positions per row", place, align, k)
@@ -561,6 +569,9 @@ func TestAlignPositions(t *testing.T) {
 			}
 			if len(ks) == 0 {
 				t.Errorf("place %d align %d: no decoder call seen", place, align)
+			}
+			if n := calls(res); n != unaligned {
+				t.Errorf("place %d align %d: %d decoder calls, %d unaligned", place, align, n, unaligned)
 			}
 		}
 	}

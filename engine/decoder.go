@@ -60,6 +60,9 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 		longest = max(longest, s.limit)
 		s.done = s.limit <= 0
 	}
+	// Drafts keep the unaligned width (MaxDraft's meaning); what alignment
+	// adds is padding.
+	draftWidth := width
 	width = alignUp(width, p.align)
 	// A call never feeds past a sequence's limit (drafts stop there), so the
 	// longest limit plus one call's positions bounds the cache.
@@ -89,7 +92,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 		for i, s := range rows {
 			pending := len(s.tokens) - past
 			drafts[i] = nil
-			if budget := min(width-pending, s.limit-len(s.out())-1); budget > 0 && s.draft != nil {
+			if budget := min(draftWidth-pending, s.limit-len(s.out())-1); budget > 0 && s.draft != nil {
 				drafts[i] = s.draft.Draft(s.tokens, budget)
 			}
 			k = max(k, pending+len(drafts[i]))
@@ -302,8 +305,9 @@ func (c *callBufs) release() {
 
 // newCall makes a decode's cache and its call tensors for up to width
 // positions per row: in Go memory for maxLen positions, device-resident
-// (placeDevice: under cuda, and in tests on the cpu provider), or in fixed
-// buffers of maxLen positions (placeStatic: Options.CUDAGraph).
+// (placeDevice: under cuda, for a float16 cache, and in tests on the cpu
+// provider), or in fixed buffers of maxLen positions (placeStatic:
+// Options.CUDAGraph).
 func (p *Predictor) newCall(B int, fused encoded, mask []int64, maxLen, width int) (stepper, error) {
 	if p.fixedRows(B) {
 		return p.newStaticCall(B, fused, mask, maxLen, width)

@@ -50,12 +50,13 @@ type Options struct {
 	MaxDraft int
 	// AlignPositions rounds the positions per row of every decoder call up
 	// to a multiple of it (0 or 1: none), and a batch's width with it: the
-	// positions gained carry drafts where a row has them, else padding, as
-	// when rows' drafts differ in length. Attention kernels that want an
-	// aligned query length then apply (ORT's CUDA MultiHeadAttention with a
-	// bias takes its memory-efficient kernel only at a multiple of 8 in
-	// fp16, 16 in fp32; otherwise its unfused one). Only the time changes,
-	// never the tokens.
+	// positions gained are padding, as when rows' drafts differ in length
+	// (drafts stay within MaxDraft). Attention kernels that want an aligned
+	// query length then apply (ORT's CUDA MultiHeadAttention with a bias
+	// takes its memory-efficient kernel only at a multiple of 8 in fp16, 16
+	// in fp32, and in fp32 only with 256 keys or more unless
+	// ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32 says fewer; otherwise its
+	// unfused one). Only the time changes, never the tokens.
 	AlignPositions int
 	// PromptGroups is the most groups of similar length a batch's prompts
 	// are encoded in, each padded to its own longest (0: PromptGroupsLimit;
@@ -172,8 +173,9 @@ type Predictor struct {
 	decoderNames kv.Names
 	decoderSlots *kv.Slots
 	// cachePlace is where a decode keeps its state: where ORT computes it
-	// under cuda, else in Go memory (tests also run the device placement on
-	// the cpu provider, and benchmarks compare the two there).
+	// under cuda and for a float16 cache, else in Go memory (tests also run
+	// the device placement on the cpu provider, and benchmarks compare the
+	// two there).
 	cachePlace placement
 	kvOps      *kv.Ops         // trims and compacts a device-resident cache
 	cacheElem  kv.Elem         // the decoder graphs' K/V element type

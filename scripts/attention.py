@@ -314,7 +314,8 @@ def check_vision(variant_dir: str, ref_dir: str) -> float:
     worst = 0.0
     for a, b in feature_pairs(ref_dir, variant_dir):
         if not np.allclose(b, a, **VISION_TOLERANCE):
-            raise AttentionError(f"vision features: the fused attention differs by up to {float(np.max(np.abs(a - b))):.3g}")
+            raise AttentionError("vision features: the fused attention differs by up to "
+                                 f"{float(np.max(np.abs(a - b))):.3g}")
         worst = max(worst, float(np.max(np.abs(a - b))))
     return worst
 

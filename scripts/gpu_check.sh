@@ -156,13 +156,16 @@ if want attn; then
     b=$kit/bundles/base-vitg-${c%%:*}; spec=${c#*:}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
     bs=${spec%%[!0-9]*}; rest=${spec#"$bs"}
+    [ -n "$bs" ] || { log "attn $c: no batch size"; continue; }
     flags=(--batch "$bs"); runs=(--runs 3 --warmup 1); [ "$bs" = 1 ] && flags=() && runs=(--runs 5 --warmup 2)
     envs=(); prof=false
     while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
       o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+      case $o$v in G|P) ;; [GP]*|[adm]) log "attn $c: flag $o$v?"; continue 2 ;; esac   # G, P bare; a, d, m numbered
       case $o in G) flags+=(--cuda-graph) ;; a) flags+=(--align-positions "$v") ;; d) flags+=(--max-draft "$v") ;;
         m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; P) prof=true ;; *) log "attn $c: flag $o?"; continue 2 ;; esac
     done
+    [ -z "$rest" ] || { log "attn $c: $rest?"; continue; }
     name=attn-${c/:/-}
     if $prof; then
       rm -rf "/tmp/prof-$name"; mkdir -p "/tmp/prof-$name"; runs=(--runs 1 --warmup 1 --ort-profile "/tmp/prof-$name/p")

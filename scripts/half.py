@@ -371,7 +371,8 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         # a Shape, whatever it reads, needs no cast of a whole cache into fp32)
         writes = set()
         if fp16_cache and role == "decoder_static":
-            writes = cache_writes(model.graph, ADDED_PREFIX) | {n.name for n in model.graph.node if n.op_type == "Shape"}
+            shapes = {n.name for n in model.graph.node if n.op_type == "Shape"}
+            writes = cache_writes(model.graph, ADDED_PREFIX) | shapes
         block += [n.name for n in model.graph.node if n.name not in block and (
             n.op_type in fp32_ops or (role == "decoder_static" and n.name.startswith(ADDED_PREFIX)
                                       and n.name not in writes))]
@@ -394,7 +395,8 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "fp16", HalfError)
     manifest["precision"] = "fp16"
     manifest["half"] = {
-        "tool": "scripts.half", "converter": CONVERTER, "io": "float32 (keep_io_types)" + (", but the decoder graphs' K/V float16" if fp16_cache else ""),
+        "tool": "scripts.half", "converter": CONVERTER,
+        "io": "float32 (keep_io_types)" + (", but the decoder graphs' K/V float16" if fp16_cache else ""),
         "graphs": graphs, "limit": limit, "fp32_ops": list(fp32_ops),
         "cache": "float16" if fp16_cache else "float32",
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
@@ -484,9 +486,9 @@ def main(argv=None) -> int:
                    help="op types kept fp32 in every converted graph, comma-separated ('' for none; default: "
                         "MultiHeadAttention, whose fp16 CUDA kernel measured ~9x slower)")
     p.add_argument("--fp16-cache", action="store_true",
-                   help="the decoder graphs' K/V inputs and outputs float16 too (with --roles all): no cast of "
-                        "the cache at every decoder call, half its memory; pair with fp16 attention "
-                        "(--fp32-ops '' or scripts.attention --decoder plain)")
+                   help="the decoder graphs' K/V inputs and outputs float16 too (the decoder converted: --roles "
+                        "decoder or all): no cast of the cache at every decoder call, half its memory; pair with "
+                        "fp16 attention (--fp32-ops '' or scripts.attention --decoder plain)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--compare", action="store_true",
                    help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")

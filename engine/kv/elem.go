@@ -51,7 +51,8 @@ func (e Elem) onnx() int64 {
 }
 
 // emptyTensor is a tensor of e with no elements (a zero-length past) over
-// Go memory; ORT wants a buffer for a float16 one, if of no bytes it reads.
+// Go memory; onnxruntime_go's NewCustomDataTensor refuses an empty buffer,
+// so a float16 one gets two bytes it never reads.
 func emptyTensor(shape *ort.Shape, e Elem, dims ...int64) (ortval.Pinned, error) {
 	if e == Float32 {
 		return ortval.NewTensor[float32](shape, nil, dims...)

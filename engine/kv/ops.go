@@ -340,7 +340,7 @@ const (
 	graphNode, graphName, graphInit        = 1, 2, 5
 	graphInput, graphOutput                = 11, 12
 	nodeInput, nodeOutput, nodeOp, nodeAtt = 1, 2, 4, 5
-	attName, attInt, attType               = 1, 3, 20
+	attName, attInt, attTensor, attType    = 1, 3, 5, 20
 	tensorDims, tensorType, tensorName     = 1, 2, 8
 	tensorRaw                              = 9
 	valueName, valueType                   = 1, 2
@@ -349,6 +349,7 @@ const (
 	onnxFloat, onnxInt64 = 1, 7
 	onnxFloat16          = 10
 	attributeInt         = 2
+	attributeTensor      = 4
 	irVersion, opset     = 8, 17
 )
 
@@ -399,6 +400,22 @@ func (p *graphProto) node(op string, ins []string, out string, ints map[string]i
 		att := varintField(strField(nil, attName, name), attInt, v)
 		n = bytesField(n, nodeAtt, varintField(att, attType, attributeInt))
 	}
+	n = strField(strField(n, nodeOutput, out), nodeOp, op)
+	p.g = bytesField(p.g, graphNode, n)
+}
+
+// nodeWithTensor adds op(ins) -> out with one tensor attribute: a
+// one-element tensor of elem over raw.
+func (p *graphProto) nodeWithTensor(op string, ins []string, out, name string, elem int64, raw []byte) {
+	var n []byte
+	for _, in := range ins {
+		n = strField(n, nodeInput, in)
+	}
+	t := varintField(nil, tensorDims, 1)
+	t = varintField(t, tensorType, elem)
+	t = bytesField(t, tensorRaw, raw)
+	att := bytesField(strField(nil, attName, name), attTensor, t)
+	n = bytesField(n, nodeAtt, varintField(att, attType, attributeTensor))
 	n = strField(strField(n, nodeOutput, out), nodeOp, op)
 	p.g = bytesField(p.g, graphNode, n)
 }
@@ -486,16 +503,15 @@ func mergeGraph(g int) []byte {
 	return p.model()
 }
 
-// zerosGraph encodes y = ConstantOfShape(shape): zeros of e (float32 ones
-// cast: allocating a buffer is not on any call's path).
+// zerosGraph encodes y = ConstantOfShape(shape): zeros of e (its value
+// attribute a one-element zero of e; none is float32).
 func zerosGraph(e Elem) []byte {
 	p := newGraphProto("zeros")
 	p.input("shape", onnxInt64)
 	if e == Float32 {
 		p.node("ConstantOfShape", []string{"shape"}, opsOut(0), nil)
 	} else {
-		p.node("ConstantOfShape", []string{"shape"}, "zeros32", nil)
-		p.node("Cast", []string{"zeros32"}, opsOut(0), map[string]int64{"to": e.onnx()})
+		p.nodeWithTensor("ConstantOfShape", []string{"shape"}, opsOut(0), "value", e.onnx(), make([]byte, e.Bytes()))
 	}
 	p.output(opsOut(0), e.onnx())
 	return p.model()

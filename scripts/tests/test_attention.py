@@ -81,7 +81,8 @@ def test_rewrite_matches_fused_and_numpy(cross):
     fused = _run(_mha_model(cross), feeds)
     model, n = pa.plain_attention(_mha_model(cross))
     assert n == 1 and not any(x.op_type == "MultiHeadAttention" for x in model.graph.node)
-    assert {x.op_type for x in model.graph.node} <= {"Reshape", "Transpose", "Concat", "MatMul", "Mul", "Add", "Softmax"}
+    plain_ops = {"Reshape", "Transpose", "Concat", "MatMul", "Mul", "Add", "Softmax"}
+    assert {x.op_type for x in model.graph.node} <= plain_ops
     plain = _run(model, feeds)
     for got, want, ref in zip(plain, fused, _reference(feeds, cross, 0.5)):
         assert got.shape == ref.shape
@@ -94,6 +95,7 @@ def test_rewrite_matches_fused_and_numpy(cross):
     ({"scale": None}, "no scale attribute"),
 ])
 def test_uncovered_nodes_refused(extra, why):
+    extra = dict(extra)  # the parameter is shared between runs
     scale = extra.pop("scale", 0.5)
     with pytest.raises(pa.AttentionError, match=why):
         pa.plain_attention(_mha_model(False, scale=scale, extra=extra))
@@ -166,6 +168,7 @@ def test_vision_pattern_refused():
     # a Softmax the rewrite does not know (here: no scale Mul before it) is an error, not a skip
     f = TensorProto.FLOAT
     g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
-                          [helper.make_tensor_value_info("x", f, [1, 2, 3, 3])], [helper.make_tensor_value_info("y", f, None)])
+                          [helper.make_tensor_value_info("x", f, [1, 2, 3, 3])],
+                          [helper.make_tensor_value_info("y", f, None)])
     with pytest.raises(pa.AttentionError, match="not the BLIP-2 attention pattern"):
         pa.fuse_vision_attention(helper.make_model(g), heads=2, hidden=4)
