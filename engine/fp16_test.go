@@ -41,6 +41,9 @@ func fp16Twins(t *testing.T, place placement, opts Options) (io32, io16 *Predict
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
+		if i == 1 && !opts.CUDAGraph && p.cachePlace != placeDevice {
+			t.Errorf("float16 cache on the cpu provider placed at %d, want the device path", p.cachePlace)
+		}
 		p.cachePlace = place
 		ps[i] = p
 	}
@@ -51,8 +54,8 @@ func fp16Twins(t *testing.T, place placement, opts Options) (io32, io16 *Predict
 // the values: the twins give the same outputs in batches of 1 and 3 (rows
 // leaving the batch: the gather graph in float16), on the device-resident
 // cache and the static one; on the host path's float32 buffers it is
-// refused, and a bundle left on the cpu provider's default keeps it where
-// ORT computes it.
+// refused, and on the cpu provider's default placement it stays where ORT
+// computes it (fp16Twins checks).
 func TestFP16Cache(t *testing.T) {
 	cases := loadGolden(t)[:12]
 	var reqs []predict.Request
@@ -83,27 +86,15 @@ func TestFP16Cache(t *testing.T) {
 			}
 		}
 	}
-	_, io16 := fp16Twins(t, placeDevice, Options{})
-	b, err := models.Load(filepath.Join(fp16Dir, "tiny-fp16cache"), models.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPredictor(b, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if p.cachePlace != placeDevice {
-		t.Errorf("float16 cache on the cpu provider placed at %d, want the device path", p.cachePlace)
-	}
-	io16.cachePlace = placeHost
+	_, io16 := fp16Twins(t, placeHost, Options{})
 	if _, err := io16.PredictBatch(context.Background(), reqs[:1]); err == nil || !strings.Contains(err.Error(), "cache in Go memory") {
 		t.Errorf("a float16 cache in the host path's buffers: %v", err)
 	}
 	// one cache type throughout
-	spec := b.Manifest.Files[models.RoleDecoderCross]
+	m := io16.bundle.Manifest
+	spec := m.Files[models.RoleDecoderCross]
 	spec.Outputs[0].DType = "float32"
-	if _, err := cacheElem(&b.Manifest); err == nil {
+	if _, err := cacheElem(&m); err == nil {
 		t.Error("a float32 cross K/V beside a float16 cache: no error")
 	}
 }

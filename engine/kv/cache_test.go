@@ -1,8 +1,11 @@
 package kv
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -288,27 +291,69 @@ func cpuOpsOf(t *testing.T, layers int, elem Elem) (*Ops, *ort.MemoryInfo) {
 	return ops, mem
 }
 
-// The trim and gather graphs cut positions and rows exactly, and leave their
-// outputs in ORT's memory.
+// half is the float16 bits of a small whole number (below 2048: exact).
+func half(n int) uint16 {
+	if n == 0 {
+		return 0
+	}
+	e := 0
+	for 1<<(e+1) <= n {
+		e++
+	}
+	return uint16(e+15)<<10 | uint16((n-1<<e)<<(10-e))
+}
+
+// encode is whole numbers as the bytes of e's tensors.
+func encode(e Elem, vs []int) []byte {
+	out := make([]byte, 0, int(e.Bytes())*len(vs))
+	for _, v := range vs {
+		if e == Float16 {
+			out = binary.LittleEndian.AppendUint16(out, half(v))
+		} else {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v)))
+		}
+	}
+	return out
+}
+
+// The trim and gather graphs cut positions and rows exactly, in either cache
+// type, and leave their outputs in ORT's memory; the zeros and the empty past
+// are of that type.
 func TestOps(t *testing.T) {
 	needORT(t)
+	if got := []uint16{half(1), half(2), half(3), half(1000)}; !slices.Equal(got, []uint16{0x3c00, 0x4000, 0x4200, 0x63d0}) {
+		t.Fatalf("half: %x", got)
+	}
+	for _, elem := range []Elem{Float32, Float16} {
+		t.Run(elem.String(), func(t *testing.T) { testOps(t, elem) })
+	}
+}
+
+func testOps(t *testing.T, elem Elem) {
 	const layers, b, h, T, d = 2, 3, 2, 5, 4
-	ops, mem := cpuOps(t, layers)
-	// x_i[r, hh, p, dd] = 1000*i + 100*r + 10*hh + p + dd/10
-	at := func(i, r, hh, p, dd int) float32 { return float32(1000*i+100*r+10*hh+p) + float32(dd)/10 }
+	ops, mem := cpuOpsOf(t, layers, elem)
+	if ops.Cache() != elem {
+		t.Fatalf("ops for %s", ops.Cache())
+	}
+	// x_i[r, hh, p, dd], whole numbers below 2048 (exact in float16)
+	at := func(i, r, hh, p, dd int) int { return 256*i + 64*r + 16*hh + 3*p + dd }
 	var xs []ort.Value
 	for i := 0; i < 4*layers; i++ {
-		v := make([]float32, b*h*T*d)
+		var v []int
 		for r := 0; r < b; r++ {
 			for hh := 0; hh < h; hh++ {
 				for p := 0; p < T; p++ {
 					for dd := 0; dd < d; dd++ {
-						v[((r*h+hh)*T+p)*d+dd] = at(i, r, hh, p, dd)
+						v = append(v, at(i, r, hh, p, dd))
 					}
 				}
 			}
 		}
-		x, err := ort.NewTensor(ort.NewShape(b, h, T, d), v)
+		dtype := ort.TensorElementDataType(ort.TensorElementDataTypeFloat)
+		if elem == Float16 {
+			dtype = ort.TensorElementDataTypeFloat16
+		}
+		x, err := ort.NewCustomDataTensor(ort.NewShape(b, h, T, d), encode(elem, v), dtype)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,21 +367,18 @@ func TestOps(t *testing.T) {
 			if y.Location() != "Cpu" || !slices.Equal(y.GetShape(), ort.Shape{int64(len(rows)), h, int64(n), d}) {
 				t.Fatalf("%s %d: %v in %s", what, i, y.GetShape(), y.Location())
 			}
-			raw, err := y.HostData()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(raw)/4)
-			for j, r := range rows {
+			var want []int
+			for _, r := range rows {
 				for hh := 0; hh < h; hh++ {
 					for p := 0; p < n; p++ {
 						for dd := 0; dd < d; dd++ {
-							if g := got[((j*h+hh)*n+p)*d+dd]; g != at(i, r, hh, p, dd) {
-								t.Fatalf("%s %d: [%d %d %d %d] = %v, want row %d's %v", what, i, j, hh, p, dd, g, r, at(i, r, hh, p, dd))
-							}
+							want = append(want, at(i, r, hh, p, dd))
 						}
 					}
 				}
+			}
+			if raw, err := y.HostData(); err != nil || !bytes.Equal(raw, encode(elem, want)) {
+				t.Fatalf("%s %d: not rows %v's first %d positions (%v)", what, i, rows, n, err)
 			}
 		}
 	}
@@ -361,95 +403,16 @@ func TestOps(t *testing.T) {
 	if _, err := ops.Trim(xs, 1, mem); err == nil {
 		t.Error("trim of the wrong number of tensors: no error")
 	}
-}
-
-// half is the float16 bits of a small whole number (below 2048: exact).
-func half(n int) uint16 {
-	if n == 0 {
-		return 0
-	}
-	e := 0
-	for 1<<(e+1) <= n {
-		e++
-	}
-	return uint16(e+15)<<10 | uint16((n-1<<e)<<(10-e))
-}
-
-// With a float16 cache the ops take and give float16: trim and gather cut
-// the same positions and rows, the zeros are float16 zeros, and an empty
-// past is a float16 tensor of no elements.
-func TestOpsFloat16(t *testing.T) {
-	needORT(t)
-	if got := []uint16{half(1), half(2), half(3), half(1000)}; !slices.Equal(got, []uint16{0x3c00, 0x4000, 0x4200, 0x63d0}) {
-		t.Fatalf("half: %x", got)
-	}
-	const layers, b, h, T, d = 1, 3, 2, 4, 2
-	ops, mem := cpuOpsOf(t, layers, Float16)
-	if ops.Cache() != Float16 {
-		t.Fatalf("ops for %s", ops.Cache())
-	}
-	at := func(i, r, hh, p, dd int) int { return 512*i + 64*r + 16*hh + 2*p + dd }
-	var xs []ort.Value
-	for i := 0; i < 4*layers; i++ {
-		raw := make([]byte, 2*b*h*T*d)
-		for r := 0; r < b; r++ {
-			for hh := 0; hh < h; hh++ {
-				for p := 0; p < T; p++ {
-					for dd := 0; dd < d; dd++ {
-						j := ((r*h+hh)*T+p)*d + dd
-						raw[2*j], raw[2*j+1] = byte(half(at(i, r, hh, p, dd))), byte(half(at(i, r, hh, p, dd))>>8)
-					}
-				}
-			}
-		}
-		x, err := ort.NewCustomDataTensor(ort.NewShape(b, h, T, d), raw, ort.TensorElementDataTypeFloat16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x.Destroy()
-		xs = append(xs, x)
-	}
-	check := func(what string, ys []*ort.OwnedValue, rows []int, n int) {
-		t.Helper()
-		defer ortval.DestroyAll(ys)
-		for i, y := range ys {
-			raw, err := y.HostData()
-			if err != nil || len(raw) != 2*len(rows)*h*n*d {
-				t.Fatalf("%s %d: %d bytes (%v)", what, i, len(raw), err)
-			}
-			for j, r := range rows {
-				for hh := 0; hh < h; hh++ {
-					for p := 0; p < n; p++ {
-						for dd := 0; dd < d; dd++ {
-							k := ((j*h+hh)*n+p)*d + dd
-							if g := uint16(raw[2*k]) | uint16(raw[2*k+1])<<8; g != half(at(i, r, hh, p, dd)) {
-								t.Fatalf("%s %d: [%d %d %d %d] = %#x, want %#x", what, i, j, hh, p, dd, g, half(at(i, r, hh, p, dd)))
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	ys, err := ops.Trim(xs[:2*layers], 3, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("trim", ys, []int{0, 1, 2}, 3)
-	if ys, err = ops.Gather(xs, []int64{0, 2}, mem); err != nil {
-		t.Fatal(err)
-	}
-	check("gather", ys, []int{0, 2}, T)
 	z, err := ops.CacheZeros([]int64{2, 3}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer z.Destroy()
-	if raw, err := z.HostData(); err != nil || len(raw) != 12 || slices.ContainsFunc(raw, func(c byte) bool { return c != 0 }) {
-		t.Errorf("float16 zeros: %v (%v)", raw, err)
+	if raw, err := z.HostData(); err != nil || !bytes.Equal(raw, encode(elem, make([]int, 6))) {
+		t.Errorf("zeros: %v (%v)", raw, err)
 	}
 	var shape ort.Shape
-	e, err := emptyTensor(&shape, Float16, b, h, 0, d)
+	e, err := emptyTensor(&shape, elem, b, h, 0, d)
 	if err != nil {
 		t.Fatal(err)
 	}
