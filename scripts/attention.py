@@ -44,7 +44,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-from .bundle_files import log, read_fp32_bundle, save_variant_manifest, write_variant
+from .bundle_files import checked_variant, log, read_fp32_bundle, save_variant_manifest, write_variant
 
 DECODER_GRAPHS = ("decoder", "decoder_static")
 # A rewritten graph against the original, both fp32 (ORT, CPU): the same products summed in
@@ -351,21 +351,25 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
                              "vision": vision or "plain", "nodes": rewritten}
     save_variant_manifest(out_dir, manifest, files)
     new = manifest["files"]
-    if vision:
-        log(f"bundle {out_dir}: fused vision features within {check_vision(out_dir, in_dir):.3g} of the plain ones")
-    if decoder:
-        worst = check_decoder(os.path.join(in_dir, files["decoder"]["path"]),
-                              os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
-        log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
-    if decoder and "decoder_static" in new:
-        from . import graph_check as gc
-        from .static_decoder import check_static
-        try:
-            worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                 os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"])
-        except gc.ExportCheckError as e:
-            raise AttentionError(f"plain static decoder against the plain decoder: {e}") from None
-        log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
+
+    def checks():
+        if vision:
+            log(f"bundle {out_dir}: fused vision features within {check_vision(out_dir, in_dir):.3g} of the plain ones")
+        if decoder:
+            worst = check_decoder(os.path.join(in_dir, files["decoder"]["path"]),
+                                  os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
+            log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
+        if decoder and "decoder_static" in new:
+            from . import graph_check as gc
+            from .static_decoder import check_static
+            try:
+                worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                     os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"])
+            except gc.ExportCheckError as e:
+                raise AttentionError(f"plain static decoder against the plain decoder: {e}") from None
+            log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
+
+    checked_variant(out_dir, checks, AttentionError)
     return manifest
 
 

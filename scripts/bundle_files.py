@@ -214,6 +214,17 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
     return {role: new_files[role] for role in files if role in new_files}
 
 
+def checked_variant(out_dir: str, checks, error=RuntimeError) -> None:
+    """Run checks() on a variant just written to out_dir (they read it through its manifest). If
+    they raise error, the manifest is removed first, so that no engine loads a bundle that failed
+    its checks, and the error says so."""
+    try:
+        checks()
+    except error as e:
+        os.remove(os.path.join(out_dir, "manifest.json"))
+        raise error(f"{e} ({out_dir}/manifest.json removed)") from None
+
+
 def save_variant_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:
     """Write a variant's manifest and log its size beside the fp32 bundle's."""
     save_manifest(out_dir, manifest)

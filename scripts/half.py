@@ -43,7 +43,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, shape_inference
 
-from .bundle_files import ROLE_GRAPHS, log, read_fp32_bundle, save_variant_manifest, write_variant
+from .bundle_files import ROLE_GRAPHS, checked_variant, log, read_fp32_bundle, save_variant_manifest, write_variant
 from .quantize import GOLDEN
 from .quantize import agreement as golden_agreement
 
@@ -402,19 +402,23 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
         "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
         "fp32_nodes": fp32_nodes}
     save_variant_manifest(out_dir, manifest, files)
-    check_finite(out_dir, steps, threads, screens_dir)
-    log(f"bundle {out_dir}: finite on the calibration inputs")
-    if "decoder_static" in graphs:
-        from . import graph_check as gc
-        from .static_decoder import check_static
-        new = manifest["files"]
-        try:
-            worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                 os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
-                                 tol=FP16_STATIC_TOLERANCE)
-        except gc.ExportCheckError as e:
-            raise HalfError(f"fp16 static decoder against the fp16 decoder: {e}") from None
-        log(f"bundle {out_dir}: fp16 static decoder within {worst:.3g} of the fp16 decoder's logits")
+
+    def checks():
+        check_finite(out_dir, steps, threads, screens_dir)
+        log(f"bundle {out_dir}: finite on the calibration inputs")
+        if "decoder_static" in graphs:
+            from . import graph_check as gc
+            from .static_decoder import check_static
+            new = manifest["files"]
+            try:
+                worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                     os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
+                                     tol=FP16_STATIC_TOLERANCE)
+            except gc.ExportCheckError as e:
+                raise HalfError(f"fp16 static decoder against the fp16 decoder: {e}") from None
+            log(f"bundle {out_dir}: fp16 static decoder within {worst:.3g} of the fp16 decoder's logits")
+
+    checked_variant(out_dir, checks, HalfError)
     return manifest
 
 

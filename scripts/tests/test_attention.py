@@ -172,3 +172,14 @@ def test_vision_pattern_refused():
                           [helper.make_tensor_value_info("y", f, None)])
     with pytest.raises(pa.AttentionError, match="not the BLIP-2 attention pattern"):
         pa.fuse_vision_attention(helper.make_model(g), heads=2, hidden=4)
+
+
+def test_failed_check_withdraws_the_manifest(tmp_path, monkeypatch):
+    # a variant that fails its checks is left without a manifest: no engine loads it
+    def differs(*args, **kw):
+        raise pa.AttentionError("logits: plain attention differs from the fused by up to 1")
+    monkeypatch.setattr(pa, "check_decoder", differs)
+    out = tmp_path / "bad"
+    with pytest.raises(pa.AttentionError, match="manifest.json removed"):
+        pa.attention_bundle(TINY, str(out), decoder="plain")
+    assert out.is_dir() and not (out / "manifest.json").exists()
