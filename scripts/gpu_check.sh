@@ -179,6 +179,23 @@ if want attn; then
       python3 -m scripts.ort_profile /tmp/prof-$name/*.json 2>&3 | tee -a "$out/summary.txt"
     fi
   done
+  # the cases side by side, one line each (medians, ms)
+  python3 - "$res"/attn-*.json <<'EOF' | tee -a "$out/summary.txt"
+import json, sys
+print(f"{'case':<22} {'screens/s':>9} {'ahead':>7} {'vision':>7} {'first':>7} {'cross':>7} {'call':>6} {'calls':>5} {'total':>8}")
+for p in sys.argv[1:]:
+    if p.endswith("-profile.json"):
+        continue
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        continue
+    st = lambda k: (d["stages"].get(k) or {}).get("median_ms") or 0
+    sps = lambda k: (d.get(k) or {}).get("median") or 0
+    print(f"{p.rsplit('/', 1)[-1][5:-5]:<22} {sps('screens_per_s'):>9.1f} {sps('ahead_screens_per_s'):>7.1f} "
+          f"{st('vision'):>7.1f} {st('first_step'):>7.1f} {st('cross'):>7.1f} {st('decode_step'):>6.2f} "
+          f"{d.get('decoder_calls') or 0:>5} {d['total_median_ms']:>8.1f}")
+EOF
   save
 fi
 
