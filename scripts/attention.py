@@ -198,27 +198,26 @@ def check_decoder(fused_path: str, plain_path: str, cfg: dict, seed: int = 5) ->
     return worst
 
 
-def _const_scalar(g: onnx.GraphProto, name: str, producer: dict) -> float | None:
-    """The value of name when it is a one-element constant (initializer or Constant node)."""
+def _const(g: onnx.GraphProto, name: str, producer: dict) -> np.ndarray | None:
+    """The value of name when it is a constant (an initializer or a Constant node), flat."""
     for t in g.initializer:
         if t.name == name:
-            v = numpy_helper.to_array(t)
-            return float(v.reshape(-1)[0]) if v.size == 1 else None
+            return numpy_helper.to_array(t).reshape(-1)
     n = producer.get(name)
-    if n is not None and n.op_type == "Constant":
-        v = numpy_helper.to_array(n.attribute[0].t) if n.attribute and n.attribute[0].name == "value" else None
-        return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
-    return None
+    if n is None or n.op_type != "Constant" or len(n.attribute) != 1:
+        return None
+    v = helper.get_attribute_value(n.attribute[0])  # value (a tensor), value_float, value_ints, ...
+    return np.asarray(numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v).reshape(-1)
+
+
+def _const_scalar(g: onnx.GraphProto, name: str, producer: dict) -> float | None:
+    v = _const(g, name, producer)
+    return float(v[0]) if v is not None and v.size == 1 else None
 
 
 def _const_ints(g: onnx.GraphProto, name: str, producer: dict) -> list | None:
-    for t in g.initializer:
-        if t.name == name:
-            return numpy_helper.to_array(t).reshape(-1).tolist()
-    n = producer.get(name)
-    if n is not None and n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
-        return numpy_helper.to_array(n.attribute[0].t).reshape(-1).tolist()
-    return None
+    v = _const(g, name, producer)
+    return None if v is None else v.tolist()
 
 
 def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tuple[onnx.ModelProto, int]:
