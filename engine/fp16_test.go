@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,13 +89,16 @@ func TestFP16Cache(t *testing.T) {
 		}
 	}
 	_, io16 := fp16Twins(t, placeHost, Options{})
-	if _, err := io16.PredictBatch(context.Background(), reqs[:1]); err == nil || !strings.Contains(err.Error(), "cache in Go memory") {
+	if _, err := io16.PredictBatch(context.Background(), reqs[:1]); err == nil || !strings.Contains(err.Error(), "whose buffers are float32") {
 		t.Errorf("a float16 cache in the host path's buffers: %v", err)
 	}
 	// one cache type throughout
 	m := io16.bundle.Manifest
+	m.Files = maps.Clone(m.Files)
 	spec := m.Files[models.RoleDecoderCross]
+	spec.Outputs = slices.Clone(spec.Outputs) // not the live bundle's
 	spec.Outputs[0].DType = "float32"
+	m.Files[models.RoleDecoderCross] = spec
 	if _, err := cacheElem(&m); err == nil {
 		t.Error("a float32 cross K/V beside a float16 cache: no error")
 	}

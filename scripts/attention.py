@@ -243,10 +243,12 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
         return next((helper.get_attribute_value(a) for a in n.attribute if a.name == name), None)
 
     split_sizes = "fused_attention/split_sizes"
-    replace = {}  # the final Reshape's name -> the nodes in its place
+    replace = {}  # the final Reshape's output -> the nodes in its place (names may repeat or be empty)
     count = 0
     for sm in [n for n in g.node if n.op_type == "Softmax"]:
         where = sm.name or sm.output[0]
+        if attr(sm, "axis") not in (-1, 3):
+            raise AttentionError(f"vision Softmax {where}: axis {attr(sm, 'axis')}, not the keys'")
         mul = prod(sm.input[0], "Mul")
         mm = mul and prod(mul.input[0], "MatMul")
         scale = mul and _const_scalar(g, mul.input[1], producer)
@@ -273,16 +275,18 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
         q, k, v = p + "q", p + "k", p + "v"
         if split_sizes not in {t.name for t in g.initializer}:
             g.initializer.append(numpy_helper.from_array(np.array([hidden] * 3, np.int64), split_sizes))
-        replace[out.name] = [
+        replace[out.output[0]] = [
             helper.make_node("Split", [qkv, split_sizes], [q, k, v], name=p + "Split", axis=-1),
             helper.make_node("MultiHeadAttention", [q, k, v], [out.output[0]], name=p + "MultiHeadAttention",
                              domain="com.microsoft", num_heads=heads, scale=float(scale))]
         count += 1
     if not count:
         return model, 0
+    if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0) < 13:
+        raise AttentionError("vision graph below opset 13: Split takes its sizes as an input from 13")
     nodes = []
     for n in g.node:
-        nodes.extend(replace.get(n.name, [n]) if n.op_type == "Reshape" else [n])
+        nodes.extend(replace.get(n.output[0], [n]) if n.op_type == "Reshape" else [n])
     del g.node[:]
     g.node.extend(nodes)
     _drop_dead(g)
@@ -292,7 +296,11 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
 
 
 def _drop_dead(g: onnx.GraphProto) -> None:
-    """Remove the nodes and initializers nothing reads any more (the graph's outputs are read)."""
+    """Remove the nodes and initializers nothing reads any more (the graph's outputs are read), and
+    the value types of what is gone. A graph with subgraphs (If, Loop, Scan), whose reads this does
+    not follow, is refused."""
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute):
+        raise AttentionError("vision graph with subgraphs: not covered by the rewrite")
     while True:
         read = {o.name for o in g.output} | {x for n in g.node for x in n.input}
         live = [n for n in g.node if any(o in read for o in n.output if o)]
@@ -300,10 +308,14 @@ def _drop_dead(g: onnx.GraphProto) -> None:
             break
         del g.node[:]
         g.node.extend(live)
-    read = {x for n in g.node for x in n.input}
+    read = {x for n in g.node for x in n.input} | {o.name for o in g.output} | {i.name for i in g.input}
     keep = [t for t in g.initializer if t.name in read]
     del g.initializer[:]
     g.initializer.extend(keep)
+    made = {o for n in g.node for o in n.output}
+    info = [v for v in g.value_info if v.name in made]
+    del g.value_info[:]
+    g.value_info.extend(info)
 
 
 def check_vision(variant_dir: str, ref_dir: str) -> float:

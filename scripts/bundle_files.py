@@ -216,13 +216,15 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
 
 def checked_variant(out_dir: str, checks, error=RuntimeError) -> None:
     """Run checks() on a variant just written to out_dir (they read it through its manifest). If
-    they raise error, the manifest is removed first, so that no engine loads a bundle that failed
-    its checks, and the error says so."""
+    they fail in any way (error, ORT refusing a graph, an interrupt), the manifest is removed
+    first, so that no engine loads a bundle that did not pass them; an error says so."""
     try:
         checks()
-    except error as e:
+    except BaseException as e:
         os.remove(os.path.join(out_dir, "manifest.json"))
-        raise error(f"{e} ({out_dir}/manifest.json removed)") from None
+        if isinstance(e, error):
+            raise error(f"{e} ({out_dir}/manifest.json removed)") from None
+        raise
 
 
 def save_variant_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:

@@ -152,7 +152,8 @@ if want attn; then
   # batch, flags G (--cuda-graph), aA (--align-positions A: ORT's memory-efficient kernel needs a query
   # length that is a multiple of 8 in fp16, 16 in fp32), dD (--max-draft D), mM (ORT's fp32 threshold for
   # that kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), P (its per-node profile too)
-  for c in ${ATTN_CASES:-fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16attn:64P fp16mha:64}; do
+  attn_cases="fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16attn:64P fp16mha:64"
+  for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}; spec=${c#*:}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
     bs=${spec%%[!0-9]*}; rest=${spec#"$bs"}
@@ -179,22 +180,22 @@ if want attn; then
       python3 -m scripts.ort_profile /tmp/prof-$name/*.json 2>&3 | tee -a "$out/summary.txt"
     fi
   done
-  # the cases side by side, one line each (medians, ms)
-  python3 - "$res"/attn-*.json <<'EOF' | tee -a "$out/summary.txt"
+  # the cases side by side in their order, one line each (medians, ms; a P case ran once, profiled)
+  python3 - "$res" ${ATTN_CASES:-$attn_cases} <<'EOF' | tee -a "$out/summary.txt"
 import json, sys
+res, cases = sys.argv[1], sys.argv[2:]
 print(f"{'case':<22} {'screens/s':>9} {'ahead':>7} {'vision':>7} {'first':>7} {'cross':>7} {'call':>6} {'calls':>5} {'total':>8}")
-for p in sys.argv[1:]:
-    if p.endswith("-profile.json"):
-        continue
+for c in cases:
+    name = c.replace(":", "-", 1)
     try:
-        d = json.load(open(p))
-    except (OSError, ValueError):
-        continue
-    st = lambda k: (d["stages"].get(k) or {}).get("median_ms") or 0
-    sps = lambda k: (d.get(k) or {}).get("median") or 0
-    print(f"{p.rsplit('/', 1)[-1][5:-5]:<22} {sps('screens_per_s'):>9.1f} {sps('ahead_screens_per_s'):>7.1f} "
-          f"{st('vision'):>7.1f} {st('first_step'):>7.1f} {st('cross'):>7.1f} {st('decode_step'):>6.2f} "
-          f"{d.get('decoder_calls') or 0:>5} {d['total_median_ms']:>8.1f}")
+        d = json.load(open(f"{res}/attn-{name}.json"))
+        st = lambda k: (d["stages"].get(k) or {}).get("median_ms") or 0
+        sps = lambda k: (d.get(k) or {}).get("median") or 0
+        print(f"{name + (' (profiled)' if c.endswith('P') else ''):<22} {sps('screens_per_s'):>9.1f} "
+              f"{sps('ahead_screens_per_s'):>7.1f} {st('vision'):>7.1f} {st('first_step'):>7.1f} {st('cross'):>7.1f} "
+              f"{st('decode_step'):>6.2f} {d.get('decoder_calls') or 0:>5} {d['total_median_ms']:>8.1f}")
+    except (OSError, ValueError, KeyError, TypeError):
+        print(f"{name:<22} no report")
 EOF
   save
 fi

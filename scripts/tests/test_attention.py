@@ -183,3 +183,28 @@ def test_failed_check_withdraws_the_manifest(tmp_path, monkeypatch):
     with pytest.raises(pa.AttentionError, match="manifest.json removed"):
         pa.attention_bundle(TINY, str(out), decoder="plain")
     assert out.is_dir() and not (out / "manifest.json").exists()
+
+
+def test_failed_run_withdraws_the_manifest(tmp_path, monkeypatch):
+    # ORT refusing a rewritten graph (its own exception, not the tool's) withdraws it too
+    def refused(*args, **kw):
+        raise RuntimeError("ORT: Load model failed")
+    monkeypatch.setattr(pa, "check_decoder", refused)
+    out = tmp_path / "bad"
+    with pytest.raises(RuntimeError, match="Load model failed"):
+        pa.attention_bundle(TINY, str(out), decoder="plain")
+    assert not (out / "manifest.json").exists()
+
+
+def test_vision_rewrite_of_unnamed_nodes():
+    # each attention keeps its own output when the traced nodes have no names
+    path = os.path.join(TINY, "vision_model.onnx")
+    model = onnx.load(path)
+    for n in model.graph.node:
+        n.name = ""
+    plain = onnx.load(path)
+    fused, count = pa.fuse_vision_attention(model, heads=4, hidden=64)
+    mha = [n for n in fused.graph.node if n.op_type == "MultiHeadAttention"]
+    assert count == 2 and len({n.output[0] for n in mha}) == 2
+    x = {"pixel_values": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+    np.testing.assert_allclose(_run(fused, x)[0], _run(plain, x)[0], atol=1e-5)
