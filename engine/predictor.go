@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"image"
-	"slices"
-	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -583,27 +581,13 @@ func (d Decoding) String() string {
 // and present of the decoders and every output of the cross graph, float32
 // or float16 (scripts.half --fp16-cache), the same throughout.
 func cacheElem(m *models.Manifest) (kv.Elem, error) {
-	var elem kv.Elem
-	first := ""
-	for _, role := range []models.Role{models.RoleDecoder, models.RoleDecoderCross, models.RoleDecoderStatic} {
-		spec, ok := m.Files[role]
-		if !ok {
-			continue
-		}
-		for _, t := range append(slices.Clone(spec.Inputs), spec.Outputs...) {
-			if !strings.HasPrefix(t.Name, "past_key_values.") && !strings.HasPrefix(t.Name, "present.") {
-				continue
-			}
-			e, ok := kv.ParseElem(t.DType)
-			switch {
-			case !ok:
-				return 0, fmt.Errorf("%s %s is %s: want a float32 or float16 cache", role, t.Name, t.DType)
-			case first == "":
-				elem, first = e, string(role)+" "+t.Name
-			case e != elem:
-				return 0, fmt.Errorf("%s %s is %s, %s %s: want one cache type", role, t.Name, e, first, elem)
-			}
-		}
+	dtype, err := m.CacheDType()
+	if err != nil {
+		return 0, err
 	}
-	return elem, nil
+	e, ok := kv.ParseElem(dtype)
+	if !ok {
+		return 0, fmt.Errorf("the decoder's K/V are %s: want a float32 or float16 cache", dtype)
+	}
+	return e, nil
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -75,10 +76,37 @@ func (m *Manifest) expectedDims(name string) []int64 {
 		return []int64{-1, -1, int64(c.VocabSize)}
 	case name == "last_hidden_state", name == "fused_hidden_states", name == "encoder_hidden_states":
 		return []int64{-1, -1, int64(c.DModel)}
-	case strings.HasPrefix(name, "past_key_values."), strings.HasPrefix(name, "present."):
+	case isCache(name):
 		return []int64{-1, int64(c.NumHeads), -1, int64(c.DKV)}
 	}
 	return nil
+}
+
+// isCache reports whether name is a decoder graph's K/V input or output
+// (optimum's past_key_values.* and present.*).
+func isCache(name string) bool {
+	return strings.HasPrefix(name, "past_key_values.") || strings.HasPrefix(name, "present.")
+}
+
+// CacheDType is the element type of the decoder graphs' K/V: float32, or
+// float16 where scripts.half --fp16-cache made it so. Every past and present
+// of the decoders and every output of the cross graph must have the same
+// one; a manifest without them says float32.
+func (m *Manifest) CacheDType() (string, error) {
+	dtype, first := "", ""
+	for _, role := range []Role{RoleDecoder, RoleDecoderCross, RoleDecoderStatic} {
+		spec := m.Files[role]
+		for _, t := range append(slices.Clone(spec.Inputs), spec.Outputs...) {
+			switch {
+			case !isCache(t.Name):
+			case first == "":
+				dtype, first = t.DType, string(role)+" "+t.Name
+			case t.DType != dtype:
+				return "", fmt.Errorf("%s %s is %s, %s %s: want one cache type", role, t.Name, t.DType, first, dtype)
+			}
+		}
+	}
+	return cmp.Or(dtype, "float32"), nil
 }
 
 // checkDims compares a spec's fixed dimensions with the expected sizes.

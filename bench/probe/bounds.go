@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/autoui/autoui/models"
@@ -103,12 +102,8 @@ func ShapesOf(b *models.Bundle) Shapes {
 		s.WeightBytes = 1
 	}
 	s.CacheBytes = 4
-	if f, ok := m.Files[models.RoleDecoder]; ok {
-		for _, t := range f.Inputs {
-			if strings.HasPrefix(t.Name, "past_key_values.") && t.DType == "float16" {
-				s.CacheBytes = 2
-			}
-		}
+	if dtype, err := m.CacheDType(); err == nil && dtype == "float16" { // a mixed one the engine refuses
+		s.CacheBytes = 2
 	}
 	if m.Precision == "fp16" {
 		graphs := halfGraphs(b.Dir)

@@ -3,6 +3,7 @@ package probe
 import (
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -253,7 +254,7 @@ func TestBoundHalf(t *testing.T) {
 	}
 }
 
-// ShapesOf reads the cache's element size from the decoder's past inputs.
+// ShapesOf reads the cache's element size from the manifest's decoder K/V.
 func TestShapesOfCacheBytes(t *testing.T) {
 	b, err := models.Load("../../models/testdata/tiny", models.LoadOptions{Verify: models.VerifySizes})
 	if err != nil {
@@ -262,10 +263,15 @@ func TestShapesOfCacheBytes(t *testing.T) {
 	if got := ShapesOf(b).CacheBytes; got != 4 {
 		t.Errorf("float32 cache: %v bytes", got)
 	}
-	spec := b.Manifest.Files[models.RoleDecoder]
-	for i := range spec.Inputs {
-		if spec.Inputs[i].DType == "float32" {
-			spec.Inputs[i].DType = "float16"
+	// as scripts.half --fp16-cache writes it: every K/V of the decoder graphs
+	for _, role := range []models.Role{models.RoleDecoder, models.RoleDecoderCross, models.RoleDecoderStatic} {
+		spec := b.Manifest.Files[role]
+		for _, ts := range [][]models.TensorSpec{spec.Inputs, spec.Outputs} {
+			for i := range ts {
+				if strings.HasPrefix(ts[i].Name, "past_key_values.") || strings.HasPrefix(ts[i].Name, "present.") {
+					ts[i].DType = "float16"
+				}
+			}
 		}
 	}
 	if got := ShapesOf(b).CacheBytes; got != 2 {
