@@ -37,9 +37,9 @@ import (
 // And merge puts a batch's states back together when its prompts were
 // encoded in groups of similar length (Merge).
 type Ops struct {
-	trim, gather, zerosSess, padSess *ort.DynamicAdvancedSession
-	cacheZeros                       *ort.DynamicAdvancedSession // zeros of the cache's type (zerosSess for float32)
-	cache                            Elem
+	trim, gather, padSess *ort.DynamicAdvancedSession
+	zerosOf               [2]*ort.DynamicAdvancedSession // by Elem: float32's always, the cache's
+	cache                 Elem
 	// merges[g-1] merges g parts
 	merges [MergeParts]*ort.DynamicAdvancedSession
 	// copies[float][n-1] copies n tensors of int64 (float false) or float32
@@ -81,13 +81,11 @@ func NewOps(layers int, cache Elem, so *ort.SessionOptions) (*Ops, error) {
 			}
 		}
 	}
-	if o.zerosSess, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(Float32), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
-		o.Close()
-		return nil, fmt.Errorf("zeros graph: %w", err)
-	}
-	o.cacheZeros = o.zerosSess
-	if cache != Float32 {
-		if o.cacheZeros, err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(cache), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
+	for _, e := range []Elem{Float32, cache} {
+		if o.zerosOf[e] != nil {
+			continue
+		}
+		if o.zerosOf[e], err = ort.NewDynamicAdvancedSessionWithONNXData(zerosGraph(e), []string{"shape"}, []string{opsOut(0)}, so); err != nil {
 			o.Close()
 			return nil, fmt.Errorf("zeros graph: %w", err)
 		}
@@ -117,10 +115,7 @@ func openOps(model []byte, lead []string, n int, so *ort.SessionOptions) (*ort.D
 
 // Close releases the sessions.
 func (o *Ops) Close() {
-	if o.cacheZeros == o.zerosSess {
-		o.cacheZeros = nil
-	}
-	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosSess, &o.cacheZeros, &o.padSess}
+	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosOf[Float32], &o.zerosOf[Float16], &o.padSess}
 	for g := range o.merges {
 		sessions = append(sessions, &o.merges[g])
 	}
@@ -230,12 +225,12 @@ func (o *Ops) Cache() Elem { return o.cache }
 
 // Zeros returns a float32 tensor of zeros of the given dims in mem.
 func (o *Ops) Zeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
-	return o.zeros(o.zerosSess, dims, mem)
+	return o.zeros(o.zerosOf[Float32], dims, mem)
 }
 
 // CacheZeros returns a tensor of zeros of the cache's type (Cache) in mem.
 func (o *Ops) CacheZeros(dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
-	return o.zeros(o.cacheZeros, dims, mem)
+	return o.zeros(o.zerosOf[o.cache], dims, mem)
 }
 
 func (o *Ops) zeros(sess *ort.DynamicAdvancedSession, dims []int64, mem *ort.MemoryInfo) (*ort.OwnedValue, error) {
@@ -392,32 +387,32 @@ func (p *graphProto) int64Init(name string, v int64) {
 
 // node adds op(ins) -> out, with int attributes.
 func (p *graphProto) node(op string, ins []string, out string, ints map[string]int64) {
+	var atts [][]byte
+	for name, v := range ints {
+		atts = append(atts, varintField(varintField(strField(nil, attName, name), attInt, v), attType, attributeInt))
+	}
+	p.nodeAtts(op, ins, out, atts...)
+}
+
+// nodeAtts adds op(ins) -> out with attributes already encoded.
+func (p *graphProto) nodeAtts(op string, ins []string, out string, atts ...[]byte) {
 	var n []byte
 	for _, in := range ins {
 		n = strField(n, nodeInput, in)
 	}
-	for name, v := range ints {
-		att := varintField(strField(nil, attName, name), attInt, v)
-		n = bytesField(n, nodeAtt, varintField(att, attType, attributeInt))
+	for _, att := range atts {
+		n = bytesField(n, nodeAtt, att)
 	}
 	n = strField(strField(n, nodeOutput, out), nodeOp, op)
 	p.g = bytesField(p.g, graphNode, n)
 }
 
-// nodeWithTensor adds op(ins) -> out with one tensor attribute: a
-// one-element tensor of elem over raw.
-func (p *graphProto) nodeWithTensor(op string, ins []string, out, name string, elem int64, raw []byte) {
-	var n []byte
-	for _, in := range ins {
-		n = strField(n, nodeInput, in)
-	}
+// tensorAttr encodes an attribute holding a one-element tensor of elem over raw.
+func tensorAttr(name string, elem int64, raw []byte) []byte {
 	t := varintField(nil, tensorDims, 1)
 	t = varintField(t, tensorType, elem)
 	t = bytesField(t, tensorRaw, raw)
-	att := bytesField(strField(nil, attName, name), attTensor, t)
-	n = bytesField(n, nodeAtt, varintField(att, attType, attributeTensor))
-	n = strField(strField(n, nodeOutput, out), nodeOp, op)
-	p.g = bytesField(p.g, graphNode, n)
+	return varintField(bytesField(strField(nil, attName, name), attTensor, t), attType, attributeTensor)
 }
 
 func (p *graphProto) model() []byte {
@@ -503,16 +498,12 @@ func mergeGraph(g int) []byte {
 	return p.model()
 }
 
-// zerosGraph encodes y = ConstantOfShape(shape): zeros of e (its value
-// attribute a one-element zero of e; none is float32).
+// zerosGraph encodes y = ConstantOfShape(shape) with a zero of e as its
+// value: zeros of e.
 func zerosGraph(e Elem) []byte {
 	p := newGraphProto("zeros")
 	p.input("shape", onnxInt64)
-	if e == Float32 {
-		p.node("ConstantOfShape", []string{"shape"}, opsOut(0), nil)
-	} else {
-		p.nodeWithTensor("ConstantOfShape", []string{"shape"}, opsOut(0), "value", e.onnx(), make([]byte, e.Bytes()))
-	}
+	p.nodeAtts("ConstantOfShape", []string{"shape"}, opsOut(0), tensorAttr("value", e.onnx(), make([]byte, e.Bytes())))
 	p.output(opsOut(0), e.onnx())
 	return p.model()
 }
