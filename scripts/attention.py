@@ -178,12 +178,9 @@ def _with_past_feeds(sess, cfg: dict, rng) -> dict:
 def check_decoder(fused_path: str, plain_path: str, cfg: dict, seed: int = 5) -> float:
     """The plain with-past decoder's outputs against the fused one's on random inputs (ORT,
     CPU); returns the worst |diff| over the float outputs, raises AttentionError past
-    DECODER_TOLERANCE or when an argmax differs but for a near tie."""
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    a = ort.InferenceSession(fused_path, so, providers=["CPUExecutionProvider"])
-    b = ort.InferenceSession(plain_path, so, providers=["CPUExecutionProvider"])
+    DECODER_TOLERANCE or when an integer output (the argmax ids) differs at all."""
+    from . import graph_check as gc
+    a, b = gc.session(fused_path), gc.session(plain_path)
     feeds = _with_past_feeds(a, cfg, np.random.default_rng(seed))
     names = [o.name for o in a.get_outputs()]
     worst = 0.0
@@ -191,7 +188,7 @@ def check_decoder(fused_path: str, plain_path: str, cfg: dict, seed: int = 5) ->
         if x.dtype.kind == "f":
             if not np.allclose(x, y, **DECODER_TOLERANCE):
                 raise AttentionError(f"{name}: plain attention differs from the fused by up to "
-                                          f"{float(np.max(np.abs(x - y))):.3g}")
+                                     f"{float(np.max(np.abs(x - y))):.3g}")
             worst = max(worst, float(np.max(np.abs(x - y))))
         elif not np.array_equal(x, y):
             raise AttentionError(f"{name}: plain attention gives other ids than the fused")
