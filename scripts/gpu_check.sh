@@ -23,7 +23,7 @@
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
 #   STEPS="env tests graph action batch step" bash .gpu/unpack.sh bash scripts/gpu_check.sh
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
-# as "64 64v320 64g1 32c2 64d24", FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
+# as "64 64v320 64g1 32c2 64d24" (case_flags), FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph, fp16attn, fp16mha-a8), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
@@ -119,6 +119,26 @@ test_split() {
   echo /tmp/simdata/test
 }
 
+# case_flags SPEC [LABEL]: a case's batch size N and flags, N[flags], into bs, flags (autoui bench's, --batch
+# left to the caller), envs and prof; flags vV (--verify-positions), gG (--prompt-groups), cC
+# (--concurrent-batches), dD (--max-draft), aA (--align-positions), mM (ORT's fp32 threshold for its
+# memory-efficient attention kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), G
+# (--cuda-graph), P (ORT's per-node profile too). A malformed SPEC is logged (as LABEL) and refused.
+case_flags() {
+  local rest o v label=${2:-$1}
+  bs=${1%%[!0-9]*}; rest=${1#"$bs"}; flags=(); envs=(); prof=false
+  [ -n "$bs" ] || { log "$label: no batch size"; return 1; }
+  while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
+    o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+    case $o$v in G|P) ;; [GP]*|[vgcdam]) log "$label: flag $o$v?"; return 1 ;; esac   # G, P bare; the rest numbered
+    case $o in v) flags+=(--verify-positions "$v") ;; g) flags+=(--prompt-groups "$v") ;;
+      c) flags+=(--concurrent-batches "$v") ;; d) flags+=(--max-draft "$v") ;; a) flags+=(--align-positions "$v") ;;
+      m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; G) flags+=(--cuda-graph) ;; P) prof=true ;;
+      *) log "$label: flag $o?"; return 1 ;; esac
+  done
+  [ -z "$rest" ] || { log "$label: $rest?"; return 1; }
+}
+
 if want env; then
   log "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader)"
   log "bundles: $(ls "$kit/bundles" /tmp/bundles 2>/dev/null | tr '\n' ' ')"
@@ -149,24 +169,14 @@ if want attn; then
   # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp16all: fused
   # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16attn: the
   # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache), N the
-  # batch, flags G (--cuda-graph), aA (--align-positions A: ORT's memory-efficient kernel needs a query
-  # length that is a multiple of 8 in fp16, 16 in fp32), dD (--max-draft D), mM (ORT's fp32 threshold for
-  # that kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), P (its per-node profile too)
+  # batch, flags as case_flags reads them (aA: ORT's memory-efficient kernel needs a query length that is a
+  # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys)
   attn_cases="fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
-    b=$kit/bundles/base-vitg-${c%%:*}; spec=${c#*:}
+    b=$kit/bundles/base-vitg-${c%%:*}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
-    bs=${spec%%[!0-9]*}; rest=${spec#"$bs"}
-    [ -n "$bs" ] || { log "attn $c: no batch size"; continue; }
-    flags=(--batch "$bs"); runs=(--runs 3 --warmup 1); [ "$bs" = 1 ] && flags=() && runs=(--runs 5 --warmup 2)
-    envs=(); prof=false
-    while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
-      o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
-      case $o$v in G|P) ;; [GP]*|[adm]) log "attn $c: flag $o$v?"; continue 2 ;; esac   # G, P bare; a, d, m numbered
-      case $o in G) flags+=(--cuda-graph) ;; a) flags+=(--align-positions "$v") ;; d) flags+=(--max-draft "$v") ;;
-        m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; P) prof=true ;; *) log "attn $c: flag $o?"; continue 2 ;; esac
-    done
-    [ -z "$rest" ] || { log "attn $c: $rest?"; continue; }
+    case_flags "${c#*:}" "attn $c" || continue
+    if [ "$bs" = 1 ]; then runs=(--runs 5 --warmup 2); else runs=(--runs 3 --warmup 1); flags+=(--batch "$bs"); fi
     name=attn-${c/:/-}
     if $prof; then
       rm -rf "/tmp/prof-$name"; mkdir -p "/tmp/prof-$name"; runs=(--runs 1 --warmup 1 --ort-profile "/tmp/prof-$name/p")
@@ -268,8 +278,8 @@ if want action; then
 fi
 
 if want batch; then
-  # screens/s per batch size (batch 1 is the action step's; a case NvM verifies M positions a call,
-  # NgG encodes prompts in at most G groups, NcC runs C batches at once, NdD drafts up to D tokens a row):
+  # screens/s per batch size (batch 1 is the action step's; a case is N[flags] as case_flags reads them,
+  # e.g. 32v13: verify 13 positions a call, 64g1: one prompt group, 32c2: two batches at once, 64d24):
   # the cuda default batch is the smallest
   # within 10% of the best. At 32, also the CPU's verify width (one call's worth of drafts per batch,
   # --verify-positions 13) against cuda's default (every row drafts in full); at 64, every prompt
@@ -283,12 +293,10 @@ if want batch; then
     [ "$b" = "$b16" ] && cases=$batches
     [ "$b" = "$b16all" ] && cases=${FP16_BATCH_CASES:-32}
     for k in $cases; do
-      bs=${k%%[vgcd]*}
-      flags=(--batch "$bs")
-      case "$k" in *v*) flags+=(--verify-positions "${k#*v}") ;; *g1) flags+=(--prompt-groups 1) ;; *c2) flags+=(--concurrent-batches 2) ;;
-        *d*) flags+=(--max-draft "${k#*d}") ;; esac
+      case_flags "$k" "batch $n $k" || continue
+      flags+=(--batch "$bs")
       fits $((15 + bs / 2)) "batch $n $k" || break 2
-      run timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
+      run env "${envs[@]}" timeout 150 autoui bench --provider "$prov" --model "$b" --no-verify --replay typical "${flags[@]}" \
         --runs 3 --warmup 1 --probe=false --json > "$res/batch-$n-b$k.json"
       log "$(bench_line "$res/batch-$n-b$k.json")"
     done
