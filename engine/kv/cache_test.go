@@ -316,6 +316,61 @@ func encode(e Elem, vs []int) []byte {
 	return out
 }
 
+// testScatter writes rows 0 and 1 of xs[2*layers+i] over rows 2 and 0 of
+// xs[i] in place: those rows change, row 1 and the addresses do not.
+func testScatter(t *testing.T, ops *Ops, elem Elem, xs []ort.Value, at func(i, r, hh, p, dd int) int, layers, b, h, T, d int) {
+	t.Helper()
+	rowsOf := func(i int, rows []int) []int {
+		var v []int
+		for _, r := range rows {
+			for hh := 0; hh < h; hh++ {
+				for p := 0; p < T; p++ {
+					for dd := 0; dd < d; dd++ {
+						v = append(v, at(i, r, hh, p, dd))
+					}
+				}
+			}
+		}
+		return v
+	}
+	dtype := ort.TensorElementDataType(ort.TensorElementDataTypeFloat)
+	if elem == Float16 {
+		dtype = ort.TensorElementDataTypeFloat16
+	}
+	var dst, src []ort.Value
+	var raws [][]byte
+	for i := 0; i < 2*layers; i++ {
+		raw := encode(elem, rowsOf(i, []int{0, 1, 2}))
+		x, err := ort.NewCustomDataTensor(ort.NewShape(int64(b), int64(h), int64(T), int64(d)), raw, dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Destroy()
+		u, err := ort.NewCustomDataTensor(ort.NewShape(2, int64(h), int64(T), int64(d)), encode(elem, rowsOf(2*layers+i, []int{0, 1})), dtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer u.Destroy()
+		dst, src, raws = append(dst, x), append(src, u), append(raws, raw)
+	}
+	if err := ops.ScatterRows(dst, []int64{2, 0}, src); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dst {
+		// the data of row 0 is now u's row 1, of row 2 u's row 0
+		want := append(append(rowsOf(2*layers+i, []int{1}), rowsOf(i, []int{1})...), rowsOf(2*layers+i, []int{0})...)
+		if !bytes.Equal(raws[i], encode(elem, want)) {
+			t.Fatalf("scatter %d: rows not written in place", i)
+		}
+	}
+	if err := ops.ScatterRows(dst, []int64{0, 3}, src); err == nil {
+		t.Error("scatter past the last row: no error")
+	}
+	if err := ops.ScatterRows(dst, []int64{0}, src); err == nil {
+		t.Error("scatter of 2 rows at 1: no error")
+	}
+}
+
 // The trim and gather graphs cut positions and rows exactly, in either cache
 // type, and leave their outputs in ORT's memory; the zeros and the empty past
 // are of that type.
@@ -403,6 +458,7 @@ func testOps(t *testing.T, elem Elem) {
 	if _, err := ops.Trim(xs, 1, mem); err == nil {
 		t.Error("trim of the wrong number of tensors: no error")
 	}
+	testScatter(t, ops, elem, xs, at, layers, b, h, T, d)
 	z, err := ops.CacheZeros([]int64{2, 3}, mem)
 	if err != nil {
 		t.Fatal(err)

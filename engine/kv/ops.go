@@ -35,11 +35,13 @@ import (
 // batches of a few sizes share them.
 //
 // And merge puts a batch's states back together when its prompts were
-// encoded in groups of similar length (Merge).
+// encoded in groups of similar length (Merge); scatter writes some rows of
+// the static cache's cross K/V in place, for requests that join a running
+// decode (ScatterRows).
 type Ops struct {
-	trim, gather, padSess *ort.DynamicAdvancedSession
-	zerosOf               [2]*ort.DynamicAdvancedSession // by Elem: float32's always, the cache's
-	cache                 Elem
+	trim, gather, padSess, scatter *ort.DynamicAdvancedSession
+	zerosOf                        [2]*ort.DynamicAdvancedSession // by Elem: float32's always, the cache's
+	cache                          Elem
 	// merges[g-1] merges g parts
 	merges [MergeParts]*ort.DynamicAdvancedSession
 	// copies[float][n-1] copies n tensors of int64 (float false) or float32
@@ -72,6 +74,10 @@ func NewOps(layers int, cache Elem, so *ort.SessionOptions) (*Ops, error) {
 	if o.gather, err = openOps(opsGraph("gather", 2*o.tensors, opsRows, "Gather", cache.onnx()), []string{opsRows}, 2*o.tensors, so); err != nil {
 		o.Close()
 		return nil, fmt.Errorf("cache gather graph: %w", err)
+	}
+	if o.scatter, err = openScatter(o.tensors, cache, so); err != nil {
+		o.Close()
+		return nil, fmt.Errorf("cache scatter graph: %w", err)
 	}
 	for f, elem := range []int64{onnxInt64, onnxFloat} {
 		for n := 1; n <= transferTensors; n++ {
@@ -115,7 +121,7 @@ func openOps(model []byte, lead []string, n int, so *ort.SessionOptions) (*ort.D
 
 // Close releases the sessions.
 func (o *Ops) Close() {
-	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.zerosOf[Float32], &o.zerosOf[Float16], &o.padSess}
+	sessions := []**ort.DynamicAdvancedSession{&o.trim, &o.gather, &o.scatter, &o.zerosOf[Float32], &o.zerosOf[Float16], &o.padSess}
 	for g := range o.merges {
 		sessions = append(sessions, &o.merges[g])
 	}
@@ -161,6 +167,66 @@ func (o *Ops) Gather(kv []ort.Value, rows []int64, mem *ort.MemoryInfo) ([]*ort.
 		return nil, fmt.Errorf("gather %d tensors, the graph takes %d (programmer error)", len(kv), 2*o.tensors)
 	}
 	return o.run(o.gather, opsRows, rows, kv, mem)
+}
+
+// ScatterRows writes src[i]'s rows into dst[i] at the given batch rows, in
+// place: row rows[j] of each dst becomes row j of its src (the same shape
+// but for the rows). It takes the cross K/V, 2 x layers tensors of the
+// cache's type. ORT's ScatterND skips its copy of the input when the output
+// is the same buffer, as its own in-place planning does; binding dst as
+// both is what keeps the static cache's addresses fixed.
+func (o *Ops) ScatterRows(dst []ort.Value, rows []int64, src []ort.Value) error {
+	if len(dst) != o.tensors || len(src) != o.tensors {
+		return fmt.Errorf("scatter %d tensors into %d, the graph takes %d (programmer error)", len(src), len(dst), o.tensors)
+	}
+	for i := range dst {
+		d, s := dst[i].GetShape(), src[i].GetShape()
+		if len(d) == 0 || len(d) != len(s) || !slices.Equal(d[1:], s[1:]) || s[0] != int64(len(rows)) {
+			return fmt.Errorf("scatter %v into %v at %d rows (programmer error)", s, d, len(rows))
+		}
+	}
+	for _, r := range rows {
+		if r < 0 || r >= dst[0].GetShape()[0] {
+			return fmt.Errorf("scatter into row %d of %d (programmer error)", r, dst[0].GetShape()[0])
+		}
+	}
+	rowsT, err := ort.NewTensor(ort.NewShape(int64(len(rows))), rows)
+	if err != nil {
+		return err
+	}
+	defer rowsT.Destroy()
+	b, err := o.scatter.CreateIoBinding()
+	if err != nil {
+		return fmt.Errorf("scatter binding: %w", err)
+	}
+	defer b.Destroy()
+	if err := b.BindInput(opsRows, rowsT); err != nil {
+		return fmt.Errorf("scatter binding: %w", err)
+	}
+	for i := range dst {
+		if err := b.BindInput(opsIn(i), dst[i]); err != nil {
+			return fmt.Errorf("scatter binding: %w", err)
+		}
+		if err := b.BindInput(scatterUpdate(i), src[i]); err != nil {
+			return fmt.Errorf("scatter binding: %w", err)
+		}
+		if err := b.BindOutput(opsOut(i), dst[i]); err != nil {
+			return fmt.Errorf("scatter binding: %w", err)
+		}
+	}
+	return o.scatter.RunWithBinding(b)
+}
+
+func scatterUpdate(i int) string { return "u" + strconv.Itoa(i) }
+
+// openScatter opens the scatter graph of n tensors of type e.
+func openScatter(n int, e Elem, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
+	ins, outs := []string{opsRows}, make([]string, n)
+	for i := range outs {
+		ins = append(ins, opsIn(i), scatterUpdate(i))
+		outs[i] = opsOut(i)
+	}
+	return ort.NewDynamicAdvancedSessionWithONNXData(scatterGraph(n, e.onnx()), ins, outs, so)
 }
 
 // Transfer is a copy that runs again and again between the same tensors
@@ -438,6 +504,22 @@ func opsGraph(name string, n int, arg, op string, elem int64) []byte {
 			p.node(op, []string{opsIn(i), arg}, opsOut(i), map[string]int64{"axis": 0})
 		}
 		p.input(opsIn(i), elem)
+		p.output(opsOut(i), elem)
+	}
+	return p.model()
+}
+
+// scatterGraph encodes y_i = ScatterND(x_i, Unsqueeze(rows, 1), u_i) for n
+// tensors of element type elem: rows of u_i written over x_i's at rows.
+func scatterGraph(n int, elem int64) []byte {
+	p := newGraphProto("scatter")
+	p.input(opsRows, onnxInt64)
+	p.int64Init("one", 1)
+	p.node("Unsqueeze", []string{opsRows, "one"}, "at", nil)
+	for i := 0; i < n; i++ {
+		p.node("ScatterND", []string{opsIn(i), "at", scatterUpdate(i)}, opsOut(i), nil)
+		p.input(opsIn(i), elem)
+		p.input(scatterUpdate(i), elem)
 		p.output(opsOut(i), elem)
 	}
 	return p.model()

@@ -255,6 +255,49 @@ func (s *Static) Start(states ort.Value, mask []int64) error {
 	return nil
 }
 
+// Join starts requests on some rows while the other rows go on decoding
+// (continuous batching): the cross graph runs on their states [len(rows),
+// Enc, DModel] alone, its K/V are written over those rows' in the cross
+// buffers (Ops.ScatterRows: the addresses stay, so a captured call still
+// reads them), and their mask rows [len(rows), Enc] are copied up. As for
+// Start, the rows' self-attention cache needs no reset.
+func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
+	n := int64(len(rows))
+	if sh := states.GetShape(); n == 0 || len(sh) != 3 || sh[0] != n || sh[1] != s.d.enc || sh[2] != s.d.model || int64(len(mask)) != n*s.d.enc {
+		return fmt.Errorf("static cache: join %d rows with states %v and %d mask values, enc %d (programmer error)", n, sh, len(mask), s.d.enc)
+	}
+	at := make([]int64, n)
+	for j, r := range rows {
+		if r < 0 || int64(r) >= s.d.b {
+			return fmt.Errorf("static cache: join row %d of %d (programmer error)", r, s.d.b)
+		}
+		at[j] = int64(r)
+	}
+	var names []string
+	for _, kv := range s.names.CrossKV {
+		names = append(names, kv[0], kv[1])
+	}
+	kv, err := ortval.RunOnDevice(s.cross, []string{s.names.CrossStates}, []ort.Value{states}, names, s.mem)
+	if err != nil {
+		return fmt.Errorf("static cache: cross projection: %w", err)
+	}
+	defer ortval.DestroyAll(kv)
+	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, ortval.Values(kv)); err != nil {
+		return fmt.Errorf("static cache: cross projection: %w", err)
+	}
+	E := s.d.enc
+	for j, r := range at {
+		copy(s.maskHost[r*E:(r+1)*E], mask[int64(j)*E:int64(j+1)*E])
+	}
+	if err := s.maskUp.Run(); err != nil {
+		return fmt.Errorf("static cache: encoder mask: %w", err)
+	}
+	return nil
+}
+
+// Rows is the buffers' batch rows.
+func (s *Static) Rows() int { return int(s.d.b) }
+
 // Step runs one decoder call on IDs at Pos and brings back Best, and Logits
 // when asked for.
 func (s *Static) Step(logits bool) error {
