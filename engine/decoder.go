@@ -127,29 +127,8 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 			if calls == 0 {
 				s.tm.Cross = project
 			}
-			// row pending-1 predicts the token after the last known one;
-			// each accepted draft moves one row on
 			pending := len(s.tokens) - past
-			d := drafts[i]
-			accepted := 0
-			for j := 0; j <= len(d); j++ {
-				at := i*k + pending - 1 + j
-				var tok int64
-				if out.logits != nil {
-					tok = s.choose.Choose(out.logits[at*V:(at+1)*V], s.out())
-				} else {
-					tok = s.choose.(sample.ArgmaxChooser).ChooseArgmax(out.ids[at], s.out())
-				}
-				s.tokens = append(s.tokens, tok)
-				if tok == eos || len(s.out()) >= s.limit {
-					s.done = true
-					break
-				}
-				if j == len(d) || tok != d[j] {
-					break
-				}
-				accepted++
-			}
+			accepted := s.accept(drafts[i], i*k+pending-1, out, V, eos)
 			if !s.done && (keep < 0 || pending+accepted < keep) {
 				keep = pending + accepted
 			}
@@ -160,6 +139,34 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 			}
 		}
 	}
+}
+
+// accept appends the tokens s's chooser takes from a call's outputs, from
+// position at (the one after s's last known token) on: the choice there,
+// then one more for each of its drafts d that the choices confirm (a draft
+// is kept only while it equals the choice at its position, and the first
+// disagreeing position yields the choice). It marks s done at its end of
+// sequence or limit, and returns how many drafts were accepted.
+func (s *sequence) accept(d []int64, at int, out stepOut, vocab int, eos int64) int {
+	accepted := 0
+	for j := 0; j <= len(d); j++ {
+		var tok int64
+		if out.logits != nil {
+			tok = s.choose.Choose(out.logits[(at+j)*vocab:(at+j+1)*vocab], s.out())
+		} else {
+			tok = s.choose.(sample.ArgmaxChooser).ChooseArgmax(out.ids[at+j], s.out())
+		}
+		s.tokens = append(s.tokens, tok)
+		if tok == eos || len(s.out()) >= s.limit {
+			s.done = true
+			break
+		}
+		if j == len(d) || tok != d[j] {
+			break
+		}
+		accepted++
+	}
+	return accepted
 }
 
 // alignUp is n rounded up to a multiple of align (>= 1).

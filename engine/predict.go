@@ -104,6 +104,32 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr)
+	if err != nil {
+		return nil, err
+	}
+	defer fused.release()
+
+	for i, s := range seqs {
+		if s.draft != nil {
+			s.draft = p.drafts.WithPrompt(res[i].SourceIDs)
+		}
+	}
+	if err := p.decode(ctx, seqs, fused, mask); err != nil {
+		return nil, batchErr(err)
+	}
+	for i, r := range res {
+		r.TokenIDs = append(make([]int64, 0, len(seqs[i].out())), seqs[i].out()...)
+		p.parse(r, start)
+	}
+	return res, nil
+}
+
+// prefill runs a batch's screens and prompts up to the fused states [B, n,
+// d] the decoder cross-attends, and their mask [B, n]; its errors are
+// wrapped by itemErr and batchErr as PredictBatch returns them.
+func (p *Predictor) prefill(ctx context.Context, reqs []predict.Request, res []*predict.Result,
+	itemErr func(int, error) error, batchErr func(error) error) (encoded, []int64, error) {
 	// The text's prefill needs no image: under overlapPrefill it runs while
 	// the screens are resized and the vision tower runs.
 	var text prefilled
@@ -136,33 +162,19 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	}
 	defer text.release()
 	if featErr != nil {
-		return nil, batchErr(featErr)
+		return encoded{}, nil, batchErr(featErr)
 	}
 	if textErr != nil {
-		return nil, textErr
+		return encoded{}, nil, textErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return encoded{}, nil, err
 	}
 	fused, err := p.fuse(text, res)
 	if err != nil {
-		return nil, batchErr(err)
+		return encoded{}, nil, batchErr(err)
 	}
-	defer fused.release()
-
-	for i, s := range seqs {
-		if s.draft != nil {
-			s.draft = p.drafts.WithPrompt(res[i].SourceIDs)
-		}
-	}
-	if err := p.decode(ctx, seqs, fused, text.mask); err != nil {
-		return nil, batchErr(err)
-	}
-	for i, r := range res {
-		r.TokenIDs = append(make([]int64, 0, len(seqs[i].out())), seqs[i].out()...)
-		p.parse(r, start)
-	}
-	return res, nil
+	return fused, text.mask, nil
 }
 
 // Check reports whether PredictBatch would take r, with the error it would

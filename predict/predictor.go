@@ -19,3 +19,28 @@ type Predictor interface {
 	// request order, and a bad request fails the whole batch.
 	PredictBatch(ctx context.Context, reqs []Request) ([]*Result, error)
 }
+
+// Streamer is a Predictor that batches continuously: requests join a
+// running decode between two of its calls and leave it as each finishes, so
+// its rows stay busy however the requests arrive (*engine.Predictor with
+// its static decoder).
+type Streamer interface {
+	// Stream decodes on rows rows until next says no more work will come
+	// and every request taken is answered, or ctx ends (then the requests
+	// decoding are answered with its error). Between two calls it asks
+	// next for work with the number of free rows; wait says no row is
+	// busy (next may block until work comes). next returns at most free
+	// jobs, and false once nothing more will come.
+	Stream(ctx context.Context, rows int, next func(free int, wait bool) ([]Job, bool)) error
+}
+
+// Job is a request of a Stream and where its answer goes.
+type Job struct {
+	// Ctx is the request's own: when it ends, the request leaves the
+	// decode with its error.
+	Ctx context.Context
+	Req Request
+	// Done gets the result or the error, once, from the decoding
+	// goroutine: it must not block.
+	Done func(*Result, error)
+}

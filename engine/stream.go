@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/kv"
+	"github.com/autoui/autoui/engine/sample"
+	"github.com/autoui/autoui/predict"
+)
+
+// StreamRowsLimit bounds Stream's rows.
+const StreamRowsLimit = 1024
+
+// Stream decodes continuously on the static decoder's fixed buffers
+// (Options.CUDAGraph): requests join between two decoder calls, on free
+// rows, and leave as each finishes, so the rows stay busy however requests
+// arrive (predict.Streamer). Each row has its own cache position (the
+// static decoder's per-row position input), so a row that joins late starts
+// at position 0 beside rows far into their answers.
+//
+// Each request gets the tokens it gets alone (PredictBatch's guarantee):
+// every call feeds each busy row its tokens not yet cached and its drafts,
+// and a row's positions are its own. Joining requests are prefilled
+// together (screens, prompts, fusion: PredictBatch's first half) while the
+// busy rows wait; their prompts are cross-attended at the bundle's prompt
+// limit, the buffers' one encoder length. A join of several that fails is
+// tried again one request at a time, so a request the engine refuses fails
+// only itself. A failed decoder call fails every busy request and ends the
+// stream with its error.
+//
+// Timings are PredictBatch's, per request: the join's prefill stages, Cross
+// its cross projection, and the decoder calls it took part in.
+func (p *Predictor) Stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
+	if p.decoderStatic == nil {
+		return errors.New("continuous batching runs on the static decoder: open the model with --cuda-graph")
+	}
+	if rows <= 0 || rows > StreamRowsLimit {
+		return fmt.Errorf("stream rows %d: want 1 to %d", rows, StreamRowsLimit)
+	}
+	var err error
+	if cerr := p.engineCall(ctx, func() { err = p.stream(ctx, rows, next) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// streamRow is a busy row of a stream: its request and its decoding.
+type streamRow struct {
+	job   predict.Job
+	seq   *sequence
+	res   *predict.Result
+	start time.Time
+	n     int // positions cached
+}
+
+// streamState is a running stream: its buffers and rows.
+type streamState struct {
+	p          *Predictor
+	st         *kv.Static
+	rows       []*streamRow // by buffer row; nil: free
+	busy       int
+	width      int // positions per call
+	draftWidth int // of which drafts may take
+	enc        int
+}
+
+func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
+	width := 1
+	if p.opts.Decoding != DecodeGreedy {
+		width = max(1, min(p.maxDraft+1, p.verify/rows))
+	}
+	s := &streamState{p: p, rows: make([]*streamRow, rows), draftWidth: width,
+		width: alignUp(width, p.align), enc: p.bundle.Manifest.Prompt.MaxSourceTokens}
+	key := staticKey{rows: rows, width: s.width, enc: s.enc, capacity: p.maxNew + s.width}
+	cfg := kv.StaticConfig{
+		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
+		Batch: rows, Width: s.width, Enc: s.enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
+		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
+	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
+		cfg.GraphIDs = ids
+		return kv.NewStatic(cfg)
+	})
+	if err != nil {
+		return fmt.Errorf("continuous batching: %w", err)
+	}
+	s.st = set.st
+	broken := false
+	defer func() {
+		if broken {
+			p.statics.drop(set)
+		} else {
+			p.statics.put(key, set)
+		}
+	}()
+	more := true
+	for calls := 0; ; calls++ {
+		s.leave()
+		if free := len(s.rows) - s.busy; more && free > 0 {
+			var jobs []predict.Job
+			jobs, more = next(free, s.busy == 0)
+			if len(jobs) > free {
+				for _, j := range jobs[free:] {
+					j.Done(nil, fmt.Errorf("continuous batching: %d jobs for %d free rows (programmer error)", len(jobs), free))
+				}
+				jobs = jobs[:free]
+			}
+			if len(jobs) > 0 {
+				s.join(ctx, jobs)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			s.failAll(err)
+			return err
+		}
+		if s.busy == 0 {
+			if !more {
+				return nil
+			}
+			continue
+		}
+		if err := s.step(); err != nil {
+			broken = true
+			err = fmt.Errorf("decoder call %d: %w", calls, err)
+			s.failAll(err)
+			return err
+		}
+	}
+}
+
+// leave answers the rows whose requests were cancelled.
+func (s *streamState) leave() {
+	for r, row := range s.rows {
+		if row == nil {
+			continue
+		}
+		if err := row.job.Ctx.Err(); err != nil {
+			s.free(r)
+			row.job.Done(nil, err)
+		}
+	}
+}
+
+func (s *streamState) free(r int) {
+	s.rows[r] = nil
+	s.busy--
+}
+
+func (s *streamState) failAll(err error) {
+	for r, row := range s.rows {
+		if row != nil {
+			s.free(r)
+			row.job.Done(nil, err)
+		}
+	}
+}
+
+// join prefills jobs and starts them on free rows; a failed join of several
+// is tried again one job at a time.
+func (s *streamState) join(ctx context.Context, jobs []predict.Job) {
+	p := s.p
+	start := time.Now()
+	var live []predict.Job
+	var seqs []*sequence
+	var res []*predict.Result
+	for _, j := range jobs {
+		if err := j.Ctx.Err(); err != nil {
+			j.Done(nil, err)
+			continue
+		}
+		r := &predict.Result{}
+		seq, err := p.sequence(j.Req, &r.Timings)
+		if err != nil {
+			j.Done(nil, err)
+			continue
+		}
+		live, seqs, res = append(live, j), append(seqs, seq), append(res, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := s.start(ctx, live, seqs, res, start)
+	if err == nil {
+		return
+	}
+	if len(live) == 1 || ctx.Err() != nil {
+		for _, j := range live {
+			j.Done(nil, err)
+		}
+		return
+	}
+	for _, j := range live {
+		s.join(ctx, []predict.Job{j})
+	}
+}
+
+// start prefills the joining requests and places them on free rows.
+func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*sequence, res []*predict.Result, start time.Time) error {
+	p := s.p
+	B := len(jobs)
+	itemErr := func(i int, err error) error {
+		if B == 1 {
+			return err
+		}
+		return fmt.Errorf("join item %d: %w", i, err)
+	}
+	batchErr := func(err error) error {
+		if B == 1 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("join of %d: %w", B, err)
+	}
+	reqs := make([]predict.Request, B)
+	for i, j := range jobs {
+		reqs[i] = j.Req
+	}
+	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr)
+	if err != nil {
+		return err
+	}
+	defer fused.release()
+	t := time.Now()
+	states, done, err := p.padStates(fused, B, len(mask)/B, s.enc)
+	if err != nil {
+		return batchErr(fmt.Errorf("pad the states to %d positions: %w", s.enc, err))
+	}
+	defer done()
+	at := make([]int, 0, B)
+	for r, row := range s.rows {
+		if row == nil && len(at) < B {
+			at = append(at, r)
+		}
+	}
+	if err := s.st.Join(at, states, padMask(mask, B, s.enc)); err != nil {
+		return batchErr(err)
+	}
+	cross := time.Since(t)
+	for i, j := range jobs {
+		seq := seqs[i]
+		seq.tm.Cross = cross
+		if seq.draft != nil {
+			seq.draft = p.drafts.WithPrompt(res[i].SourceIDs)
+		}
+		s.rows[at[i]] = &streamRow{job: j, seq: seq, res: res[i], start: start}
+		s.busy++
+		if seq.done = seq.limit <= 0; seq.done {
+			s.finish(at[i])
+		}
+	}
+	return nil
+}
+
+// padStates returns fused states [B, m, d] with zero positions after each
+// row's up to n, as a value, and what releases it.
+func (p *Predictor) padStates(fused encoded, B, m, n int) (ort.Value, func(), error) {
+	d := p.cfg.DModel
+	v, done, err := fused.value(B, m, d)
+	if err != nil || m == n {
+		return v, done, err
+	}
+	defer done()
+	rows := make([]int64, B)
+	for i := range rows {
+		rows[i] = int64(i)
+	}
+	if fused.dev != nil {
+		out, err := p.kvOps.Merge([]ort.Value{v}, rows, n, p.deviceMem)
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, func() { out.Destroy() }, nil
+	}
+	out, err := ort.NewTensor(ort.NewShape(int64(B), int64(n), int64(d)), make([]float32, B*n*d))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.kvOps.MergeInto([]ort.Value{v}, rows, n, out); err != nil {
+		out.Destroy()
+		return nil, nil, err
+	}
+	return out, func() { out.Destroy() }, nil
+}
+
+// padMask is mask [B, m] with zeros after each row's up to n.
+func padMask(mask []int64, B, n int) []int64 {
+	m := len(mask) / B
+	if m == n {
+		return mask
+	}
+	out := make([]int64, B*n)
+	for i := range B {
+		copy(out[i*n:], mask[i*m:(i+1)*m])
+	}
+	return out
+}
+
+// step runs one decoder call for every busy row at its own position, takes
+// each row's tokens and answers the rows that finished.
+func (s *streamState) step() error {
+	p, st := s.p, s.st
+	W, V := st.Width(), p.cfg.VocabSize
+	eos, pad := p.bundle.Manifest.Tokens.EOSID, p.bundle.Manifest.Tokens.PadID
+	for i := range st.IDs {
+		st.IDs[i] = pad
+	}
+	logits := false
+	drafts := make([][]int64, len(s.rows))
+	k := 0
+	for r, row := range s.rows {
+		st.Pos[r] = 0
+		if row == nil {
+			continue
+		}
+		q := row.seq
+		pending := len(q.tokens) - row.n
+		if budget := min(s.draftWidth-pending, q.limit-len(q.out())-1); budget > 0 && q.draft != nil {
+			drafts[r] = q.draft.Draft(q.tokens, budget)
+		}
+		ids := st.IDs[r*W : (r+1)*W]
+		n := copy(ids, q.tokens[row.n:])
+		copy(ids[n:], drafts[r])
+		st.Pos[r] = int64(row.n)
+		k = max(k, pending+len(drafts[r]))
+		logits = logits || sample.NeedsLogits(q.choose, q.out())
+	}
+	if p.stepHook != nil {
+		p.stepHook(alignUp(k, p.align))
+	}
+	t := time.Now()
+	if err := st.Step(logits); err != nil {
+		return fmt.Errorf("run %s graph %s: %w", p.decoderStatic.role, p.decoderStatic.path, err)
+	}
+	dt := time.Since(t)
+	out := stepOut{ids: st.Best}
+	if logits {
+		out.logits = st.Logits
+	}
+	for r, row := range s.rows {
+		if row == nil {
+			continue
+		}
+		q := row.seq
+		addDecoderCall(q.tm, dt)
+		pending := len(q.tokens) - row.n
+		row.n += pending + q.accept(drafts[r], r*W+pending-1, out, V, eos)
+		if q.done {
+			s.finish(r)
+		}
+	}
+	return nil
+}
+
+// finish answers row r's request with its result and frees the row.
+func (s *streamState) finish(r int) {
+	row := s.rows[r]
+	s.free(r)
+	row.res.TokenIDs = append(make([]int64, 0, len(row.seq.out())), row.seq.out()...)
+	s.p.parse(row.res, row.start)
+	row.job.Done(row.res, nil)
+}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/autoui/autoui/predict"
+)
+
+// streamFeed hands reqs to a Stream a few at a time, by a schedule of join
+// sizes (cycled), and collects the answers in request order.
+type streamFeed struct {
+	reqs    []predict.Request
+	ctxs    []context.Context // per request; nil: background
+	sizes   []int
+	next    int
+	asks    int
+	res     []*predict.Result
+	errs    []error
+	answers int
+	waits   int // asks with wait set
+	frees   []int
+}
+
+func newStreamFeed(reqs []predict.Request, sizes ...int) *streamFeed {
+	return &streamFeed{reqs: reqs, sizes: sizes, res: make([]*predict.Result, len(reqs)), errs: make([]error, len(reqs))}
+}
+
+func (f *streamFeed) ask(free int, wait bool) ([]predict.Job, bool) {
+	f.frees = append(f.frees, free)
+	if wait {
+		f.waits++
+	}
+	n := min(f.sizes[f.asks%len(f.sizes)], free, len(f.reqs)-f.next)
+	f.asks++
+	var jobs []predict.Job
+	for range n {
+		i := f.next
+		f.next++
+		ctx := context.Background()
+		if f.ctxs != nil && f.ctxs[i] != nil {
+			ctx = f.ctxs[i]
+		}
+		jobs = append(jobs, predict.Job{Ctx: ctx, Req: f.reqs[i], Done: func(r *predict.Result, err error) {
+			if f.res[i] != nil || f.errs[i] != nil {
+				panic(fmt.Sprintf("request %d answered twice", i))
+			}
+			f.res[i], f.errs[i] = r, err
+			f.answers++
+		}})
+	}
+	return jobs, f.next < len(f.reqs)
+}
+
+// Requests that join a running decode at different calls, on rows others
+// have left, each get the golden tokens, greedy and speculative, whatever
+// the join sizes; a join asks for no more rows than are free, and waits
+// only when no row is busy.
+func TestStreamGolden(t *testing.T) {
+	cases := loadGolden(t)
+	var reqs []predict.Request
+	for range 2 {
+		for _, c := range cases {
+			reqs = append(reqs, c.featureRequest(t))
+		}
+	}
+	for _, dec := range []Decoding{DecodeGreedy, DecodeSpeculative} {
+		p := placed(t, placeStatic, Options{Decoding: dec})
+		for _, tc := range []struct {
+			rows  int
+			sizes []int
+		}{{1, []int{1}}, {3, []int{2, 0, 1, 1, 0, 0}}, {4, []int{4}}, {8, []int{1}}} {
+			f := newStreamFeed(reqs, tc.sizes...)
+			if err := p.Stream(context.Background(), tc.rows, f.ask); err != nil {
+				t.Fatalf("%s rows %d: %v", dec, tc.rows, err)
+			}
+			if f.answers != len(reqs) {
+				t.Fatalf("%s rows %d: %d of %d answered", dec, tc.rows, f.answers, len(reqs))
+			}
+			for i, res := range f.res {
+				c := cases[i%len(cases)]
+				if f.errs[i] != nil {
+					t.Fatalf("%s rows %d, %s: %v", dec, tc.rows, c.ID, f.errs[i])
+				}
+				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+					t.Errorf("%s rows %d, %s: ids differ from golden\n got %v\nwant %v", dec, tc.rows, c.ID, res.TokenIDs, c.GeneratedIDs)
+				}
+				if res.Timings.DecoderCalls == 0 || res.Timings.Total <= 0 {
+					t.Errorf("%s rows %d, %s: timings %+v", dec, tc.rows, c.ID, res.Timings)
+				}
+			}
+			for _, free := range f.frees {
+				if free <= 0 || free > tc.rows {
+					t.Fatalf("%s rows %d: asked with %d free rows", dec, tc.rows, free)
+				}
+			}
+			if tc.rows > 1 && f.waits >= f.asks {
+				t.Errorf("%s rows %d: every ask waited (%d)", dec, tc.rows, f.waits)
+			}
+		}
+	}
+}
+
+// Under the grammar (logits fetched) and with alignment, a stream gives
+// what PredictBatch gives.
+func TestStreamConstrained(t *testing.T) {
+	p := placed(t, placeStatic, Options{Constrained: true, Decoding: DecodeSpeculative, AlignPositions: 4})
+	var cases []goldenCase
+	var reqs []predict.Request
+	for _, c := range loadGolden(t) {
+		if c.MaxNewTokens == 0 || c.MaxNewTokens >= p.grammars.MinTokens() {
+			cases, reqs = append(cases, c), append(reqs, c.featureRequest(t))
+		}
+	}
+	want, err := p.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newStreamFeed(reqs, 1, 2)
+	if err := p.Stream(context.Background(), 3, f.ask); err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		if f.errs[i] != nil {
+			t.Fatalf("%s: %v", cases[i].ID, f.errs[i])
+		}
+		if !slices.Equal(f.res[i].TokenIDs, want[i].TokenIDs) || f.res[i].Raw != want[i].Raw {
+			t.Errorf("%s: stream %q, batch %q", cases[i].ID, f.res[i].Raw, want[i].Raw)
+		}
+	}
+}
+
+// A bad request fails alone with its own error, and a cancelled one leaves
+// with its context's error; the others get their tokens.
+func TestStreamFailsAlone(t *testing.T) {
+	cases := loadGolden(t)
+	var reqs []predict.Request
+	for _, c := range cases[:4] {
+		reqs = append(reqs, c.featureRequest(t))
+	}
+	reqs[1].Features = reqs[1].Features[:3]
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := placed(t, placeStatic, Options{})
+	f := newStreamFeed(reqs, 4)
+	f.ctxs = []context.Context{nil, nil, cancelled, nil}
+	if err := p.Stream(context.Background(), 4, f.ask); err != nil {
+		t.Fatal(err)
+	}
+	var re *predict.RequestError
+	if !errors.As(f.errs[1], &re) || !strings.Contains(f.errs[1].Error(), "image features") {
+		t.Errorf("bad request: %v, want its RequestError", f.errs[1])
+	}
+	if !errors.Is(f.errs[2], context.Canceled) {
+		t.Errorf("cancelled request: %v", f.errs[2])
+	}
+	for _, i := range []int{0, 3} {
+		if f.errs[i] != nil || !slices.Equal(f.res[i].TokenIDs, cases[i].GeneratedIDs) {
+			t.Errorf("%s: %v, %v", cases[i].ID, f.res[i], f.errs[i])
+		}
+	}
+}
+
+// When the stream's context ends, the busy requests are answered with its
+// error and Stream returns it.
+func TestStreamCancelled(t *testing.T) {
+	cases := loadGolden(t)
+	reqs := []predict.Request{cases[0].featureRequest(t), cases[1].featureRequest(t)}
+	p := placed(t, placeStatic, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newStreamFeed(reqs, 2)
+	p.stepHook = func(int) { cancel() }
+	if err := p.Stream(ctx, 2, f.ask); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	for i, err := range f.errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("request %d: %v, %v", i, f.res[i], err)
+		}
+	}
+}
+
+// Stream needs the static decoder and a sane number of rows.
+func TestStreamRefuses(t *testing.T) {
+	never := func(int, bool) ([]predict.Job, bool) { t.Fatal("asked for work"); return nil, false }
+	p := placed(t, placeDevice, Options{})
+	if err := p.Stream(context.Background(), 4, never); err == nil || !strings.Contains(err.Error(), "--cuda-graph") {
+		t.Errorf("no static decoder: %v", err)
+	}
+	ps := placed(t, placeStatic, Options{})
+	for _, rows := range []int{0, StreamRowsLimit + 1} {
+		if err := ps.Stream(context.Background(), rows, never); err == nil {
+			t.Errorf("rows %d: no error", rows)
+		}
+	}
+}
