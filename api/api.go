@@ -56,11 +56,13 @@ type Prediction struct {
 
 // ServeInfo is how a server ran one request.
 type ServeInfo struct {
-	// QueueMS is the time from arrival to the start of its batch.
+	// QueueMS is the time from arrival to the start of its batch (under
+	// continuous batching: to its joining the running decode).
 	QueueMS float64 `json:"queue_ms"`
-	// BatchSize is the number of requests in its engine call.
+	// BatchSize is the number of requests in its engine call (under
+	// continuous batching: that joined the decode with it).
 	BatchSize int `json:"batch_size"`
-	// Batch numbers the server's engine calls.
+	// Batch numbers the server's engine calls (joins).
 	Batch uint64 `json:"batch"`
 }
 

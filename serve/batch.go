@@ -16,12 +16,16 @@ import (
 // batches. It returns when Shutdown has closed the queue and everything in
 // it is answered.
 func (s *Server) batcher(e predict.Predictor) {
+	if st, ok := e.(predict.Streamer); ok && s.cfg.Continuous {
+		s.streamer(st)
+		return
+	}
 	for {
 		s.gathering.Lock()
 		first, ok := <-s.queue
 		var batch []*job
 		if ok {
-			batch = s.gather([]*job{s.took(first)})
+			batch = s.gather([]*job{s.took(first)}, s.cfg.MaxBatch)
 		}
 		s.gathering.Unlock()
 		if !ok {
@@ -31,15 +35,15 @@ func (s *Server) batcher(e predict.Predictor) {
 	}
 }
 
-// gather adds waiting and soon-arriving jobs to batch.
-func (s *Server) gather(batch []*job) []*job {
+// gather adds waiting and soon-arriving jobs to batch, up to limit.
+func (s *Server) gather(batch []*job, limit int) []*job {
 	var timeout <-chan time.Time
 	if s.cfg.BatchWait > 0 {
 		t := time.NewTimer(s.cfg.BatchWait)
 		defer t.Stop()
 		timeout = t.C
 	}
-	for len(batch) < s.cfg.MaxBatch {
+	for len(batch) < limit {
 		select { // already waiting
 		case j, ok := <-s.queue:
 			if !ok {

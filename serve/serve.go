@@ -63,6 +63,17 @@ type Config struct {
 	// launching overlaps another's kernels; each batch holds its own device
 	// memory.
 	ConcurrentBatches int
+	// Continuous runs the engine's continuous decode when it has one
+	// (predict.Streamer; the engine's static decoder): MaxBatch rows that
+	// requests join between two decoder calls and leave as each finishes,
+	// instead of batches that run to their longest answer. One decode runs
+	// (ConcurrentBatches is 1); BatchWait applies when it is idle.
+	Continuous bool
+	// JoinMin is how many waiting requests (fewer when fewer rows are
+	// free) join a busy continuous decode at once (0: 1): each join
+	// pauses the decode for its prefill, which a GPU does in about the
+	// same time for one request as for several.
+	JoinMin int
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
 	BatchWait time.Duration
@@ -95,6 +106,10 @@ func (c Config) withDefaults() Config {
 		c.MaxBatch = DefaultMaxBatch
 	}
 	c.ConcurrentBatches = max(c.ConcurrentBatches, 1)
+	if c.Continuous {
+		c.ConcurrentBatches = 1
+	}
+	c.JoinMin = max(c.JoinMin, 1)
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -29,6 +30,8 @@ func runServe(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
 	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
+	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
+	joinMin := fs.Int("join-min", 1, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
@@ -53,6 +56,12 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--queue %d: must be >= 1", *queue)
 	case *concurrent < 1 || *concurrent > *queue:
 		return usageErrorf("--concurrent-batches %d: want 1 to --queue (%d): each batch needs a queued request", *concurrent, *queue)
+	case *continuous && !mf.cudaGraph:
+		return usageErrorf("--continuous needs --cuda-graph: rows join at their own positions on the static decoder")
+	case *continuous && *concurrent > 1:
+		return usageErrorf("--continuous with --concurrent-batches %d: one continuous decode runs", *concurrent)
+	case *joinMin < 1:
+		return usageErrorf("--join-min %d: must be >= 1", *joinMin)
 	case *maxBody < 1:
 		return usageErrorf("--max-body %d: must be >= 1", *maxBody)
 	case *timeout <= 0:
@@ -71,6 +80,7 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
 	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
+		Continuous: *continuous, JoinMin: *joinMin,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
@@ -217,6 +227,21 @@ func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]
 		out[i] = r.set(q)
 	}
 	return r.Predictor.PredictBatch(ctx, out)
+}
+
+// Stream is the engine's continuous decode with each job's replay set.
+func (r replaying) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
+	st, ok := r.Predictor.(predict.Streamer)
+	if !ok {
+		return errors.New("this engine has no continuous decode")
+	}
+	return st.Stream(ctx, rows, func(free int, wait bool) ([]predict.Job, bool) {
+		jobs, more := next(free, wait)
+		for i := range jobs {
+			jobs[i].Req = r.set(jobs[i].Req)
+		}
+		return jobs, more
+	})
 }
 
 // serveMaxBatch is --max-batch's value, 0 giving the provider's default.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,20 +21,27 @@ import (
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve"
 	"github.com/autoui/autoui/serve/servetest"
 )
 
-// TestServeCLI runs `autoui serve` in a child process: it reports its
-// address, loads the model, answers a prediction, and exits 0 on SIGTERM.
+// TestServeCLI runs `autoui serve` in a child process, batching and
+// continuous: it reports its address, loads the model, answers a
+// prediction, and exits 0 on SIGTERM.
 func TestServeCLI(t *testing.T) {
+	t.Run("batches", func(t *testing.T) { serveCLI(t, "--concurrent-batches", "2") })
+	t.Run("continuous", func(t *testing.T) { serveCLI(t, "--continuous", "--cuda-graph") })
+}
+
+func serveCLI(t *testing.T, args ...string) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("  t0ken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := json.Marshal([]string{"serve", "--model", "../../models/testdata/tiny", "--addr", "127.0.0.1:0",
-		"--max-batch", "2", "--concurrent-batches", "2", "--batch-wait", "1ms", "--token-file", tokenFile, "--threads", "1"})
+	enc, _ := json.Marshal(append([]string{"serve", "--model", "../../models/testdata/tiny", "--addr", "127.0.0.1:0",
+		"--max-batch", "2", "--batch-wait", "1ms", "--token-file", tokenFile, "--threads", "1"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIHelperProcess$")
 	cmd.Env = append(os.Environ(), cliArgsEnv+"="+string(enc), "ORT_DISABLE_TELEMETRY=1")
 	stderr, err := cmd.StderrPipe()
@@ -155,6 +163,9 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "0"}, exitUsage, "--concurrent-batches 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "1000000000"}, exitUsage, "want 1 to --queue (64)"},
 		{[]string{"serve", "--model", "x", "--max-pixels", "-1"}, exitUsage, "--max-pixels"},
+		{[]string{"serve", "--model", "x", "--continuous"}, exitUsage, "--continuous needs --cuda-graph"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--concurrent-batches", "2"}, exitUsage, "one continuous decode"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "0"}, exitUsage, "--join-min 0"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
 	} {
@@ -220,6 +231,42 @@ func TestServeReplay(t *testing.T) {
 	}
 	if _, err := replayModel(serve.ModelOf(p, ""), p, strings.Repeat("tap ", 200)); err == nil || !strings.Contains(err.Error(), "do not fit") {
 		t.Errorf("a replay over the token limit: %v", err)
+	}
+
+	// serve --continuous --replay: the jobs of the continuous decode too
+	b, err := models.Load(tinyBundle, models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := engine.NewPredictor(b, engine.Options{CUDAGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if m, err = replayModel(serve.ModelOf(sp, ""), sp, "typical"); err != nil {
+		t.Fatal(err)
+	}
+	var raws []string
+	given := false
+	err = m.Engine.(predict.Streamer).Stream(context.Background(), 2, func(int, bool) ([]predict.Job, bool) {
+		if given {
+			return nil, false
+		}
+		given = true
+		var jobs []predict.Job
+		for _, r := range reqs {
+			jobs = append(jobs, predict.Job{Ctx: context.Background(), Req: r, Done: func(res *predict.Result, err error) {
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				raws = append(raws, res.Raw)
+			}})
+		}
+		return jobs, true
+	})
+	if err != nil || !slices.Equal(raws, []string{bench.TypicalAction, bench.TypicalAction}) {
+		t.Errorf("continuous replay: %q, %v", raws, err)
 	}
 }
 

@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"time"
+
+	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/predict"
+)
+
+// streamer runs the engine's continuous decode (Config.Continuous) on
+// MaxBatch rows: requests join it between two decoder calls and are
+// answered as each finishes. A decode that fails has answered its requests
+// with the error and is started again; one that fails before it took any
+// request (the engine cannot stream) leaves every request answered with
+// that error, as does a shutdown whose drain ran out of time.
+func (s *Server) streamer(e predict.Streamer) {
+	for {
+		taken := false
+		err := e.Stream(s.runCtx, s.cfg.MaxBatch, func(free int, wait bool) ([]predict.Job, bool) {
+			jobs, more := s.join(free, wait)
+			taken = taken || len(jobs) > 0
+			return jobs, more
+		})
+		if err == nil {
+			return // the queue is closed and everything answered
+		}
+		if taken && s.runCtx.Err() == nil {
+			continue
+		}
+		for j := range s.queue {
+			s.took(j).done <- answer{err: err}
+		}
+		return
+	}
+}
+
+// join is the stream's source of work: up to free queued jobs. With wait
+// (no row busy) it waits for a first job and gathers as a batch does;
+// otherwise it takes the waiting jobs, but only when at least JoinMin of
+// them (or free, when fewer rows are free) are there, since each join
+// stops the decode for its prefill. It says false once the queue is closed
+// and empty.
+func (s *Server) join(free int, wait bool) ([]predict.Job, bool) {
+	var batch []*job
+	if wait {
+		s.gathering.Lock()
+		first, ok := <-s.queue
+		if ok {
+			batch = s.gather([]*job{s.took(first)}, free)
+		}
+		s.gathering.Unlock()
+		if !ok {
+			return nil, false
+		}
+	} else {
+		if len(s.queue) < min(s.cfg.JoinMin, free) {
+			return nil, true
+		}
+	take:
+		for len(batch) < free {
+			select {
+			case j, ok := <-s.queue:
+				if !ok {
+					break take // said next time, when no row is busy
+				}
+				batch = append(batch, s.took(j))
+			default:
+				break take
+			}
+		}
+	}
+	n := len(batch)
+	if n == 0 {
+		return nil, true
+	}
+	seq := s.batchSeq.Add(1)
+	if s.beforeBatch != nil {
+		s.beforeBatch(n)
+	}
+	s.metrics.batches.Inc()
+	s.metrics.batchRequests.Observe(float64(n))
+	joined := time.Now()
+	jobs := make([]predict.Job, 0, n)
+	for _, j := range batch {
+		info := api.ServeInfo{QueueMS: float64(joined.Sub(j.arrived).Microseconds()) / 1000, BatchSize: n, Batch: seq}
+		jobs = append(jobs, predict.Job{Ctx: j.ctx, Req: j.req, Done: func(res *predict.Result, err error) {
+			switch {
+			case err != nil && j.ctx.Err() != nil:
+				s.drop(j, err)
+			case err != nil:
+				j.done <- answer{err: err}
+			default:
+				s.metrics.observeStages(res.Timings)
+				j.done <- answer{res: res, info: info}
+			}
+		}})
+	}
+	return jobs, true
+}

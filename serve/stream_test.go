@@ -1,0 +1,131 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/autoui/autoui/api"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+)
+
+// staticTiny is a predictor on the tiny bundle that decodes on its static
+// decoder (--cuda-graph; on the cpu without capture), so it can stream.
+func staticTiny(t *testing.T) *engine.Predictor {
+	t.Helper()
+	b, err := models.Load(filepath.Join(testdata, "tiny"), models.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.NewPredictor(b, engine.Options{CUDAGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// countingStreamer counts the continuous decodes its engine runs.
+type countingStreamer struct {
+	*engine.Predictor
+	streams atomic.Int32
+}
+
+func (c *countingStreamer) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
+	c.streams.Add(1)
+	return c.Predictor.Stream(ctx, rows, next)
+}
+
+// Under Continuous, 12 requests sent at once to 4 rows join a running
+// decode as rows free up: every answer is the one-by-one prediction, no
+// join is larger than the rows, every request joined once, and the
+// engine ran one continuous decode, not batches.
+func TestContinuousEquivalence(t *testing.T) {
+	p := staticTiny(t)
+	e := &countingStreamer{Predictor: p}
+	m := ModelOf(p, "")
+	m.Engine = e
+	var sizes []int
+	var mu sync.Mutex
+	s, ts := start(t, Config{MaxBatch: 4, Continuous: true, BatchWait: 20 * time.Millisecond}, &m, func(s *Server) {
+		s.beforeBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	})
+	ref := tiny(t)
+	cases := goldenCases(t)[:12]
+	want := make([]*predict.Result, len(cases))
+	reqs := make([]api.PredictRequest, len(cases))
+	for i, c := range cases {
+		f, err := ref.ImageFeatures(context.Background(), decodeScreen(t, screenBytes(t, filepath.Base(c.Screen))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs[i] = api.PredictRequest{Goal: c.Goal, Features: f, History: c.History}
+		if want[i], err = ref.Predict(context.Background(), predict.Request{Goal: c.Goal, Features: f, History: c.History}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([]api.Prediction, len(cases))
+	var wg sync.WaitGroup
+	for i := range cases {
+		wg.Go(func() {
+			resp, body := post(t, context.Background(), ts.URL, reqs[i])
+			if resp != nil {
+				got[i] = wantPrediction(t, resp.StatusCode, body)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range cases {
+		sameResult(t, fmt.Sprintf("case %d", i), got[i], want[i])
+		if got[i].Serve != nil && got[i].Serve.BatchSize > 4 {
+			t.Errorf("case %d joined with %d, over 4 rows", i, got[i].Serve.BatchSize)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if total := sum(sizes); total != len(cases) {
+		t.Errorf("joins %v hold %d requests, want %d", sizes, total, len(cases))
+	}
+	if n := e.streams.Load(); n != 1 {
+		t.Errorf("%d continuous decodes, want 1", n)
+	}
+	if n := countMetric(t, s, "autoui_batches_total"); n != float64(len(sizes)) {
+		t.Errorf("autoui_batches_total %v, want %d", n, len(sizes))
+	}
+}
+
+// Shutdown answers the requests decoding and queued, then the decode ends.
+func TestContinuousShutdown(t *testing.T) {
+	p := staticTiny(t)
+	m := ModelOf(p, "")
+	s, ts := start(t, Config{MaxBatch: 2, Continuous: true}, &m)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			r, b := post(t, context.Background(), ts.URL, featureRequest(t, fmt.Sprintf("goal %d", i)))
+			wantPrediction(t, code(r), b)
+		})
+	}
+	waitFor(t, "a request to be taken", func() bool { return s.batchSeq.Load() > 0 })
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	wg.Wait()
+}
+
+// An engine that cannot stream (no static decoder) answers every request
+// with its error instead of leaving it waiting.
+func TestContinuousWithoutStaticDecoder(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{MaxBatch: 2, Continuous: true}, &m)
+	for range 2 {
+		r, b := post(t, context.Background(), ts.URL, featureRequest(t, "no stream"))
+		wantError(t, r, b, 500, KindInternal, "--cuda-graph")
+	}
+}
