@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	ort "github.com/yalue/onnxruntime_go"
-
 	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/predict"
@@ -224,9 +222,9 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 	}
 	defer fused.release()
 	t := time.Now()
-	states, done, err := p.padStates(fused, B, len(mask)/B, s.enc)
+	states, done, err := fused.value(B, len(mask)/B, p.cfg.DModel)
 	if err != nil {
-		return batchErr(fmt.Errorf("pad the states to %d positions: %w", s.enc, err))
+		return batchErr(err)
 	}
 	defer done()
 	at := make([]int, 0, B)
@@ -235,7 +233,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 			at = append(at, r)
 		}
 	}
-	if err := s.st.Join(at, states, padMask(mask, B, s.enc)); err != nil {
+	if err := s.st.Join(at, states, mask); err != nil {
 		return batchErr(err)
 	}
 	cross := time.Since(t)
@@ -252,50 +250,6 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		}
 	}
 	return nil
-}
-
-// padStates returns fused states [B, m, d] with zero positions after each
-// row's up to n, as a value, and what releases it.
-func (p *Predictor) padStates(fused encoded, B, m, n int) (ort.Value, func(), error) {
-	d := p.cfg.DModel
-	v, done, err := fused.value(B, m, d)
-	if err != nil || m == n {
-		return v, done, err
-	}
-	defer done()
-	rows := make([]int64, B)
-	for i := range rows {
-		rows[i] = int64(i)
-	}
-	if fused.dev != nil {
-		out, err := p.kvOps.Merge([]ort.Value{v}, rows, n, p.deviceMem)
-		if err != nil {
-			return nil, nil, err
-		}
-		return out, func() { out.Destroy() }, nil
-	}
-	out, err := ort.NewTensor(ort.NewShape(int64(B), int64(n), int64(d)), make([]float32, B*n*d))
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := p.kvOps.MergeInto([]ort.Value{v}, rows, n, out); err != nil {
-		out.Destroy()
-		return nil, nil, err
-	}
-	return out, func() { out.Destroy() }, nil
-}
-
-// padMask is mask [B, m] with zeros after each row's up to n.
-func padMask(mask []int64, B, n int) []int64 {
-	m := len(mask) / B
-	if m == n {
-		return mask
-	}
-	out := make([]int64, B*n)
-	for i := range B {
-		copy(out[i*n:], mask[i*m:(i+1)*m])
-	}
-	return out
 }
 
 // step runs one decoder call for every busy row at its own position, takes

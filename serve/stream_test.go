@@ -104,7 +104,17 @@ func TestContinuousEquivalence(t *testing.T) {
 func TestContinuousShutdown(t *testing.T) {
 	p := staticTiny(t)
 	m := ModelOf(p, "")
-	s, ts := start(t, Config{MaxBatch: 2, Continuous: true}, &m)
+	entered, release := make(chan int, 1), make(chan struct{})
+	first := true
+	s, ts := start(t, Config{MaxBatch: 2, Continuous: true}, &m, func(s *Server) {
+		s.beforeBatch = func(n int) {
+			if first {
+				first = false
+				entered <- n
+				<-release
+			}
+		}
+	})
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Go(func() {
@@ -112,11 +122,16 @@ func TestContinuousShutdown(t *testing.T) {
 			wantPrediction(t, code(r), b)
 		})
 	}
-	waitFor(t, "a request to be taken", func() bool { return s.batchSeq.Load() > 0 })
-	if err := s.Shutdown(context.Background()); err != nil {
+	n := <-entered
+	waitFor(t, "the other requests to be queued", func() bool { return len(s.queue) == 5-n })
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	waitFor(t, "/readyz to turn 503", func() bool { c, _ := get(t, ts.URL+"/readyz"); return c == 503 })
+	close(release)
+	wg.Wait()
+	if err := <-shut; err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	wg.Wait()
 }
 
 // An engine that cannot stream (no static decoder) answers every request

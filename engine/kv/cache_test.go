@@ -316,15 +316,16 @@ func encode(e Elem, vs []int) []byte {
 	return out
 }
 
-// testScatter writes rows 0 and 1 of xs[2*layers+i] over rows 2 and 0 of
-// xs[i] in place: those rows change, row 1 and the addresses do not.
-func testScatter(t *testing.T, ops *Ops, elem Elem, xs []ort.Value, at func(i, r, hh, p, dd int) int, layers, b, h, T, d int) {
+// testScatter writes rows 0 and 1 of xs[2*layers+i]'s values, on T-2
+// positions, over rows 2 and 0 of xs[i] in place: those rows become them
+// padded with zeros, row 1 and the addresses stay.
+func testScatter(t *testing.T, ops *Ops, elem Elem, at func(i, r, hh, p, dd int) int, layers, b, h, T, d int) {
 	t.Helper()
-	rowsOf := func(i int, rows []int) []int {
+	rowsOf := func(i int, rows []int, n int) []int { // [rows, h, n, d]
 		var v []int
 		for _, r := range rows {
 			for hh := 0; hh < h; hh++ {
-				for p := 0; p < T; p++ {
+				for p := 0; p < n; p++ {
 					for dd := 0; dd < d; dd++ {
 						v = append(v, at(i, r, hh, p, dd))
 					}
@@ -340,13 +341,13 @@ func testScatter(t *testing.T, ops *Ops, elem Elem, xs []ort.Value, at func(i, r
 	var dst, src []ort.Value
 	var raws [][]byte
 	for i := 0; i < 2*layers; i++ {
-		raw := encode(elem, rowsOf(i, []int{0, 1, 2}))
+		raw := encode(elem, rowsOf(i, []int{0, 1, 2}, T))
 		x, err := ort.NewCustomDataTensor(ort.NewShape(int64(b), int64(h), int64(T), int64(d)), raw, dtype)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer x.Destroy()
-		u, err := ort.NewCustomDataTensor(ort.NewShape(2, int64(h), int64(T), int64(d)), encode(elem, rowsOf(2*layers+i, []int{0, 1})), dtype)
+		u, err := ort.NewCustomDataTensor(ort.NewShape(2, int64(h), int64(T-2), int64(d)), encode(elem, rowsOf(2*layers+i, []int{0, 1}, T-2)), dtype)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,8 +358,11 @@ func testScatter(t *testing.T, ops *Ops, elem Elem, xs []ort.Value, at func(i, r
 		t.Fatal(err)
 	}
 	for i := range dst {
-		// the data of row 0 is now u's row 1, of row 2 u's row 0
-		want := append(append(rowsOf(2*layers+i, []int{1}), rowsOf(i, []int{1})...), rowsOf(2*layers+i, []int{0})...)
+		// row 0 is now u's row 1, row 2 u's row 0, each padded to T
+		var want []int
+		for _, part := range [][]int{rowsOf(2*layers+i, []int{1}, T-2), rowsOf(i, []int{1}, T), rowsOf(2*layers+i, []int{0}, T-2)} {
+			want = append(want, padPositions(part, h, T-2, T, d)...)
+		}
 		if !bytes.Equal(raws[i], encode(elem, want)) {
 			t.Fatalf("scatter %d: rows not written in place", i)
 		}
@@ -369,6 +373,20 @@ func testScatter(t *testing.T, ops *Ops, elem Elem, xs []ort.Value, at func(i, r
 	if err := ops.ScatterRows(dst, []int64{0}, src); err == nil {
 		t.Error("scatter of 2 rows at 1: no error")
 	}
+}
+
+// padPositions is one row's values [h, n, d] padded with zeros to [h, T,
+// d]; a row of T positions is returned as it is.
+func padPositions(v []int, h, n, T, d int) []int {
+	if len(v) == h*T*d {
+		return v
+	}
+	out := make([]int, 0, h*T*d)
+	for hh := 0; hh < h; hh++ {
+		out = append(out, v[hh*n*d:(hh+1)*n*d]...)
+		out = append(out, make([]int, (T-n)*d)...)
+	}
+	return out
 }
 
 // The trim and gather graphs cut positions and rows exactly, in either cache
@@ -458,7 +476,7 @@ func testOps(t *testing.T, elem Elem) {
 	if _, err := ops.Trim(xs, 1, mem); err == nil {
 		t.Error("trim of the wrong number of tensors: no error")
 	}
-	testScatter(t, ops, elem, xs, at, layers, b, h, T, d)
+	testScatter(t, ops, elem, at, layers, b, h, T, d)
 	z, err := ops.CacheZeros([]int64{2, 3}, mem)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -170,24 +171,27 @@ func (o *Ops) Gather(kv []ort.Value, rows []int64, mem *ort.MemoryInfo) ([]*ort.
 }
 
 // ScatterRows writes src[i]'s rows into dst[i] at the given batch rows, in
-// place: row rows[j] of each dst becomes row j of its src (the same shape
-// but for the rows). It takes the cross K/V, 2 x layers tensors of the
-// cache's type. ORT's ScatterND skips its copy of the input when the output
-// is the same buffer, as its own in-place planning does; binding dst as
-// both is what keeps the static cache's addresses fixed.
+// place: row rows[j] of each dst becomes row j of its src, positions (axis
+// 2) padded with zeros up to dst's. It takes the cross K/V, 2 x layers
+// tensors [B, heads, positions, d_kv] of the cache's type. ORT's ScatterND
+// skips its copy of the input when the output is the same buffer, as its
+// own in-place planning does; binding dst as both is what keeps the static
+// cache's addresses fixed.
 func (o *Ops) ScatterRows(dst []ort.Value, rows []int64, src []ort.Value) error {
 	if len(dst) != o.tensors || len(src) != o.tensors {
 		return fmt.Errorf("scatter %d tensors into %d, the graph takes %d (programmer error)", len(src), len(dst), o.tensors)
 	}
+	d0 := dst[0].GetShape()
+	s0 := src[0].GetShape()
 	for i := range dst {
 		d, s := dst[i].GetShape(), src[i].GetShape()
-		if len(d) == 0 || len(d) != len(s) || !slices.Equal(d[1:], s[1:]) || s[0] != int64(len(rows)) {
+		if len(d) != 4 || !slices.Equal(d, d0) || !slices.Equal(s, s0) || s[0] != int64(len(rows)) || s[1] != d[1] || s[2] > d[2] || s[3] != d[3] {
 			return fmt.Errorf("scatter %v into %v at %d rows (programmer error)", s, d, len(rows))
 		}
 	}
 	for _, r := range rows {
-		if r < 0 || r >= dst[0].GetShape()[0] {
-			return fmt.Errorf("scatter into row %d of %d (programmer error)", r, dst[0].GetShape()[0])
+		if r < 0 || r >= d0[0] {
+			return fmt.Errorf("scatter into row %d of %d (programmer error)", r, d0[0])
 		}
 	}
 	rowsT, err := ort.NewTensor(ort.NewShape(int64(len(rows))), rows)
@@ -195,22 +199,22 @@ func (o *Ops) ScatterRows(dst []ort.Value, rows []int64, src []ort.Value) error 
 		return err
 	}
 	defer rowsT.Destroy()
+	pads, err := ort.NewTensor(ort.NewShape(8), []int64{0, 0, 0, 0, 0, 0, d0[2] - s0[2], 0})
+	if err != nil {
+		return err
+	}
+	defer pads.Destroy()
 	b, err := o.scatter.CreateIoBinding()
 	if err != nil {
 		return fmt.Errorf("scatter binding: %w", err)
 	}
 	defer b.Destroy()
-	if err := b.BindInput(opsRows, rowsT); err != nil {
+	bind := func(name string, v ort.Value) error { return b.BindInput(name, v) }
+	if err := cmp.Or(bind(opsRows, rowsT), bind("pads", pads)); err != nil {
 		return fmt.Errorf("scatter binding: %w", err)
 	}
 	for i := range dst {
-		if err := b.BindInput(opsIn(i), dst[i]); err != nil {
-			return fmt.Errorf("scatter binding: %w", err)
-		}
-		if err := b.BindInput(scatterUpdate(i), src[i]); err != nil {
-			return fmt.Errorf("scatter binding: %w", err)
-		}
-		if err := b.BindOutput(opsOut(i), dst[i]); err != nil {
+		if err := cmp.Or(bind(opsIn(i), dst[i]), bind(scatterUpdate(i), src[i]), b.BindOutput(opsOut(i), dst[i])); err != nil {
 			return fmt.Errorf("scatter binding: %w", err)
 		}
 	}
@@ -221,7 +225,7 @@ func scatterUpdate(i int) string { return "u" + strconv.Itoa(i) }
 
 // openScatter opens the scatter graph of n tensors of type e.
 func openScatter(n int, e Elem, so *ort.SessionOptions) (*ort.DynamicAdvancedSession, error) {
-	ins, outs := []string{opsRows}, make([]string, n)
+	ins, outs := []string{opsRows, "pads"}, make([]string, n)
 	for i := range outs {
 		ins = append(ins, opsIn(i), scatterUpdate(i))
 		outs[i] = opsOut(i)
@@ -509,15 +513,19 @@ func opsGraph(name string, n int, arg, op string, elem int64) []byte {
 	return p.model()
 }
 
-// scatterGraph encodes y_i = ScatterND(x_i, Unsqueeze(rows, 1), u_i) for n
-// tensors of element type elem: rows of u_i written over x_i's at rows.
+// scatterGraph encodes y_i = ScatterND(x_i, Unsqueeze(rows, 1), Pad(u_i,
+// pads)) for n tensors of element type elem: rows of u_i, padded, written
+// over x_i's at rows.
 func scatterGraph(n int, elem int64) []byte {
 	p := newGraphProto("scatter")
 	p.input(opsRows, onnxInt64)
+	p.input("pads", onnxInt64)
 	p.int64Init("one", 1)
 	p.node("Unsqueeze", []string{opsRows, "one"}, "at", nil)
 	for i := 0; i < n; i++ {
-		p.node("ScatterND", []string{opsIn(i), "at", scatterUpdate(i)}, opsOut(i), nil)
+		padded := "padded" + strconv.Itoa(i)
+		p.node("Pad", []string{scatterUpdate(i), "pads"}, padded, nil)
+		p.node("ScatterND", []string{opsIn(i), "at", padded}, opsOut(i), nil)
 		p.input(opsIn(i), elem)
 		p.input(scatterUpdate(i), elem)
 		p.output(opsOut(i), elem)

@@ -257,13 +257,15 @@ func (s *Static) Start(states ort.Value, mask []int64) error {
 
 // Join starts requests on some rows while the other rows go on decoding
 // (continuous batching): the cross graph runs on their states [len(rows),
-// Enc, DModel] alone, its K/V are written over those rows' in the cross
-// buffers (Ops.ScatterRows: the addresses stay, so a captured call still
-// reads them), and their mask rows [len(rows), Enc] are copied up. As for
-// Start, the rows' self-attention cache needs no reset.
+// m, DModel] (m <= Enc) alone, its K/V are written over those rows' in the
+// cross buffers, positions padded to Enc (Ops.ScatterRows: the addresses
+// stay, so a captured call still reads them), and their mask [len(rows), m]
+// is copied up, padded with zeros. As for Start, the rows'
+// self-attention cache needs no reset.
 func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	n := int64(len(rows))
-	if sh := states.GetShape(); n == 0 || len(sh) != 3 || sh[0] != n || sh[1] != s.d.enc || sh[2] != s.d.model || int64(len(mask)) != n*s.d.enc {
+	sh := states.GetShape()
+	if n == 0 || len(sh) != 3 || sh[0] != n || sh[1] > s.d.enc || sh[2] != s.d.model || int64(len(mask)) != n*sh[1] {
 		return fmt.Errorf("static cache: join %d rows with states %v and %d mask values, enc %d (programmer error)", n, sh, len(mask), s.d.enc)
 	}
 	at := make([]int64, n)
@@ -285,9 +287,10 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, ortval.Values(kv)); err != nil {
 		return fmt.Errorf("static cache: cross projection: %w", err)
 	}
-	E := s.d.enc
+	E, m := s.d.enc, sh[1]
 	for j, r := range at {
-		copy(s.maskHost[r*E:(r+1)*E], mask[int64(j)*E:int64(j+1)*E])
+		row := s.maskHost[r*E : (r+1)*E]
+		clear(row[copy(row, mask[int64(j)*m:int64(j+1)*m]):])
 	}
 	if err := s.maskUp.Run(); err != nil {
 		return fmt.Errorf("static cache: encoder mask: %w", err)
