@@ -57,7 +57,7 @@ func fp16Twins(t *testing.T, place placement, opts Options) (io32, io16 *Predict
 // leaving the batch: the gather graph in float16), on the device-resident
 // cache and the static one; on the host path's float32 buffers it is
 // refused, and on the cpu provider's default placement it stays where ORT
-// computes it (fp16Twins checks).
+// computes it (fp16Twins checks). A continuous decode too gives the same.
 func TestFP16Cache(t *testing.T) {
 	cases := loadGolden(t)[:12]
 	var reqs []predict.Request
@@ -88,7 +88,25 @@ func TestFP16Cache(t *testing.T) {
 			}
 		}
 	}
-	_, io16 := fp16Twins(t, placeHost, Options{})
+	// a continuous decode (cross K/V scattered and adopted in float16)
+	io32, io16 := fp16Twins(t, placeStatic, Options{})
+	want, err := io32.PredictBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newStreamFeed(reqs, 1, 2)
+	if err := io16.Stream(context.Background(), 3, f.ask); err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		if f.errs[i] != nil {
+			t.Fatalf("stream %s: %v", cases[i].ID, f.errs[i])
+		}
+		if d := sameResult(f.res[i], want[i]); d != "" {
+			t.Errorf("stream %s: %s differ with a float16 cache", cases[i].ID, d)
+		}
+	}
+	_, io16 = fp16Twins(t, placeHost, Options{})
 	if _, err := io16.PredictBatch(context.Background(), reqs[:1]); err == nil || !strings.Contains(err.Error(), "whose buffers are float32") {
 		t.Errorf("a float16 cache in the host path's buffers: %v", err)
 	}

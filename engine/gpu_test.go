@@ -195,6 +195,45 @@ func TestCUDAGraphGolden(t *testing.T) {
 	sameConstrained(t, dev, graph, cases[:6])
 }
 
+// Continuous batching under capture: requests joining a captured decode
+// on 8 rows (cross K/V scattered into the captured buffers, the buffers
+// grown for longer prompts with rows busy), from screens and from
+// features, give the golden tokens, speculative and greedy, twice over (the
+// second pass replays what the first captured).
+func TestCUDAStreamGolden(t *testing.T) {
+	if !inCUDAChild() {
+		runCUDAChild(t, "TestCUDAStreamGolden")
+		return
+	}
+	cases := loadGolden(t)
+	var reqs []predict.Request
+	for _, c := range cases {
+		reqs = append(reqs, c.featureRequest(t),
+			predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	}
+	for _, dec := range []Decoding{DecodeSpeculative, DecodeGreedy} {
+		p := cudaPredictorWith(t, Options{Decoding: dec, CUDAGraph: true})
+		grew := 0
+		p.adoptHook = func(int, int) { grew++ }
+		for pass := range 2 {
+			f := newStreamFeed(reqs, 2, 0, 1, 3)
+			if err := p.Stream(context.Background(), 8, f.ask); err != nil {
+				t.Fatal(err)
+			}
+			for i, res := range f.res {
+				c := cases[i/2]
+				if f.errs[i] != nil {
+					t.Fatalf("%s pass %d %s: %v", dec, pass, c.ID, f.errs[i])
+				}
+				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+					t.Errorf("stream under capture, %s pass %d, %s (screen %v): ids differ from golden", dec, pass, c.ID, i%2 == 1)
+				}
+			}
+		}
+		t.Logf("%s: %d decoder graphs captured, buffers grown %d times", dec, p.statics.graphs, grew)
+	}
+}
+
 // The fixed-buffer paths under cuda beyond what capture replays: a static
 // decode past the graph budget (its calls run plainly on the capturing
 // session) gives the golden tokens, and the vision tower's features from

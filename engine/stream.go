@@ -59,42 +59,32 @@ type streamRow struct {
 // streamState is a running stream: its buffers and rows.
 type streamState struct {
 	p          *Predictor
-	st         *kv.Static
+	set        staticSet // st: the buffers, nil until the first join
+	key        staticKey
+	cfg        kv.StaticConfig
 	rows       []*streamRow // by buffer row; nil: free
 	busy       int
-	width      int // positions per call
-	draftWidth int // of which drafts may take
-	enc        int
+	draftWidth int // positions per call that drafts may take
 }
+
+// streamEncBucket is the step of a stream's encoder length: its buffers
+// are as long as its longest prompt so far rounded up to it (few shapes to
+// capture), and grow when a longer prompt joins (kv.Static.Adopt).
+const streamEncBucket = 64
 
 func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
 	width := 1
 	if p.opts.Decoding != DecodeGreedy {
 		width = max(1, min(p.maxDraft+1, p.verify/rows))
 	}
-	s := &streamState{p: p, rows: make([]*streamRow, rows), draftWidth: width,
-		width: alignUp(width, p.align), enc: p.bundle.Manifest.Prompt.MaxSourceTokens}
-	key := staticKey{rows: rows, width: s.width, enc: s.enc, capacity: p.maxNew + s.width}
-	cfg := kv.StaticConfig{
+	s := &streamState{p: p, rows: make([]*streamRow, rows), draftWidth: width}
+	s.key = staticKey{rows: rows, width: alignUp(width, p.align), capacity: p.maxNew + alignUp(width, p.align)}
+	s.cfg = kv.StaticConfig{
 		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-		Batch: rows, Width: s.width, Enc: s.enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
+		Batch: rows, Width: s.key.width, Capacity: s.key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
 		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
-	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
-		cfg.GraphIDs = ids
-		return kv.NewStatic(cfg)
-	})
-	if err != nil {
-		return fmt.Errorf("continuous batching: %w", err)
-	}
-	s.st = set.st
 	broken := false
-	defer func() {
-		if broken {
-			p.statics.drop(set)
-		} else {
-			p.statics.put(key, set)
-		}
-	}()
+	defer func() { s.release(broken) }()
 	more := true
 	for calls := 0; ; calls++ {
 		s.leave()
@@ -128,6 +118,47 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			return err
 		}
 	}
+}
+
+// buffers makes the stream's buffers enc positions long: new ones that take
+// over the rows of the old (kv.Static.Adopt), or, with no row busy, the
+// old ones are simply given back.
+func (s *streamState) buffers(enc int) error {
+	p := s.p
+	key, cfg := s.key, s.cfg
+	key.enc, cfg.Enc = enc, enc
+	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
+		cfg.GraphIDs = ids
+		return kv.NewStatic(cfg)
+	})
+	if err != nil {
+		return err
+	}
+	if s.set.st != nil && s.busy > 0 {
+		if err := set.st.Adopt(s.set.st); err != nil {
+			p.statics.drop(set)
+			return err
+		}
+		if p.adoptHook != nil {
+			p.adoptHook(s.set.st.Enc(), enc)
+		}
+	}
+	s.release(false)
+	s.set, s.key = set, key
+	return nil
+}
+
+// release gives the buffers back for reuse, or drops them when broken.
+func (s *streamState) release(broken bool) {
+	switch {
+	case s.set.st == nil:
+		return
+	case broken:
+		s.p.statics.drop(s.set)
+	default:
+		s.p.statics.put(s.key, s.set)
+	}
+	s.set = staticSet{}
 }
 
 // leave answers the rows whose requests were cancelled.
@@ -227,13 +258,19 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		return batchErr(err)
 	}
 	defer done()
+	enc := min(alignUp(len(mask)/B, streamEncBucket), p.bundle.Manifest.Prompt.MaxSourceTokens)
+	if st := s.set.st; st == nil || enc > st.Enc() || (s.busy == 0 && enc < st.Enc()) {
+		if err := s.buffers(enc); err != nil {
+			return batchErr(fmt.Errorf("continuous batching: %w", err))
+		}
+	}
 	at := make([]int, 0, B)
 	for r, row := range s.rows {
 		if row == nil && len(at) < B {
 			at = append(at, r)
 		}
 	}
-	if err := s.st.Join(at, states, mask); err != nil {
+	if err := s.set.st.Join(at, states, mask); err != nil {
 		return batchErr(err)
 	}
 	cross := time.Since(t)
@@ -255,7 +292,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 // step runs one decoder call for every busy row at its own position, takes
 // each row's tokens and answers the rows that finished.
 func (s *streamState) step() error {
-	p, st := s.p, s.st
+	p, st := s.p, s.set.st
 	W, V := st.Width(), p.cfg.VocabSize
 	eos, pad := p.bundle.Manifest.Tokens.EOSID, p.bundle.Manifest.Tokens.PadID
 	for i := range st.IDs {

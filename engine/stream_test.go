@@ -70,6 +70,8 @@ func TestStreamGolden(t *testing.T) {
 	}
 	for _, dec := range []Decoding{DecodeGreedy, DecodeSpeculative} {
 		p := placed(t, placeStatic, Options{Decoding: dec})
+		var grew [][2]int
+		p.adoptHook = func(from, to int) { grew = append(grew, [2]int{from, to}) }
 		for _, tc := range []struct {
 			rows  int
 			sizes []int
@@ -100,6 +102,15 @@ func TestStreamGolden(t *testing.T) {
 			}
 			if tc.rows > 1 && f.waits >= f.asks {
 				t.Errorf("%s rows %d: every ask waited (%d)", dec, tc.rows, f.waits)
+			}
+		}
+		// prompts of 11 to 512 tokens: buffers grew under busy rows
+		if len(grew) == 0 {
+			t.Errorf("%s: the buffers never grew with rows busy", dec)
+		}
+		for _, g := range grew {
+			if g[1] <= g[0] || g[1]%streamEncBucket != 0 && g[1] != p.bundle.Manifest.Prompt.MaxSourceTokens {
+				t.Errorf("%s: buffers grew from %d to %d positions", dec, g[0], g[1])
 			}
 		}
 	}

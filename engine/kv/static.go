@@ -298,6 +298,40 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	return nil
 }
 
+// Adopt takes over old's decode: its rows' self-attention cache, cross K/V
+// and mask, the positions padded with zeros (masked) when s has the longer
+// encoder length; s's next call goes on where old's would have. Both have
+// the same rows, width and capacity, s at least old's encoder length. A
+// stream grows its buffers so when a longer prompt joins.
+func (s *Static) Adopt(old *Static) error {
+	if s.d.b != old.d.b || s.width != old.width || s.capacity != old.capacity || s.d.enc < old.d.enc {
+		return fmt.Errorf("static cache: adopt [%d rows, width %d, capacity %d, enc %d] into [%d, %d, %d, %d] (programmer error)",
+			old.d.b, old.width, old.capacity, old.d.enc, s.d.b, s.width, s.capacity, s.d.enc)
+	}
+	all := make([]int64, s.d.b)
+	for r := range all {
+		all[r] = int64(r)
+	}
+	if err := s.ops.ScatterRows(ortval.Values(s.cache[s.turn]), all, ortval.Values(old.cache[old.turn])); err != nil {
+		return fmt.Errorf("static cache: adopt the self-attention cache: %w", err)
+	}
+	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), all, ortval.Values(old.crossKV)); err != nil {
+		return fmt.Errorf("static cache: adopt the cross-attention cache: %w", err)
+	}
+	E, m := s.d.enc, old.d.enc
+	for r := range s.d.b {
+		row := s.maskHost[r*E : (r+1)*E]
+		clear(row[copy(row, old.maskHost[r*m:(r+1)*m]):])
+	}
+	if err := s.maskUp.Run(); err != nil {
+		return fmt.Errorf("static cache: encoder mask: %w", err)
+	}
+	return nil
+}
+
+// Enc is the buffers' encoder length.
+func (s *Static) Enc() int { return int(s.d.enc) }
+
 // Rows is the buffers' batch rows.
 func (s *Static) Rows() int { return int(s.d.b) }
 

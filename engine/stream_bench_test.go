@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/autoui/autoui/models"
+	"github.com/autoui/autoui/predict"
+)
+
+// BenchmarkStreamBase compares, on the static decoder of a random-weight
+// T5-base bundle (`make bench-models`; skipped when absent), the same
+// requests run as batches of 8 (PredictBatch: each batch decodes until its
+// longest answer) and as a continuous decode on 8 rows (Stream: a row is
+// taken by the next request as soon as its answer ends); and, beside them,
+// batches on the provider's default decode (no static decoder). Answers
+// are 8 to 64 tokens long (mixed, as actions are), prompts the golden
+// cases' short ones; items/s is the figure to compare.
+//
+//	go test ./engine/ -run '^$' -bench StreamBase -benchtime=2x
+func BenchmarkStreamBase(b *testing.B) {
+	dir := filepath.Join("..", "bench-models", "base-vtiny")
+	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
+		b.Skipf("no base bundle (make bench-models): %v", err)
+	}
+	bundle, err := models.Load(dir, models.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewPredictor(bundle, Options{CUDAGraph: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	var reqs []predict.Request
+	for i, c := range loadGolden(b) {
+		if len(c.InputIDs) > 100 {
+			continue
+		}
+		feat := make([]float32, p.cfg.ImageDim)
+		for j := range feat {
+			feat[j] = float32(j%7) / 7
+		}
+		n := 8 + (i*23)%57 // 8..64
+		reqs = append(reqs, predict.Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: n, MinNewTokens: n})
+	}
+	const rows = 8
+	ctx := context.Background()
+	batches := func(p *Predictor) func(b *testing.B) {
+		return func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for lo := 0; lo < len(reqs); lo += rows {
+					if _, err := p.PredictBatch(ctx, reqs[lo:min(lo+rows, len(reqs))]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*len(reqs))/b.Elapsed().Seconds(), "items/s")
+		}
+	}
+	plain, err := NewPredictor(bundle, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	b.Run("batches-default", batches(plain))
+	b.Run("batches", batches(p))
+	b.Run("stream", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			next := 0
+			var failed error
+			err := p.Stream(ctx, rows, func(free int, _ bool) ([]predict.Job, bool) {
+				var jobs []predict.Job
+				for ; free > 0 && next < len(reqs); free-- {
+					jobs = append(jobs, predict.Job{Ctx: ctx, Req: reqs[next], Done: func(_ *predict.Result, err error) {
+						if err != nil {
+							failed = err
+						}
+					}})
+					next++
+				}
+				return jobs, next < len(reqs)
+			})
+			if err = cmp.Or(err, failed); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*len(reqs))/b.Elapsed().Seconds(), "items/s")
+	})
+}
