@@ -370,6 +370,11 @@ if want serve && fits 40 serve; then
       fp16all-graph) cfg="$b16all:typical:graph:" ;;
       fp16attn) cfg="$kit/bundles/base-vitg-fp16attn:typical::" ;;
       fp16mha-a8) cfg="$kit/bundles/base-vitg-fp16mha:typical:::--align-positions 8" ;;
+      # continuous batching (--continuous: requests join the captured decode between calls), joins
+      # of at least 16 (the cuda default) and of any size
+      fp16all-cont) cfg="$b16all:typical:graph::--continuous" ;;
+      fp16all-cont-j1) cfg="$b16all:typical:graph::--continuous --join-min 1" ;;
+      fp16attn-cont) cfg="$kit/bundles/base-vitg-fp16attn:typical:graph::--continuous" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc more <<< "$cfg"

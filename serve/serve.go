@@ -7,7 +7,9 @@
 // decoded requests wait in a bounded queue (full: 429) for the one batcher
 // goroutine, which gathers what is waiting (or arrives within the batch
 // wait) up to the largest batch and runs one engine.PredictBatch for it
-// (Config.ConcurrentBatches batchers may run batches side by side).
+// (Config.ConcurrentBatches batchers may run batches side by side; under
+// Config.Continuous, requests join the engine's one running decode
+// instead, stream.go).
 // Each answer is the one the request gets on its own: PredictBatch gives
 // every item the tokens it gets alone.
 package serve

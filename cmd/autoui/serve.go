@@ -31,7 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
-	joinMin := fs.Int("join-min", 1, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill")
+	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
@@ -60,8 +60,8 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--continuous needs --cuda-graph: rows join at their own positions on the static decoder")
 	case *continuous && *concurrent > 1:
 		return usageErrorf("--continuous with --concurrent-batches %d: one continuous decode runs", *concurrent)
-	case *joinMin < 1:
-		return usageErrorf("--join-min %d: must be >= 1", *joinMin)
+	case *joinMin < 0:
+		return usageErrorf("--join-min %d: must be >= 1 (or 0, the provider's default)", *joinMin)
 	case *maxBody < 1:
 		return usageErrorf("--max-body %d: must be >= 1", *maxBody)
 	case *timeout <= 0:
@@ -80,11 +80,12 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
 	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
-		Continuous: *continuous, JoinMin: *joinMin,
+		Continuous:     *continuous,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
 	}
+	cfg.JoinMin = serveJoinMin(*joinMin, provider, cfg.MaxBatch)
 	if cfg.Token, err = readTokenFile(*tokenFile); err != nil {
 		return err
 	}
@@ -242,6 +243,20 @@ func (r replaying) Stream(ctx context.Context, rows int, next func(int, bool) ([
 		}
 		return jobs, more
 	})
+}
+
+// serveJoinMin is --join-min's value, 0 giving the provider's default: on
+// the cpu a join's prefill costs by the request, so requests join as soon
+// as they come; a GPU prefills a few screens in about the time of one, and
+// every join pauses the decode.
+func serveJoinMin(flag int, provider engine.Provider, maxBatch int) int {
+	switch {
+	case flag > 0:
+		return flag
+	case provider == engine.ProviderCUDA:
+		return max(1, maxBatch/4)
+	}
+	return 1
 }
 
 // serveMaxBatch is --max-batch's value, 0 giving the provider's default.

@@ -165,7 +165,7 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--max-pixels", "-1"}, exitUsage, "--max-pixels"},
 		{[]string{"serve", "--model", "x", "--continuous"}, exitUsage, "--continuous needs --cuda-graph"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--concurrent-batches", "2"}, exitUsage, "one continuous decode"},
-		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "0"}, exitUsage, "--join-min 0"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "-1"}, exitUsage, "--join-min -1"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
 	} {
@@ -280,6 +280,21 @@ func TestServeMaxBatchDefault(t *testing.T) {
 	}{{0, engine.ProviderCPU, serve.DefaultMaxBatch}, {0, engine.ProviderCUDA, serve.DefaultMaxBatchCUDA}, {3, engine.ProviderCUDA, 3}, {100, engine.ProviderCPU, 100}} {
 		if got := serveMaxBatch(tc.flag, tc.provider); got != tc.want {
 			t.Errorf("--max-batch %d --provider %q: %d, want %d", tc.flag, tc.provider, got, tc.want)
+		}
+	}
+}
+
+// --join-min 0 (the default) is 1 on the cpu and a quarter of the rows
+// under cuda (at least 1); a value given is kept.
+func TestServeJoinMinDefault(t *testing.T) {
+	for _, tc := range []struct {
+		flag     int
+		provider engine.Provider
+		rows     int
+		want     int
+	}{{0, engine.ProviderCPU, 64, 1}, {0, engine.ProviderCUDA, 64, 16}, {0, engine.ProviderCUDA, 2, 1}, {5, engine.ProviderCUDA, 64, 5}, {3, engine.ProviderCPU, 8, 3}} {
+		if got := serveJoinMin(tc.flag, tc.provider, tc.rows); got != tc.want {
+			t.Errorf("--join-min %d --provider %q, %d rows: %d, want %d", tc.flag, tc.provider, tc.rows, got, tc.want)
 		}
 	}
 }
