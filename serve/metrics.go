@@ -22,6 +22,7 @@ type metrics struct {
 	canceled        prometheus.Counter
 	batches         prometheus.Counter
 	running         prometheus.Gauge
+	rowsBusy        prometheus.Gauge
 	dropped         prometheus.Counter
 }
 
@@ -62,7 +63,11 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 		}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "autoui_batches_total",
-			Help: "Engine calls (PredictBatch) made.",
+			Help: "Engine calls (PredictBatch) made; under --continuous, joins of the running decode.",
+		}),
+		rowsBusy: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "autoui_rows_busy",
+			Help: "Under --continuous: requests decoding in the running decode now (at most --max-batch).",
 		}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "autoui_batches_running",
@@ -73,7 +78,7 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 			Help: "Queued requests dropped before their engine call because the client went away or the deadline passed.",
 		}),
 	}
-	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.running, m.dropped,
+	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.running, m.rowsBusy, m.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "autoui_queue_depth",
 			Help: "Requests admitted and not yet in an engine call (decoding their screen or waiting for the batcher).",

@@ -79,11 +79,13 @@ func (s *Server) join(free int, wait bool) ([]predict.Job, bool) {
 	}
 	s.metrics.batches.Inc()
 	s.metrics.batchRequests.Observe(float64(n))
+	s.metrics.rowsBusy.Add(float64(n))
 	joined := time.Now()
 	jobs := make([]predict.Job, 0, n)
 	for _, j := range batch {
 		info := api.ServeInfo{QueueMS: float64(joined.Sub(j.arrived).Microseconds()) / 1000, BatchSize: n, Batch: seq}
 		jobs = append(jobs, predict.Job{Ctx: j.ctx, Req: j.req, Done: func(res *predict.Result, err error) {
+			s.metrics.rowsBusy.Dec()
 			switch {
 			case err != nil && j.ctx.Err() != nil:
 				s.drop(j, err)

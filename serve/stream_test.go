@@ -98,6 +98,9 @@ func TestContinuousEquivalence(t *testing.T) {
 	if n := countMetric(t, s, "autoui_batches_total"); n != float64(len(sizes)) {
 		t.Errorf("autoui_batches_total %v, want %d", n, len(sizes))
 	}
+	if n := countMetric(t, s, "autoui_rows_busy"); n != 0 {
+		t.Errorf("autoui_rows_busy %v with every request answered", n)
+	}
 }
 
 // Shutdown answers the requests decoding and queued, then the decode ends.
