@@ -25,17 +25,29 @@ const StreamRowsLimit = 1024
 // every call feeds each busy row its tokens not yet cached and its drafts,
 // and a row's positions are its own. Joining requests are prefilled
 // together (screens, prompts, fusion: PredictBatch's first half) while the
-// busy rows wait; their prompts are cross-attended at the bundle's prompt
-// limit, the buffers' one encoder length. A join of several that fails is
-// tried again one request at a time, so a request the engine refuses fails
-// only itself. A failed decoder call fails every busy request and ends the
-// stream with its error.
+// busy rows wait. The buffers' one encoder length is the longest prompt's
+// so far, in steps of streamEncBucket: a longer prompt makes new buffers
+// that take over the busy rows (kv.Static.Adopt); they never shrink within
+// a stream. A join of several that fails is tried again one request at a
+// time, so a request the engine refuses fails only itself. A failed decoder
+// call fails every busy request and ends the stream with its error.
+//
+// It runs on the static decoder at all rows, captured under cuda, also past
+// the rows up to which batches are (captureRows: at 64 rows the captured
+// call measured slower than the device-resident one, docs/cuda.md).
+//
+// next is asked between calls, with wait set when no row is busy: it
+// should then block until work comes or none will (Stream asks again at
+// once). Every job's Done is called exactly once.
 //
 // Timings are PredictBatch's, per request: the join's prefill stages, Cross
-// its cross projection, and the decoder calls it took part in.
+// its cross projection (and the buffers' growth, when it made them grow),
+// the first decoder call with the cross projection in it as in decode, and
+// the decoder calls it took part in; the pauses other requests' joins make
+// are in no stage. Total runs from its first join.
 func (p *Predictor) Stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
 	if p.decoderStatic == nil {
-		return errors.New("continuous batching runs on the static decoder: open the model with --cuda-graph")
+		return errors.New("continuous batching runs on the static decoder: open the model with --cuda-graph (Options.CUDAGraph)")
 	}
 	if rows <= 0 || rows > StreamRowsLimit {
 		return fmt.Errorf("stream rows %d: want 1 to %d", rows, StreamRowsLimit)
@@ -53,7 +65,8 @@ type streamRow struct {
 	seq   *sequence
 	res   *predict.Result
 	start time.Time
-	n     int // positions cached
+	cross time.Duration // counted into its first decoder call, as decode does
+	n     int           // positions cached
 }
 
 // streamState is a running stream: its buffers and rows.
@@ -86,7 +99,7 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 	broken := false
 	defer func() { s.release(broken) }()
 	more := true
-	for calls := 0; ; calls++ {
+	for calls := 0; ; {
 		s.leave()
 		if free := len(s.rows) - s.busy; more && free > 0 {
 			var jobs []predict.Job
@@ -98,7 +111,7 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 				jobs = jobs[:free]
 			}
 			if len(jobs) > 0 {
-				s.join(ctx, jobs)
+				s.join(ctx, jobs, time.Now())
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -117,12 +130,14 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			s.failAll(err)
 			return err
 		}
+		calls++
 	}
 }
 
 // buffers makes the stream's buffers enc positions long: new ones that take
-// over the rows of the old (kv.Static.Adopt), or, with no row busy, the
-// old ones are simply given back.
+// over the busy rows of the old (kv.Static.Adopt). The old are dropped,
+// captured or not: a stream never goes back to them, and a server's stream
+// runs for its life.
 func (s *streamState) buffers(enc int) error {
 	p := s.p
 	key, cfg := s.key, s.cfg
@@ -143,12 +158,15 @@ func (s *streamState) buffers(enc int) error {
 			p.adoptHook(s.set.st.Enc(), enc)
 		}
 	}
-	s.release(false)
+	if s.set.st != nil {
+		p.statics.drop(s.set)
+	}
 	s.set, s.key = set, key
 	return nil
 }
 
-// release gives the buffers back for reuse, or drops them when broken.
+// release gives the buffers back for reuse (the next stream of their
+// shape), or drops them when broken.
 func (s *streamState) release(broken bool) {
 	switch {
 	case s.set.st == nil:
@@ -189,14 +207,16 @@ func (s *streamState) failAll(err error) {
 }
 
 // join prefills jobs and starts them on free rows; a failed join of several
-// is tried again one job at a time.
-func (s *streamState) join(ctx context.Context, jobs []predict.Job) {
+// is tried again one job at a time. A job's nil Ctx is the background.
+func (s *streamState) join(ctx context.Context, jobs []predict.Job, start time.Time) {
 	p := s.p
-	start := time.Now()
 	var live []predict.Job
 	var seqs []*sequence
 	var res []*predict.Result
 	for _, j := range jobs {
+		if j.Ctx == nil {
+			j.Ctx = context.Background()
+		}
 		if err := j.Ctx.Err(); err != nil {
 			j.Done(nil, err)
 			continue
@@ -223,7 +243,7 @@ func (s *streamState) join(ctx context.Context, jobs []predict.Job) {
 		return
 	}
 	for _, j := range live {
-		s.join(ctx, []predict.Job{j})
+		s.join(ctx, []predict.Job{j}, start)
 	}
 }
 
@@ -259,7 +279,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 	}
 	defer done()
 	enc := min(alignUp(len(mask)/B, streamEncBucket), p.bundle.Manifest.Prompt.MaxSourceTokens)
-	if st := s.set.st; st == nil || enc > st.Enc() || (s.busy == 0 && enc < st.Enc()) {
+	if st := s.set.st; st == nil || enc > st.Enc() {
 		if err := s.buffers(enc); err != nil {
 			return batchErr(fmt.Errorf("continuous batching: %w", err))
 		}
@@ -280,7 +300,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		if seq.draft != nil {
 			seq.draft = p.drafts.WithPrompt(res[i].SourceIDs)
 		}
-		s.rows[at[i]] = &streamRow{job: j, seq: seq, res: res[i], start: start}
+		s.rows[at[i]] = &streamRow{job: j, seq: seq, res: res[i], start: start, cross: cross}
 		s.busy++
 		if seq.done = seq.limit <= 0; seq.done {
 			s.finish(at[i])
@@ -308,6 +328,9 @@ func (s *streamState) step() error {
 		}
 		q := row.seq
 		pending := len(q.tokens) - row.n
+		if row.n+W > st.Capacity() {
+			return fmt.Errorf("static decoder call at %d of %d positions, in a cache of %d (programmer error)", row.n, W, st.Capacity())
+		}
 		if budget := min(s.draftWidth-pending, q.limit-len(q.out())-1); budget > 0 && q.draft != nil {
 			drafts[r] = q.draft.Draft(q.tokens, budget)
 		}
@@ -335,7 +358,11 @@ func (s *streamState) step() error {
 			continue
 		}
 		q := row.seq
-		addDecoderCall(q.tm, dt)
+		if q.tm.DecoderCalls == 0 {
+			addDecoderCall(q.tm, dt+row.cross)
+		} else {
+			addDecoderCall(q.tm, dt)
+		}
 		pending := len(q.tokens) - row.n
 		row.n += pending + q.accept(drafts[r], r*W+pending-1, out, V, eos)
 		if q.done {

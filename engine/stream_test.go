@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 // streamFeed hands reqs to a Stream a few at a time, by a schedule of join
 // sizes (cycled), and collects the answers in request order.
 type streamFeed struct {
+	rows    int
 	reqs    []predict.Request
 	ctxs    []context.Context // per request; nil: background
 	sizes   []int
@@ -34,6 +36,9 @@ func (f *streamFeed) ask(free int, wait bool) ([]predict.Job, bool) {
 	f.frees = append(f.frees, free)
 	if wait {
 		f.waits++
+		if f.rows > 0 && free != f.rows {
+			panic(fmt.Sprintf("asked to wait with %d of %d rows free", free, f.rows))
+		}
 	}
 	n := min(f.sizes[f.asks%len(f.sizes)], free, len(f.reqs)-f.next)
 	f.asks++
@@ -59,7 +64,7 @@ func (f *streamFeed) ask(free int, wait bool) ([]predict.Job, bool) {
 // Requests that join a running decode at different calls, on rows others
 // have left, each get the golden tokens, greedy and speculative, whatever
 // the join sizes; a join asks for no more rows than are free, and waits
-// only when no row is busy.
+// only when no row is busy (streamFeed checks).
 func TestStreamGolden(t *testing.T) {
 	cases := loadGolden(t)
 	var reqs []predict.Request
@@ -77,6 +82,7 @@ func TestStreamGolden(t *testing.T) {
 			sizes []int
 		}{{1, []int{1}}, {3, []int{2, 0, 1, 1, 0, 0}}, {4, []int{4}}, {8, []int{1}}} {
 			f := newStreamFeed(reqs, tc.sizes...)
+			f.rows = tc.rows // wait only with every row free
 			if err := p.Stream(context.Background(), tc.rows, f.ask); err != nil {
 				t.Fatalf("%s rows %d: %v", dec, tc.rows, err)
 			}
@@ -145,29 +151,41 @@ func TestStreamConstrained(t *testing.T) {
 	}
 }
 
-// A bad request fails alone with its own error, and a cancelled one leaves
-// with its context's error; the others get their tokens.
+// A bad request fails alone with its own error (refused before its join:
+// a RequestError; failing in its join's prefill: the join is tried again
+// one request at a time), and a request cancelled while it decodes leaves
+// with its context's error, its row free; the others get their tokens.
 func TestStreamFailsAlone(t *testing.T) {
 	cases := loadGolden(t)
 	var reqs []predict.Request
-	for _, c := range cases[:4] {
+	for _, c := range cases[:5] {
 		reqs = append(reqs, c.featureRequest(t))
 	}
 	reqs[1].Features = reqs[1].Features[:3]
+	reqs[4].Features, reqs[4].Screen = nil, image.NewRGBA(image.Rect(0, 0, 0, 0))
 	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
+	defer cancel()
 	p := placed(t, placeStatic, Options{})
-	f := newStreamFeed(reqs, 4)
-	f.ctxs = []context.Context{nil, nil, cancelled, nil}
-	if err := p.Stream(context.Background(), 4, f.ask); err != nil {
+	calls := 0
+	p.stepHook = func(int) {
+		if calls++; calls == 2 {
+			cancel()
+		}
+	}
+	f := newStreamFeed(reqs, 5)
+	f.ctxs = []context.Context{nil, nil, cancelled, nil, nil}
+	if err := p.Stream(context.Background(), 5, f.ask); err != nil {
 		t.Fatal(err)
 	}
 	var re *predict.RequestError
 	if !errors.As(f.errs[1], &re) || !strings.Contains(f.errs[1].Error(), "image features") {
 		t.Errorf("bad request: %v, want its RequestError", f.errs[1])
 	}
-	if !errors.Is(f.errs[2], context.Canceled) {
-		t.Errorf("cancelled request: %v", f.errs[2])
+	if !errors.Is(f.errs[2], context.Canceled) || f.res[2] != nil {
+		t.Errorf("request cancelled while decoding: %v, %v", f.res[2], f.errs[2])
+	}
+	if f.errs[4] == nil || strings.Contains(f.errs[4].Error(), "join of") {
+		t.Errorf("an empty screen: %v, want its own error, not its join's", f.errs[4])
 	}
 	for _, i := range []int{0, 3} {
 		if f.errs[i] != nil || !slices.Equal(f.res[i].TokenIDs, cases[i].GeneratedIDs) {

@@ -71,11 +71,11 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 		}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "autoui_batches_running",
-			Help: "Engine calls (PredictBatch) running now: at most --concurrent-batches.",
+			Help: "Engine calls (PredictBatch) running now: at most --concurrent-batches; under --continuous 1 while the continuous decode runs.",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "autoui_dropped_total",
-			Help: "Queued requests dropped before their engine call because the client went away or the deadline passed.",
+			Help: "Requests dropped because the client went away or the deadline passed: queued, before their engine call, or (under --continuous) while decoding.",
 		}),
 	}
 	m.reg.MustRegister(m.requestDuration, m.batchRequests, m.stage, m.engine, m.errors, m.canceled, m.batches, m.running, m.rowsBusy, m.dropped,

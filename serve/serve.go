@@ -44,8 +44,13 @@ const (
 	// of 64 in little more time than one of 8. On an H200 (base-vitg, 64
 	// clients) --max-batch 64 served 42-47 req/s, where --max-batch 16 had
 	// served 17 at 32 clients.
-	DefaultMaxBatchCUDA   = 64
-	DefaultBatchWait      = 5 * time.Millisecond
+	DefaultMaxBatchCUDA = 64
+	DefaultBatchWait    = 5 * time.Millisecond
+	// DefaultJoinWait is a few decoder calls at 64 rows on a GPU (~9 ms
+	// each): long enough for a group of clients answered together to
+	// send again, short enough that a lone request is not held for a
+	// whole decode.
+	DefaultJoinWait       = 50 * time.Millisecond
 	DefaultQueue          = 64
 	DefaultMaxBody        = 32 << 20
 	DefaultRequestTimeout = 60 * time.Second
@@ -76,6 +81,9 @@ type Config struct {
 	// pauses the decode for its prefill, which a GPU does in about the
 	// same time for one request as for several.
 	JoinMin int
+	// JoinWait bounds how long fewer than JoinMin waiting requests wait
+	// to join a busy continuous decode (0: DefaultJoinWait).
+	JoinWait time.Duration
 	// BatchWait is how long the batcher waits for more requests after the
 	// first of a batch; negative: not at all (only those already waiting).
 	BatchWait time.Duration
@@ -112,6 +120,9 @@ func (c Config) withDefaults() Config {
 		c.ConcurrentBatches = 1
 	}
 	c.JoinMin = max(c.JoinMin, 1)
+	if c.JoinWait <= 0 {
+		c.JoinWait = DefaultJoinWait
+	}
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}

@@ -12,19 +12,25 @@ import (
 // answered as each finishes. A decode that fails has answered its requests
 // with the error and is started again; one that fails before it took any
 // request (the engine cannot stream) leaves every request answered with
-// that error, as does a shutdown whose drain ran out of time.
+// that error, and a shutdown whose drain ran out of time every request
+// left with the cancellation.
 func (s *Server) streamer(e predict.Streamer) {
 	for {
 		taken := false
+		var waiting time.Time // when too few to join were first seen waiting
+		s.metrics.running.Inc()
 		err := e.Stream(s.runCtx, s.cfg.MaxBatch, func(free int, wait bool) ([]predict.Job, bool) {
-			jobs, more := s.join(free, wait)
+			jobs, more := s.join(free, wait, &waiting)
 			taken = taken || len(jobs) > 0
 			return jobs, more
 		})
+		s.metrics.running.Dec()
 		if err == nil {
 			return // the queue is closed and everything answered
 		}
-		if taken && s.runCtx.Err() == nil {
+		if cerr := s.runCtx.Err(); cerr != nil {
+			err = cerr
+		} else if taken {
 			continue
 		}
 		for j := range s.queue {
@@ -38,9 +44,11 @@ func (s *Server) streamer(e predict.Streamer) {
 // (no row busy) it waits for a first job and gathers as a batch does;
 // otherwise it takes the waiting jobs, but only when at least JoinMin of
 // them (or free, when fewer rows are free) are there, since each join
-// stops the decode for its prefill. It says false once the queue is closed
-// and empty.
-func (s *Server) join(free int, wait bool) ([]predict.Job, bool) {
+// stops the decode for its prefill, or when fewer have been seen waiting
+// for JoinWait (waiting: since when). It says false once the queue is
+// closed and empty. Only the stream takes from the queue, so the non-wait
+// path needs no s.gathering.
+func (s *Server) join(free int, wait bool, waiting *time.Time) ([]predict.Job, bool) {
 	var batch []*job
 	if wait {
 		s.gathering.Lock()
@@ -53,9 +61,19 @@ func (s *Server) join(free int, wait bool) ([]predict.Job, bool) {
 			return nil, false
 		}
 	} else {
-		if len(s.queue) < min(s.cfg.JoinMin, free) {
+		switch n := len(s.queue); {
+		case n == 0:
+			*waiting = time.Time{}
 			return nil, true
+		case n < min(s.cfg.JoinMin, free):
+			if waiting.IsZero() {
+				*waiting = time.Now()
+			}
+			if time.Since(*waiting) < s.cfg.JoinWait {
+				return nil, true
+			}
 		}
+		*waiting = time.Time{}
 	take:
 		for len(batch) < free {
 			select {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -145,5 +146,70 @@ func TestContinuousWithoutStaticDecoder(t *testing.T) {
 	for range 2 {
 		r, b := post(t, context.Background(), ts.URL, featureRequest(t, "no stream"))
 		wantError(t, r, b, 500, KindInternal, "--cuda-graph")
+	}
+}
+
+// failingOnce is a streamer whose first decode takes its jobs and fails
+// them, as a failed decoder call does; later decodes are the engine's.
+type failingOnce struct {
+	*engine.Predictor
+	failed atomic.Bool
+}
+
+func (f *failingOnce) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
+	if f.failed.Swap(true) {
+		return f.Predictor.Stream(ctx, rows, next)
+	}
+	jobs, _ := next(rows, true)
+	err := errors.New("decoder call 0: the device fell over")
+	for _, j := range jobs {
+		j.Done(nil, err)
+	}
+	return err
+}
+
+// A continuous decode that fails answers its requests with the error and
+// the server starts another, which answers the next requests.
+func TestContinuousRestart(t *testing.T) {
+	p := staticTiny(t)
+	m := ModelOf(p, "")
+	m.Engine = &failingOnce{Predictor: p}
+	_, ts := start(t, Config{MaxBatch: 2, Continuous: true}, &m)
+	r, b := post(t, context.Background(), ts.URL, featureRequest(t, "first"))
+	wantError(t, r, b, 500, KindInternal, "fell over")
+	r, b = post(t, context.Background(), ts.URL, featureRequest(t, "second"))
+	wantPrediction(t, code(r), b)
+}
+
+// While rows are busy, fewer than JoinMin waiting requests join only once
+// they have been seen waiting for JoinWait; JoinMin of them join at once,
+// and no more than the free rows.
+func TestContinuousJoinMin(t *testing.T) {
+	s := New(Config{Continuous: true, MaxBatch: 8, JoinMin: 3, JoinWait: 40 * time.Millisecond})
+	push := func(n int) {
+		for range n {
+			s.slots <- struct{}{}
+			s.queue <- &job{ctx: context.Background(), arrived: time.Now(), done: make(chan answer, 1)}
+		}
+	}
+	var waiting time.Time
+	push(2)
+	if jobs, more := s.join(8, false, &waiting); len(jobs) != 0 || !more {
+		t.Fatalf("2 waiting, join-min 3: %d joined", len(jobs))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if jobs, _ := s.join(8, false, &waiting); len(jobs) != 2 {
+		t.Fatalf("2 waiting past join-wait: %d joined", len(jobs))
+	}
+	push(4)
+	if jobs, _ := s.join(8, false, &waiting); len(jobs) != 4 {
+		t.Fatalf("4 waiting, join-min 3: %d joined", len(jobs))
+	}
+	push(3)
+	if jobs, _ := s.join(2, false, &waiting); len(jobs) != 2 {
+		t.Fatalf("3 waiting, 2 rows free: %d joined", len(jobs))
+	}
+	if jobs, _ := s.join(8, false, &waiting); len(jobs) != 0 {
+		t.Fatalf("1 waiting, just seen: %d joined", len(jobs))
 	}
 }

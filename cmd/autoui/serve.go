@@ -32,6 +32,7 @@ func runServe(ctx context.Context, args []string) error {
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
 	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
+	joinWait := fs.Duration("join-wait", serve.DefaultJoinWait, "under --continuous: the longest fewer than --join-min waiting requests wait to join a busy decode")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
@@ -60,6 +61,10 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--continuous needs --cuda-graph: rows join at their own positions on the static decoder")
 	case *continuous && *concurrent > 1:
 		return usageErrorf("--continuous with --concurrent-batches %d: one continuous decode runs", *concurrent)
+	case *continuous && *maxBatch > engine.StreamRowsLimit:
+		return usageErrorf("--max-batch %d with --continuous: at most %d rows", *maxBatch, engine.StreamRowsLimit)
+	case *joinWait <= 0:
+		return usageErrorf("--join-wait %v: must be > 0", *joinWait)
 	case *joinMin < 0:
 		return usageErrorf("--join-min %d: must be >= 1 (or 0, the provider's default)", *joinMin)
 	case *maxBody < 1:
@@ -80,7 +85,7 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "autoui serve: --concurrent-batches %d with --cuda-graph: the engine runs the batches one at a time (CUDA-graph capture needs it; docs/cuda.md)\n", *concurrent)
 	}
 	cfg := serve.Config{MaxBatch: serveMaxBatch(*maxBatch, provider), ConcurrentBatches: *concurrent, BatchWait: *batchWait, Queue: *queue, MaxBody: *maxBody,
-		Continuous:     *continuous,
+		Continuous: *continuous, JoinWait: *joinWait,
 		RequestTimeout: *timeout, Decode: dopts}
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default

@@ -166,6 +166,8 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--continuous"}, exitUsage, "--continuous needs --cuda-graph"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--concurrent-batches", "2"}, exitUsage, "one continuous decode"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "-1"}, exitUsage, "--join-min -1"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-wait", "0s"}, exitUsage, "--join-wait 0s"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--max-batch", "5000"}, exitUsage, "at most 1024 rows"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
 	} {

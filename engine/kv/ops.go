@@ -172,11 +172,12 @@ func (o *Ops) Gather(kv []ort.Value, rows []int64, mem *ort.MemoryInfo) ([]*ort.
 
 // ScatterRows writes src[i]'s rows into dst[i] at the given batch rows, in
 // place: row rows[j] of each dst becomes row j of its src, positions (axis
-// 2) padded with zeros up to dst's. It takes the cross K/V, 2 x layers
-// tensors [B, heads, positions, d_kv] of the cache's type. ORT's ScatterND
-// skips its copy of the input when the output is the same buffer, as its
-// own in-place planning does; binding dst as both is what keeps the static
-// cache's addresses fixed.
+// 2) padded with zeros up to dst's. It takes 2 x layers K/V tensors [B,
+// heads, positions, d_kv] of the cache's type (the cross K/V, or a whole
+// self-attention cache). dst is bound as both the input and the output, so
+// the static cache's addresses stay; the result lands there whether or not
+// the kernel first copies its input (ORT's ScatterND skips that copy when
+// the two are one buffer, as its own in-place planning makes them).
 func (o *Ops) ScatterRows(dst []ort.Value, rows []int64, src []ort.Value) error {
 	if len(dst) != o.tensors || len(src) != o.tensors {
 		return fmt.Errorf("scatter %d tensors into %d, the graph takes %d (programmer error)", len(src), len(dst), o.tensors)

@@ -285,7 +285,7 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	}
 	defer ortval.DestroyAll(kv)
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, ortval.Values(kv)); err != nil {
-		return fmt.Errorf("static cache: cross projection: %w", err)
+		return fmt.Errorf("static cache: write the joining rows' cross K/V: %w", err)
 	}
 	E, m := s.d.enc, sh[1]
 	for j, r := range at {
