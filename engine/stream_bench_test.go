@@ -17,8 +17,9 @@ import (
 // longest answer) and as a continuous decode on 8 rows (Stream: a row is
 // taken by the next request as soon as its answer ends); and, beside them,
 // batches on the provider's default decode (no static decoder). Answers
-// are 8 to 64 tokens long (mixed, as actions are), prompts the golden
-// cases' short ones; items/s is the figure to compare.
+// are 8 to 64 tokens long (mixed, as actions are; a minimum length on a
+// random model, so every call fetches logits, on every path alike),
+// prompts the golden cases' short ones; items/s is the figure to compare.
 //
 //	go test ./engine/ -run '^$' -bench StreamBase -benchtime=2x
 func BenchmarkStreamBase(b *testing.B) {
