@@ -48,7 +48,19 @@ func BenchmarkPredictBatchScreens(b *testing.B) {
 //
 //	go test ./engine/ -run '^$' -bench PredictBatchBase -benchtime=3x
 func BenchmarkPredictBatchBase(b *testing.B) {
-	dir := filepath.Join("..", "bench-models", "base-vtiny") // T5-base, tiny vision tower
+	bundle := baseBundle(b)
+	p, err := NewPredictor(bundle, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	benchBatches(b, p, baseRequests(b, p, func(int) int { return 64 }))
+}
+
+// baseBundle is the random-weight T5-base bundle with a tiny vision tower
+// (`make bench-models`); the benchmark skips without it.
+func baseBundle(b *testing.B) *models.Bundle {
+	dir := filepath.Join("..", "bench-models", "base-vtiny")
 	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
 		b.Skipf("no base bundle (make bench-models): %v", err)
 	}
@@ -56,23 +68,26 @@ func BenchmarkPredictBatchBase(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := NewPredictor(bundle, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	return bundle
+}
+
+// baseRequests are the golden cases of prompts up to 100 tokens, with
+// fixed features, each generating exactly length(i) tokens (random weights
+// emit no Auto-UI text).
+func baseRequests(b *testing.B, p *Predictor, length func(i int) int) []predict.Request {
 	var reqs []predict.Request
-	for _, c := range loadGolden(b) {
+	for i, c := range loadGolden(b) {
 		if len(c.InputIDs) > 100 {
 			continue
 		}
 		feat := make([]float32, p.cfg.ImageDim)
-		for i := range feat {
-			feat[i] = float32(i%7) / 7
+		for j := range feat {
+			feat[j] = float32(j%7) / 7
 		}
-		reqs = append(reqs, predict.Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: 64, MinNewTokens: 64})
+		n := length(i)
+		reqs = append(reqs, predict.Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: n, MinNewTokens: n})
 	}
-	benchBatches(b, p, reqs)
+	return reqs
 }
 
 // benchBatches runs every request once per iteration, in batches of each

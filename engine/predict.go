@@ -80,18 +80,7 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	}
 	start := time.Now()
 	B := len(reqs)
-	itemErr := func(i int, err error) error {
-		if B == 1 {
-			return err
-		}
-		return fmt.Errorf("predict batch item %d: %w", i, err)
-	}
-	batchErr := func(err error) error {
-		if B == 1 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		return fmt.Errorf("predict batch of %d: %w", B, err)
-	}
+	itemErr, batchErr := batchErrors(B, "predict batch")
 	res := make([]*predict.Result, B)
 	seqs := make([]*sequence, B)
 	for i, r := range reqs {
@@ -123,6 +112,25 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 		p.parse(r, start)
 	}
 	return res, nil
+}
+
+// batchErrors wrap the errors of a batch of B requests, named what: one
+// item's, naming its index, and the whole batch's (a cancellation as it
+// is); a batch of one's as they are.
+func batchErrors(B int, what string) (itemErr func(int, error) error, batchErr func(error) error) {
+	itemErr = func(i int, err error) error {
+		if B == 1 {
+			return err
+		}
+		return fmt.Errorf("%s item %d: %w", what, i, err)
+	}
+	batchErr = func(err error) error {
+		if B == 1 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%s of %d: %w", what, B, err)
+	}
+	return itemErr, batchErr
 }
 
 // prefill runs a batch's screens and prompts up to the fused states [B, n,

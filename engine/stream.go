@@ -251,18 +251,7 @@ func (s *streamState) join(ctx context.Context, jobs []predict.Job, start time.T
 func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*sequence, res []*predict.Result, start time.Time) error {
 	p := s.p
 	B := len(jobs)
-	itemErr := func(i int, err error) error {
-		if B == 1 {
-			return err
-		}
-		return fmt.Errorf("join item %d: %w", i, err)
-	}
-	batchErr := func(err error) error {
-		if B == 1 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		return fmt.Errorf("join of %d: %w", B, err)
-	}
+	itemErr, batchErr := batchErrors(B, "join")
 	reqs := make([]predict.Request, B)
 	for i, j := range jobs {
 		reqs[i] = j.Req

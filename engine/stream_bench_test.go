@@ -3,11 +3,8 @@ package engine
 import (
 	"cmp"
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 )
 
@@ -23,31 +20,13 @@ import (
 //
 //	go test ./engine/ -run '^$' -bench StreamBase -benchtime=2x
 func BenchmarkStreamBase(b *testing.B) {
-	dir := filepath.Join("..", "bench-models", "base-vtiny")
-	if _, err := os.Stat(filepath.Join(dir, models.ManifestFile)); err != nil {
-		b.Skipf("no base bundle (make bench-models): %v", err)
-	}
-	bundle, err := models.Load(dir, models.LoadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	bundle := baseBundle(b)
 	p, err := NewPredictor(bundle, Options{CUDAGraph: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	var reqs []predict.Request
-	for i, c := range loadGolden(b) {
-		if len(c.InputIDs) > 100 {
-			continue
-		}
-		feat := make([]float32, p.cfg.ImageDim)
-		for j := range feat {
-			feat[j] = float32(j%7) / 7
-		}
-		n := 8 + (i*23)%57 // 8..64
-		reqs = append(reqs, predict.Request{Features: feat, Goal: c.Goal, History: benchHistory(b, c), MaxNewTokens: n, MinNewTokens: n})
-	}
+	reqs := baseRequests(b, p, func(i int) int { return 8 + (i*23)%57 }) // 8..64
 	const rows = 8
 	ctx := context.Background()
 	batches := func(p *Predictor) func(b *testing.B) {

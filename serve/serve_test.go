@@ -264,8 +264,37 @@ func TestBatchingEquivalence(t *testing.T) {
 	s, ts := start(t, Config{MaxBatch: 4, BatchWait: 100 * time.Millisecond}, &m, func(s *Server) {
 		s.beforeBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
 	})
+	reqs, want := goldenRequests(t, 12)
+	got := postAll(t, ts.URL, reqs)
+	maxSize := 0
+	for i := range reqs {
+		sameResult(t, fmt.Sprintf("case %d", i), got[i], want[i])
+		if got[i].Serve != nil {
+			maxSize = max(maxSize, got[i].Serve.BatchSize)
+			if got[i].Serve.BatchSize > 4 {
+				t.Errorf("case %d in a batch of %d, over --max-batch 4", i, got[i].Serve.BatchSize)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxSize < 2 || slices.Max(sizes) < 2 {
+		t.Errorf("no batch held more than one request: %v", sizes)
+	}
+	if total := sum(sizes); total != len(reqs) {
+		t.Errorf("batches %v hold %d requests, want %d", sizes, total, len(reqs))
+	}
+	if n := countMetric(t, s, "autoui_batches_total"); n != float64(len(sizes)) {
+		t.Errorf("autoui_batches_total %v, want %d", n, len(sizes))
+	}
+}
+
+// goldenRequests are the first n golden cases as requests with their
+// screens' features, and the tiny model's one-by-one predictions of them.
+func goldenRequests(t *testing.T, n int) ([]api.PredictRequest, []*predict.Result) {
+	t.Helper()
 	p := tiny(t)
-	cases := goldenCases(t)[:12]
+	cases := goldenCases(t)[:n]
 	feats := map[string][]float32{}
 	want := make([]*predict.Result, len(cases))
 	reqs := make([]api.PredictRequest, len(cases))
@@ -283,38 +312,25 @@ func TestBatchingEquivalence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := make([]api.Prediction, len(cases))
+	return reqs, want
+}
+
+// postAll sends every request at once and returns the predictions, in
+// request order.
+func postAll(t *testing.T, url string, reqs []api.PredictRequest) []api.Prediction {
+	t.Helper()
+	got := make([]api.Prediction, len(reqs))
 	var wg sync.WaitGroup
-	for i := range cases {
+	for i := range reqs {
 		wg.Go(func() {
-			resp, body := post(t, context.Background(), ts.URL, reqs[i])
+			resp, body := post(t, context.Background(), url, reqs[i])
 			if resp != nil {
 				got[i] = wantPrediction(t, resp.StatusCode, body)
 			}
 		})
 	}
 	wg.Wait()
-	maxSize := 0
-	for i := range cases {
-		sameResult(t, fmt.Sprintf("case %d", i), got[i], want[i])
-		if got[i].Serve != nil {
-			maxSize = max(maxSize, got[i].Serve.BatchSize)
-			if got[i].Serve.BatchSize > 4 {
-				t.Errorf("case %d in a batch of %d, over --max-batch 4", i, got[i].Serve.BatchSize)
-			}
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if maxSize < 2 || slices.Max(sizes) < 2 {
-		t.Errorf("no batch held more than one request: %v", sizes)
-	}
-	if total := sum(sizes); total != len(cases) {
-		t.Errorf("batches %v hold %d requests, want %d", sizes, total, len(cases))
-	}
-	if n := countMetric(t, s, "autoui_batches_total"); n != float64(len(sizes)) {
-		t.Errorf("autoui_batches_total %v, want %d", n, len(sizes))
-	}
+	return got
 }
 
 func sum(v []int) int {

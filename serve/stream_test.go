@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
@@ -57,32 +56,9 @@ func TestContinuousEquivalence(t *testing.T) {
 	s, ts := start(t, Config{MaxBatch: 4, Continuous: true, BatchWait: 20 * time.Millisecond}, &m, func(s *Server) {
 		s.beforeBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
 	})
-	ref := tiny(t)
-	cases := goldenCases(t)[:12]
-	want := make([]*predict.Result, len(cases))
-	reqs := make([]api.PredictRequest, len(cases))
-	for i, c := range cases {
-		f, err := ref.ImageFeatures(context.Background(), decodeScreen(t, screenBytes(t, filepath.Base(c.Screen))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs[i] = api.PredictRequest{Goal: c.Goal, Features: f, History: c.History}
-		if want[i], err = ref.Predict(context.Background(), predict.Request{Goal: c.Goal, Features: f, History: c.History}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := make([]api.Prediction, len(cases))
-	var wg sync.WaitGroup
-	for i := range cases {
-		wg.Go(func() {
-			resp, body := post(t, context.Background(), ts.URL, reqs[i])
-			if resp != nil {
-				got[i] = wantPrediction(t, resp.StatusCode, body)
-			}
-		})
-	}
-	wg.Wait()
-	for i := range cases {
+	reqs, want := goldenRequests(t, 12)
+	got := postAll(t, ts.URL, reqs)
+	for i := range reqs {
 		sameResult(t, fmt.Sprintf("case %d", i), got[i], want[i])
 		if got[i].Serve != nil && got[i].Serve.BatchSize > 4 {
 			t.Errorf("case %d joined with %d, over 4 rows", i, got[i].Serve.BatchSize)
@@ -90,8 +66,8 @@ func TestContinuousEquivalence(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if total := sum(sizes); total != len(cases) {
-		t.Errorf("joins %v hold %d requests, want %d", sizes, total, len(cases))
+	if total := sum(sizes); total != len(reqs) {
+		t.Errorf("joins %v hold %d requests, want %d", sizes, total, len(reqs))
 	}
 	if n := e.streams.Load(); n != 1 {
 		t.Errorf("%d continuous decodes, want 1", n)

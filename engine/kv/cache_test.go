@@ -321,19 +321,7 @@ func encode(e Elem, vs []int) []byte {
 // padded with zeros, row 1 and the addresses stay.
 func testScatter(t *testing.T, ops *Ops, elem Elem, at func(i, r, hh, p, dd int) int, layers, b, h, T, d int) {
 	t.Helper()
-	rowsOf := func(i int, rows []int, n int) []int { // [rows, h, n, d]
-		var v []int
-		for _, r := range rows {
-			for hh := 0; hh < h; hh++ {
-				for p := 0; p < n; p++ {
-					for dd := 0; dd < d; dd++ {
-						v = append(v, at(i, r, hh, p, dd))
-					}
-				}
-			}
-		}
-		return v
-	}
+	rowsOf := func(i int, rows []int, n int) []int { return kvValues(at, i, rows, h, n, d) }
 	dtype := ort.TensorElementDataType(ort.TensorElementDataTypeFloat)
 	if elem == Float16 {
 		dtype = ort.TensorElementDataTypeFloat16
@@ -373,6 +361,22 @@ func testScatter(t *testing.T, ops *Ops, elem Elem, at func(i, r, hh, p, dd int)
 	if err := ops.ScatterRows(dst, []int64{0}, src); err == nil {
 		t.Error("scatter of 2 rows at 1: no error")
 	}
+}
+
+// kvValues are tensor i's values at(i, r, hh, p, dd) over the given rows
+// and the first n positions: [rows, h, n, d].
+func kvValues(at func(i, r, hh, p, dd int) int, i int, rows []int, h, n, d int) []int {
+	var v []int
+	for _, r := range rows {
+		for hh := 0; hh < h; hh++ {
+			for p := 0; p < n; p++ {
+				for dd := 0; dd < d; dd++ {
+					v = append(v, at(i, r, hh, p, dd))
+				}
+			}
+		}
+	}
+	return v
 }
 
 // padPositions is one row's values [h, n, d] padded with zeros to [h, T,
@@ -440,16 +444,7 @@ func testOps(t *testing.T, elem Elem) {
 			if y.Location() != "Cpu" || !slices.Equal(y.GetShape(), ort.Shape{int64(len(rows)), h, int64(n), d}) {
 				t.Fatalf("%s %d: %v in %s", what, i, y.GetShape(), y.Location())
 			}
-			var want []int
-			for _, r := range rows {
-				for hh := 0; hh < h; hh++ {
-					for p := 0; p < n; p++ {
-						for dd := 0; dd < d; dd++ {
-							want = append(want, at(i, r, hh, p, dd))
-						}
-					}
-				}
-			}
+			want := kvValues(at, i, rows, h, n, d)
 			if raw, err := y.HostData(); err != nil || !bytes.Equal(raw, encode(elem, want)) {
 				t.Fatalf("%s %d: not rows %v's first %d positions (%v)", what, i, rows, n, err)
 			}
