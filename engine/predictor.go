@@ -180,11 +180,11 @@ type Predictor struct {
 	deviceMem  *ort.MemoryInfo // where device-resident outputs stay
 	// newCallHook, when set (tests), sees each decode's stepper, and
 	// stepHook each call's positions per row; prefillHook runs when a
-	// batch's prompts are encoded, adoptHook when a stream's buffers grow.
+	// batch's prompts are encoded, adoptHook when a stream moves its rows.
 	newCallHook func(stepper)
 	stepHook    func(k int)
 	prefillHook func()
-	adoptHook   func(from, to int) // a stream's buffers grew, rows busy
+	adoptHook   func(from, to staticKey) // a stream moved its busy rows
 }
 
 // placement is where a decode's cache lives.

@@ -71,13 +71,13 @@ type streamRow struct {
 
 // streamState is a running stream: its buffers and rows.
 type streamState struct {
-	p          *Predictor
-	set        staticSet // st: the buffers, nil until the first join
-	key        staticKey
-	cfg        kv.StaticConfig
-	rows       []*streamRow // by buffer row; nil: free
-	busy       int
-	draftWidth int // positions per call that drafts may take
+	p        *Predictor
+	set      staticSet // st: the buffers, nil until the first join
+	key      staticKey
+	rows     []*streamRow // by buffer row; nil: free
+	busy     int
+	maxRows  int // Stream's rows: what next is offered
+	capacity int // every set's: a row keeps its positions when it moves
 }
 
 // streamEncBucket is the step of a stream's encoder length: its buffers
@@ -86,22 +86,13 @@ type streamState struct {
 const streamEncBucket = 64
 
 func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
-	width := 1
-	if p.opts.Decoding != DecodeGreedy {
-		width = max(1, min(p.maxDraft+1, p.verify/rows))
-	}
-	s := &streamState{p: p, rows: make([]*streamRow, rows), draftWidth: width}
-	s.key = staticKey{rows: rows, width: alignUp(width, p.align), capacity: p.maxNew + alignUp(width, p.align)}
-	s.cfg = kv.StaticConfig{
-		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-		Batch: rows, Width: s.key.width, Capacity: s.key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
-		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
+	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + s0Width(p, 1)}
 	broken := false
 	defer func() { s.release(broken) }()
 	more := true
 	for calls := 0; ; {
 		s.leave()
-		if free := len(s.rows) - s.busy; more && free > 0 {
+		if free := s.maxRows - s.busy; more && free > 0 {
 			var jobs []predict.Job
 			jobs, more = next(free, s.busy == 0)
 			if len(jobs) > free {
@@ -131,17 +122,56 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			return err
 		}
 		calls++
+		if R := len(s.rows); R > 1 && s.busy > 0 && 4*s.busy <= R {
+			// a quarter full: onto buffers half as many rows or fewer,
+			// whose calls cost less (on a CPU by the row)
+			if err := s.resize(min(R/2, streamRows(2*s.busy, s.maxRows)), s.key.enc); err != nil {
+				broken = true
+				err = fmt.Errorf("continuous batching: %w", err)
+				s.failAll(err)
+				return err
+			}
+		}
 	}
 }
 
-// buffers makes the stream's buffers enc positions long: new ones that take
-// over the busy rows of the old (kv.Static.Adopt). The old are dropped,
-// captured or not: a stream never goes back to them, and a server's stream
-// runs for its life.
-func (s *streamState) buffers(enc int) error {
+// s0Width is the positions per call of a stream's buffers of rows rows:
+// what a batch of that many rows verifies (DefaultVerifyPositions), aligned;
+// with rows 1, every buffer set's most.
+func s0Width(p *Predictor, rows int) int {
+	width := 1
+	if p.opts.Decoding != DecodeGreedy {
+		width = max(1, min(p.maxDraft+1, p.verify/rows))
+	}
+	return alignUp(width, p.align)
+}
+
+// draftWidth is the positions per call of the buffers that drafts may
+// take (unaligned: what alignment adds is padding).
+func (s *streamState) draftWidth() int {
+	if s.p.opts.Decoding == DecodeGreedy {
+		return 1
+	}
+	return max(1, min(s.p.maxDraft+1, s.p.verify/len(s.rows)))
+}
+
+// streamRows is the buffers' rows for n busy ones: a power of two up to
+// 64, then a multiple of 64 (staticRows: few shapes to capture), at most
+// most.
+func streamRows(n, most int) int { return min(staticRows(max(n, 1)), most) }
+
+// resize moves the stream onto buffers of rows rows of enc positions: kept
+// ones of that shape or new ones, which take over the busy rows, packed
+// first (kv.Static.Adopt). The old are kept for reuse when only the rows
+// changed, and dropped when enc grew (a stream never goes back to a
+// shorter length, and a server's stream runs for its life).
+func (s *streamState) resize(rows, enc int) error {
 	p := s.p
-	key, cfg := s.key, s.cfg
-	key.enc, cfg.Enc = enc, enc
+	key := staticKey{rows: rows, width: s0Width(p, rows), enc: enc, capacity: s.capacity}
+	cfg := kv.StaticConfig{
+		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
+		Batch: rows, Width: key.width, Enc: enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
+		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
 	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
 		cfg.GraphIDs = ids
 		return kv.NewStatic(cfg)
@@ -149,19 +179,31 @@ func (s *streamState) buffers(enc int) error {
 	if err != nil {
 		return err
 	}
-	if s.set.st != nil && s.busy > 0 {
-		if err := set.st.Adopt(s.set.st); err != nil {
+	moved := make([]*streamRow, rows)
+	var from []int
+	for r, row := range s.rows {
+		if row != nil {
+			moved[len(from)] = row
+			from = append(from, r)
+		}
+	}
+	if len(from) > 0 {
+		if err := set.st.Adopt(s.set.st, from); err != nil {
 			p.statics.drop(set)
 			return err
 		}
 		if p.adoptHook != nil {
-			p.adoptHook(s.set.st.Enc(), enc)
+			p.adoptHook(s.key, key)
 		}
 	}
-	if s.set.st != nil {
+	switch {
+	case s.set.st == nil:
+	case enc > s.key.enc:
 		p.statics.drop(s.set)
+	default:
+		p.statics.put(s.key, s.set)
 	}
-	s.set, s.key = set, key
+	s.set, s.key, s.rows = set, key, moved
 	return nil
 }
 
@@ -268,8 +310,15 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 	}
 	defer done()
 	enc := min(alignUp(len(mask)/B, streamEncBucket), p.bundle.Manifest.Prompt.MaxSourceTokens)
-	if st := s.set.st; st == nil || enc > st.Enc() {
-		if err := s.buffers(enc); err != nil {
+	rows := len(s.rows)
+	switch {
+	case s.busy == 0:
+		rows = streamRows(B, s.maxRows)
+	case s.busy+B > rows:
+		rows = streamRows(s.busy+B, s.maxRows)
+	}
+	if st := s.set.st; st == nil || enc > st.Enc() || rows != len(s.rows) {
+		if err := s.resize(rows, max(enc, s.key.enc)); err != nil {
 			return batchErr(fmt.Errorf("continuous batching: %w", err))
 		}
 	}
@@ -307,6 +356,7 @@ func (s *streamState) step() error {
 	for i := range st.IDs {
 		st.IDs[i] = pad
 	}
+	draftWidth := s.draftWidth()
 	logits := false
 	drafts := make([][]int64, len(s.rows))
 	k := 0
@@ -320,7 +370,7 @@ func (s *streamState) step() error {
 		if row.n+W > st.Capacity() {
 			return fmt.Errorf("static decoder call at %d of %d positions, in a cache of %d (programmer error)", row.n, W, st.Capacity())
 		}
-		if budget := min(s.draftWidth-pending, q.limit-len(q.out())-1); budget > 0 && q.draft != nil {
+		if budget := min(draftWidth-pending, q.limit-len(q.out())-1); budget > 0 && q.draft != nil {
 			drafts[r] = q.draft.Draft(q.tokens, budget)
 		}
 		ids := st.IDs[r*W : (r+1)*W]

@@ -63,7 +63,8 @@ func (f *streamFeed) ask(free int, wait bool) ([]predict.Job, bool) {
 
 // Requests that join a running decode at different calls, on rows others
 // have left, each get the golden tokens, greedy and speculative, whatever
-// the join sizes; a join asks for no more rows than are free, and waits
+// the join sizes, while the busy rows move to longer buffers and to more
+// and fewer rows; a join asks for no more rows than are free, and waits
 // only when no row is busy (streamFeed checks).
 func TestStreamGolden(t *testing.T) {
 	cases := loadGolden(t)
@@ -75,8 +76,8 @@ func TestStreamGolden(t *testing.T) {
 	}
 	for _, dec := range []Decoding{DecodeGreedy, DecodeSpeculative} {
 		p := placed(t, placeStatic, Options{Decoding: dec})
-		var grew [][2]int
-		p.adoptHook = func(from, to int) { grew = append(grew, [2]int{from, to}) }
+		var moves streamMoves
+		p.adoptHook = moves.record
 		for _, tc := range []struct {
 			rows  int
 			sizes []int
@@ -110,16 +111,35 @@ func TestStreamGolden(t *testing.T) {
 				t.Errorf("%s rows %d: every ask waited (%d)", dec, tc.rows, f.waits)
 			}
 		}
-		// prompts of 11 to 512 tokens: buffers grew under busy rows
-		if len(grew) == 0 {
-			t.Errorf("%s: the buffers never grew with rows busy", dec)
+		// prompts of 11 to 512 tokens: buffers grew under busy rows; rows
+		// followed the load, up and down
+		longer := moves.count(func(from, to staticKey) bool { return to.enc > from.enc })
+		up := moves.count(func(from, to staticKey) bool { return to.rows > from.rows })
+		down := moves.count(func(from, to staticKey) bool { return to.rows < from.rows })
+		if longer == 0 || up == 0 || down == 0 {
+			t.Errorf("%s: busy rows moved to longer buffers %d times, to more rows %d, to fewer %d", dec, longer, up, down)
 		}
-		for _, g := range grew {
-			if g[1] <= g[0] || g[1]%streamEncBucket != 0 && g[1] != p.bundle.Manifest.Prompt.MaxSourceTokens {
-				t.Errorf("%s: buffers grew from %d to %d positions", dec, g[0], g[1])
+		for _, m := range moves {
+			if from, to := m[0], m[1]; to.enc < from.enc || to.enc%streamEncBucket != 0 && to.enc != p.bundle.Manifest.Prompt.MaxSourceTokens || to.capacity != from.capacity {
+				t.Errorf("%s: rows moved from %+v to %+v", dec, from, to)
 			}
 		}
 	}
+}
+
+// streamMoves records a stream's moves of its busy rows (adoptHook).
+type streamMoves [][2]staticKey
+
+func (m *streamMoves) record(from, to staticKey) { *m = append(*m, [2]staticKey{from, to}) }
+
+func (m streamMoves) count(f func(from, to staticKey) bool) int {
+	n := 0
+	for _, x := range m {
+		if f(x[0], x[1]) {
+			n++
+		}
+	}
+	return n
 }
 
 // Under the grammar (logits fetched) and with alignment, a stream gives

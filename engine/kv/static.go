@@ -298,29 +298,47 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	return nil
 }
 
-// Adopt takes over old's decode: its rows' self-attention cache, cross K/V
-// and mask, the positions padded with zeros (masked) when s has the longer
-// encoder length; s's next call goes on where old's would have. Both have
-// the same rows, width and capacity, s at least old's encoder length. A
-// stream grows its buffers so when a longer prompt joins.
-func (s *Static) Adopt(old *Static) error {
-	if s.d.b != old.d.b || s.width != old.width || s.capacity != old.capacity || s.d.enc < old.d.enc {
-		return fmt.Errorf("static cache: adopt [%d rows, width %d, capacity %d, enc %d] into [%d, %d, %d, %d] (programmer error)",
-			old.d.b, old.width, old.capacity, old.d.enc, s.d.b, s.width, s.capacity, s.d.enc)
+// Adopt takes over some rows of old's decode: old's rows rows[j] become
+// s's rows j, with their self-attention cache, cross K/V and mask, the
+// positions padded with zeros (masked) where s has the longer encoder
+// length; s's next call goes on where old's would have for them. Both have
+// the same capacity, s at least old's encoder length and len(rows) rows; the
+// widths may differ. A stream moves its rows so when a longer prompt joins
+// or its busy rows grow past its buffers or fall well within smaller ones.
+func (s *Static) Adopt(old *Static, rows []int) error {
+	k := int64(len(rows))
+	if s.capacity != old.capacity || s.d.enc < old.d.enc || k == 0 || k > s.d.b {
+		return fmt.Errorf("static cache: adopt %d rows of [%d rows, capacity %d, enc %d] into [%d, %d, %d] (programmer error)",
+			k, old.d.b, old.capacity, old.d.enc, s.d.b, s.capacity, s.d.enc)
 	}
-	all := make([]int64, s.d.b)
-	for r := range all {
-		all[r] = int64(r)
+	from, at := make([]int64, k), make([]int64, k)
+	identity := k == old.d.b
+	for j, r := range rows {
+		if r < 0 || int64(r) >= old.d.b {
+			return fmt.Errorf("static cache: adopt row %d of %d (programmer error)", r, old.d.b)
+		}
+		from[j], at[j] = int64(r), int64(j)
+		identity = identity && r == j
 	}
-	if err := s.ops.ScatterRows(ortval.Values(s.cache[s.turn]), all, ortval.Values(old.cache[old.turn])); err != nil {
+	L := len(old.crossKV)
+	src := append(ortval.Values(old.cache[old.turn]), ortval.Values(old.crossKV)...)
+	if !identity {
+		g, err := s.ops.Gather(src, from, s.mem)
+		if err != nil {
+			return fmt.Errorf("static cache: adopt: gather the rows: %w", err)
+		}
+		defer ortval.DestroyAll(g)
+		src = ortval.Values(g)
+	}
+	if err := s.ops.ScatterRows(ortval.Values(s.cache[s.turn]), at, src[:L]); err != nil {
 		return fmt.Errorf("static cache: adopt the self-attention cache: %w", err)
 	}
-	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), all, ortval.Values(old.crossKV)); err != nil {
+	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, src[L:]); err != nil {
 		return fmt.Errorf("static cache: adopt the cross-attention cache: %w", err)
 	}
 	E, m := s.d.enc, old.d.enc
-	for r := range s.d.b {
-		row := s.maskHost[r*E : (r+1)*E]
+	for j, r := range from {
+		row := s.maskHost[int64(j)*E : int64(j+1)*E]
 		clear(row[copy(row, old.maskHost[r*m:(r+1)*m]):])
 	}
 	if err := s.maskUp.Run(); err != nil {
