@@ -110,6 +110,22 @@ func (s *statics) put(key staticKey, set staticSet) {
 	s.free[key] = append(s.free[key], set)
 }
 
+// dropIf closes the kept sets whose shape drop says, captured or not.
+func (s *statics) dropIf(drop func(staticKey) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, free := range s.free {
+		if !drop(key) {
+			continue
+		}
+		for _, set := range free {
+			set.st.Close()
+			s.kept -= set.bytes
+		}
+		delete(s.free, key)
+	}
+}
+
 func (s *statics) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,26 +25,30 @@ const StreamRowsLimit = 1024
 // every call feeds each busy row its tokens not yet cached and its drafts,
 // and a row's positions are its own. Joining requests are prefilled
 // together (screens, prompts, fusion: PredictBatch's first half) while the
-// busy rows wait. The buffers' one encoder length is the longest prompt's
-// so far, in steps of streamEncBucket: a longer prompt makes new buffers
-// that take over the busy rows (kv.Static.Adopt); they never shrink within
-// a stream. A join of several that fails is tried again one request at a
-// time, so a request the engine refuses fails only itself. A failed decoder
-// call fails every busy request and ends the stream with its error.
+// busy rows wait. The buffers follow the load: as many rows as the busy
+// requests need (streamRows), and as long as the longest prompt so far, in
+// steps of streamEncBucket; the busy rows move onto new buffers
+// (kv.Static.Adopt) when joiners need more rows or a longer prompt joins,
+// and onto fewer rows at a quarter full. The encoder length never shrinks
+// within a stream. A join of several that fails is tried again one request
+// at a time, so a request the engine refuses fails only itself. A failed
+// decoder call fails every busy request and ends the stream with its error.
 //
-// It runs on the static decoder at all rows, captured under cuda, also past
-// the rows up to which batches are (captureRows: at 64 rows the captured
-// call measured slower than the device-resident one, docs/cuda.md).
+// It runs on the static decoder at every row count, captured under cuda,
+// also past the rows up to which batches are (captureRows: at 64 rows the
+// captured call measured slower than the device-resident one,
+// docs/cuda.md).
 //
 // next is asked between calls, with wait set when no row is busy: it
 // should then block until work comes or none will (Stream asks again at
 // once). Every job's Done is called exactly once.
 //
 // Timings are PredictBatch's, per request: the join's prefill stages, Cross
-// its cross projection (and the buffers' growth, when it made them grow),
+// its cross projection (and the move onto new buffers, when it made one),
 // the first decoder call with the cross projection in it as in decode, and
-// the decoder calls it took part in; the pauses other requests' joins make
-// are in no stage. Total runs from its first join.
+// the decoder calls it took part in; the pauses other requests' joins and
+// the moves to fewer rows make are in no stage. Total runs from its first
+// join.
 func (p *Predictor) Stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
 	if p.decoderStatic == nil {
 		return errors.New("continuous batching runs on the static decoder: open the model with --cuda-graph (Options.CUDAGraph)")
@@ -115,6 +119,12 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			}
 			continue
 		}
+		if R := len(s.rows); R > 1 && 4*s.busy <= R {
+			// a quarter full, with this call's joiners: onto buffers of
+			// fewer rows, whose calls cost less (on a CPU by the row).
+			// Should that fail, the decode goes on where it is.
+			_ = s.resize(streamRows(2*s.busy, s.maxRows), s.key.enc)
+		}
 		if err := s.step(); err != nil {
 			broken = true
 			err = fmt.Errorf("decoder call %d: %w", calls, err)
@@ -122,16 +132,6 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			return err
 		}
 		calls++
-		if R := len(s.rows); R > 1 && s.busy > 0 && 4*s.busy <= R {
-			// a quarter full: onto buffers half as many rows or fewer,
-			// whose calls cost less (on a CPU by the row)
-			if err := s.resize(min(R/2, streamRows(2*s.busy, s.maxRows)), s.key.enc); err != nil {
-				broken = true
-				err = fmt.Errorf("continuous batching: %w", err)
-				s.failAll(err)
-				return err
-			}
-		}
 	}
 }
 
@@ -200,6 +200,9 @@ func (s *streamState) resize(rows, enc int) error {
 	case s.set.st == nil:
 	case enc > s.key.enc:
 		p.statics.drop(s.set)
+		// and the kept sets of the shorter length, of every row count:
+		// this stream never goes back to them
+		p.statics.dropIf(func(k staticKey) bool { return k.capacity == s.capacity && k.enc < enc })
 	default:
 		p.statics.put(s.key, s.set)
 	}
@@ -318,9 +321,10 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		rows = streamRows(s.busy+B, s.maxRows)
 	}
 	if st := s.set.st; st == nil || enc > st.Enc() || rows != len(s.rows) {
-		if err := s.resize(rows, max(enc, s.key.enc)); err != nil {
+		err := s.resize(rows, max(enc, s.key.enc))
+		if err != nil && (st == nil || enc > st.Enc() || s.busy+B > len(s.rows)) {
 			return batchErr(fmt.Errorf("continuous batching: %w", err))
-		}
+		} // else the buffers in place do, only larger than needed
 	}
 	at := make([]int, 0, B)
 	for r, row := range s.rows {

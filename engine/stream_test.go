@@ -90,6 +90,15 @@ func TestStreamGolden(t *testing.T) {
 			if f.answers != len(reqs) {
 				t.Fatalf("%s rows %d: %d of %d answered", dec, tc.rows, f.answers, len(reqs))
 			}
+			// a prompt of the bundle's limit joined: the stream kept no
+			// sets of a shorter length, of any row count
+			p.statics.mu.Lock()
+			for key := range p.statics.free {
+				if key.capacity == p.maxNew+s0Width(p, 1) && key.enc < p.bundle.Manifest.Prompt.MaxSourceTokens {
+					t.Errorf("%s rows %d: a kept stream set %+v", dec, tc.rows, key)
+				}
+			}
+			p.statics.mu.Unlock()
 			for i, res := range f.res {
 				c := cases[i%len(cases)]
 				if f.errs[i] != nil {
