@@ -177,31 +177,53 @@ func (s *Server) State(serial string) (string, error) {
 // A closed device's port can be handed to a new one by the kernel; the server
 // then still holds the old transport, offline and backing off, and `adb
 // connect` only says "already connected". That stale entry is dropped first.
+// The server may also drop the new transport just after connecting it (seen
+// on a loaded machine: "connected to", then no longer listed): connecting is
+// then tried again, three times in all.
 func (s *Server) ConnectAddr(addr string) error {
+	var st string
+	for range 3 {
+		var err error
+		if st, err = s.connectOnce(addr); err != nil || st == "device" {
+			return err
+		}
+	}
+	return fmt.Errorf("device %s did not come online (state %q)", addr, st)
+}
+
+// connectOnce connects addr and polls its state until it is "device",
+// gone from the list after having been listed, or 5 s have passed; it
+// returns the last state.
+func (s *Server) connectOnce(addr string) (string, error) {
 	out, err := s.Adb("connect", addr)
 	if err == nil && strings.Contains(out, "already connected") {
 		if st, _ := s.State(addr); st != "device" {
 			if _, err := s.Adb("disconnect", addr); err != nil {
-				return err
+				return "", err
 			}
 			out, err = s.Adb("connect", addr)
 		}
 	}
 	if err != nil || !strings.Contains(out, "connected to") {
-		return fmt.Errorf("adb connect %s: %v: %s", addr, err, out)
+		return "", fmt.Errorf("adb connect %s: %v: %s", addr, err, out)
 	}
+	listed := false
 	for i := 0; i < 200; i++ {
 		st, err := s.State(addr)
 		if err != nil {
-			return fmt.Errorf("adb devices: %w", err)
+			return "", fmt.Errorf("adb devices: %w", err)
 		}
-		if st == "device" {
-			return nil
+		switch {
+		case st == "device":
+			return st, nil
+		case st != "":
+			listed = true
+		case listed:
+			return st, nil // dropped after connecting
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	st, _ := s.State(addr)
-	return fmt.Errorf("device %s did not come online (state %q)", addr, st)
+	return s.State(addr)
 }
 
 // WaitGone polls until the server no longer lists serial as "device".
