@@ -344,10 +344,11 @@ const capturePromptBucket = 64
 // call at batch 1 took 3.5 ms against 5.2 on the device-resident path, at
 // batch 64 13.8 against 11.2 (fp32; fp16 9.4 against 8.7): a large batch's
 // call is the GPU's own work, which capture does not shorten, while its
-// fixed buffers cost a full cache copy per call and rows padded to a power
-// of two. 8 keeps the captured shapes (rows 1, 2, 4, 8 x 8 prompt lengths
-// x 2 turns) within maxCapturedGraphs. At 8 rows capture still gained
-// 20% (fp32) and 54% (fp16) of screens/s; 16 is not measured (docs/cuda.md).
+// fixed buffers then cost a full cache copy per call (since removed: the
+// cache is written in place) and rows padded to a power of two. 8 keeps
+// the captured shapes (rows 1, 2, 4, 8 x 8 prompt lengths) well within
+// maxCapturedGraphs. At 8 rows capture still gained 20% (fp32) and 54%
+// (fp16) of screens/s; 16 is not measured (docs/cuda.md).
 const captureRows = 8
 
 // fixedRows reports whether a batch of b rows runs on fixed buffers (the

@@ -12,7 +12,7 @@ import (
 type staticKey struct{ rows, width, enc, capacity int }
 
 // statics keeps fixed-buffer decodes' buffers (kv.Static) for reuse. Under
-// capture a buffer set is baked into its two CUDA graphs, so a later decode
+// capture a buffer set is baked into its CUDA graph, so a later decode
 // of the same shape must run on the same buffers to replay them; ORT keeps a
 // captured graph (and what it allocated while capturing) until the session
 // closes, so a captured set is never dropped. What the kept sets may hold is
@@ -46,8 +46,8 @@ type staticSet struct {
 }
 
 // get returns free buffers of the key's shape, or new ones from create (with
-// the CUDA graph ids they are captured as, or nil).
-func (s *statics) get(key staticKey, bytes int64, create func(graphIDs *[2]int) (*kv.Static, error)) (staticSet, error) {
+// the CUDA graph id they are captured as, or nil).
+func (s *statics) get(key staticKey, bytes int64, create func(graphID *int) (*kv.Static, error)) (staticSet, error) {
 	s.mu.Lock()
 	if free := s.free[key]; len(free) > 0 {
 		set := free[len(free)-1]
@@ -58,19 +58,20 @@ func (s *statics) get(key staticKey, bytes int64, create func(graphIDs *[2]int) 
 		s.mu.Unlock()
 		return set, nil
 	}
-	var ids *[2]int
+	var id *int
 	if s.capture {
 		// a session with capture on must be told per run: -1 is "don't"
-		ids = &[2]int{-1, -1}
-		if s.graphs+2 <= maxCapturedGraphs && s.kept+bytes <= s.keep {
-			ids = &[2]int{s.graphs + 1, s.graphs + 2}
-			s.graphs += 2
+		id = new(int)
+		*id = -1
+		if s.graphs+1 <= maxCapturedGraphs && s.kept+bytes <= s.keep {
+			s.graphs++
+			*id = s.graphs
 			s.kept += bytes
 		}
 	}
 	s.mu.Unlock()
-	captured := ids != nil && ids[0] >= 0
-	st, err := create(ids)
+	captured := id != nil && *id >= 0
+	st, err := create(id)
 	if err != nil && captured {
 		s.release(bytes)
 	}
@@ -169,8 +170,8 @@ func (p *Predictor) newStaticCall(B int, fused encoded, mask []int64, capacity, 
 		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
 		Batch: rows, Width: width, Enc: E, Capacity: capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
 		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
-	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
-		cfg.GraphIDs = ids
+	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(id *int) (*kv.Static, error) {
+		cfg.GraphID = id
 		return kv.NewStatic(cfg)
 	})
 	if err != nil {
@@ -307,7 +308,7 @@ func (c *staticCall) close() {
 }
 
 // CapturedGraphs counts the CUDA graphs the predictor has had ORT capture
-// (Options.CUDAGraph under cuda): the static decoder's (two per buffer set)
+// (Options.CUDAGraph under cuda): the static decoder's (one per buffer set)
 // and the vision tower's (one per batch size). 0, 0 without capture.
 func (p *Predictor) CapturedGraphs() (decoder, vision int) {
 	p.statics.mu.Lock()

@@ -172,8 +172,8 @@ func (s *streamState) resize(rows, enc int) error {
 		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
 		Batch: rows, Width: key.width, Enc: enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
 		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
-	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(ids *[2]int) (*kv.Static, error) {
-		cfg.GraphIDs = ids
+	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(id *int) (*kv.Static, error) {
+		cfg.GraphID = id
 		return kv.NewStatic(cfg)
 	})
 	if err != nil {

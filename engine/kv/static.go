@@ -18,9 +18,14 @@ import (
 // The cache has a fixed length (Capacity positions per row); a call writes
 // its Width positions at each row's position input and attends only up to
 // each query's own position, so a rejected draft needs no cut: the next
-// call writes over it. The graph writes the whole cache to its present, so
-// two caches take turns (call t reads cache t%2 and writes the other), each
-// turn its own binding and, under capture, its own CUDA graph.
+// call writes over it. Each layer's present is its past with the new
+// positions scattered in (ScatterElements), and is bound to the past's own
+// buffer: ORT's ScatterElements skips its copy of the input when the output
+// is the same buffer (on the CPU and under CUDA alike), so a call writes
+// only its new positions, in place, and one cache serves every call (one
+// binding, one CUDA graph). Nothing else in the graph reads the past's data
+// (a Shape node reads its dims), so the in-place write has no reader to
+// race.
 //
 // The host sides (IDs, Pos in; Best, Logits out) cross by small copy graphs
 // run before and after the call (Ops.NewTransfer): that keeps the captured
@@ -36,11 +41,10 @@ type Static struct {
 
 	// device buffers
 	idsDev, posDev, maskDev, bestDev, logitsDev *ort.OwnedValue
-	cache                                       [2][]*ort.OwnedValue // self K/V [2*layer + k/v]
-	crossKV                                     []*ort.OwnedValue    // [2*layer + k/v]
-	bind                                        [2]*ort.IoBinding
-	run                                         [2]*ort.RunOptions // nil without capture
-	turn                                        int
+	cache                                       []*ort.OwnedValue // self K/V [2*layer + k/v], past and present
+	crossKV                                     []*ort.OwnedValue // [2*layer + k/v]
+	bind                                        *ort.IoBinding
+	run                                         *ort.RunOptions // nil without capture
 
 	// host sides and their copies
 	IDs                          []int64   // [rows, Width]: the next call's ids, set by the caller
@@ -62,18 +66,18 @@ type StaticConfig struct {
 	Decoder, Cross *ort.DynamicAdvancedSession
 	Ops            *Ops
 	Mem            *ort.MemoryInfo
-	// GraphIDs, when set, are the CUDA graphs the two turns' calls are
+	// GraphID, when set, is the CUDA graph the calls are
 	// captured as and replayed from (ORT's gpu_graph_id run option; the
 	// decoder session has graph capture on). Nil: plain runs.
-	GraphIDs *[2]int
+	GraphID *int
 }
 
-// StaticBytes is about how much memory a Static of cfg holds: both caches,
+// StaticBytes is about how much memory a Static of cfg holds: the cache,
 // the cross K/V (of cfg.Ops' element type) and the float32 logits (the int64
 // buffers are small).
 func StaticBytes(cfg StaticConfig) int64 {
 	row := int64(cfg.Heads) * int64(cfg.DKV) * 2 * int64(cfg.Layers) // K and V of every layer, one position
-	kv := cfg.Ops.Cache().Bytes() * row * (2*int64(cfg.Capacity) + int64(cfg.Enc))
+	kv := cfg.Ops.Cache().Bytes() * row * (int64(cfg.Capacity) + int64(cfg.Enc))
 	return int64(cfg.Batch) * (kv + 4*int64(cfg.Width)*int64(cfg.Vocab))
 }
 
@@ -100,7 +104,7 @@ func NewStatic(cfg StaticConfig) (*Static, error) {
 		s.Close()
 		return nil, fmt.Errorf("static cache: %w", err)
 	}
-	if err := s.bindCalls(cfg.GraphIDs); err != nil {
+	if err := s.bindCalls(cfg.GraphID); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("static cache: %w", err)
 	}
@@ -130,14 +134,12 @@ func (s *Static) alloc() error {
 	}
 	self := []int64{b, s.d.heads, s.capacity, s.d.dkv}
 	cross := []int64{b, s.d.heads, s.d.enc, s.d.dkv}
-	for t := range s.cache {
-		for range 2 * s.d.layers {
-			v, err := s.ops.CacheZeros(self, s.mem)
-			if err != nil {
-				return fmt.Errorf("allocate the self-attention cache: %w", err)
-			}
-			s.cache[t] = append(s.cache[t], v)
+	for range 2 * s.d.layers {
+		v, err := s.ops.CacheZeros(self, s.mem)
+		if err != nil {
+			return fmt.Errorf("allocate the self-attention cache: %w", err)
 		}
+		s.cache = append(s.cache, v)
 	}
 	for range 2 * s.d.layers {
 		v, err := s.ops.CacheZeros(cross, s.mem)
@@ -161,57 +163,44 @@ func (s *Static) alloc() error {
 	return nil
 }
 
-// bindCalls binds both turns' decoder calls, once for life.
-func (s *Static) bindCalls(graphIDs *[2]int) error {
+// bindCalls binds the decoder call, once for life: each present to its
+// past's buffer.
+func (s *Static) bindCalls(graphID *int) error {
 	n := s.names
-	for t := range s.bind {
-		b, err := s.decoder.CreateIoBinding()
-		if err != nil {
-			return fmt.Errorf("io binding: %w", err)
-		}
-		s.bind[t] = b
-		ins := []struct {
-			name string
-			v    ort.Value
-		}{{n.IDs, s.idsDev}, {n.Position, s.posDev}, {n.EncoderMask, s.maskDev}}
-		for l := range n.Past {
-			for kv := SelfKey; kv <= CrossValue; kv++ {
-				v := s.crossKV
-				if kv <= SelfValue {
-					v = s.cache[t]
-				}
-				ins = append(ins, struct {
-					name string
-					v    ort.Value
-				}{n.Past[l][kv], v[2*l+kv%2]})
+	b, err := s.decoder.CreateIoBinding()
+	if err != nil {
+		return fmt.Errorf("io binding: %w", err)
+	}
+	s.bind = b
+	type bound struct {
+		name string
+		v    ort.Value
+	}
+	ins := []bound{{n.IDs, s.idsDev}, {n.Position, s.posDev}, {n.EncoderMask, s.maskDev}}
+	outs := []bound{{n.Logits, s.logitsDev}, {n.Argmax, s.bestDev}}
+	for l := range n.Past {
+		for kv := SelfKey; kv <= CrossValue; kv++ {
+			v := s.crossKV
+			if kv <= SelfValue {
+				v = s.cache
+				outs = append(outs, bound{n.Present[l][kv], v[2*l+kv]})
 			}
+			ins = append(ins, bound{n.Past[l][kv], v[2*l+kv%2]})
 		}
-		for _, in := range ins {
-			if err := b.BindInput(in.name, in.v); err != nil {
-				return fmt.Errorf("bind decoder input %s: %w", in.name, err)
-			}
+	}
+	for _, in := range ins {
+		if err := b.BindInput(in.name, in.v); err != nil {
+			return fmt.Errorf("bind decoder input %s: %w", in.name, err)
 		}
-		outs := []struct {
-			name string
-			v    ort.Value
-		}{{n.Logits, s.logitsDev}, {n.Argmax, s.bestDev}}
-		for l := range n.Present {
-			for kv := SelfKey; kv <= SelfValue; kv++ {
-				outs = append(outs, struct {
-					name string
-					v    ort.Value
-				}{n.Present[l][kv], s.cache[1-t][2*l+kv]})
-			}
+	}
+	for _, o := range outs {
+		if err := b.BindOutput(o.name, o.v); err != nil {
+			return fmt.Errorf("bind decoder output %s: %w", o.name, err)
 		}
-		for _, o := range outs {
-			if err := b.BindOutput(o.name, o.v); err != nil {
-				return fmt.Errorf("bind decoder output %s: %w", o.name, err)
-			}
-		}
-		if graphIDs != nil {
-			if s.run[t], err = ortval.GraphRunOptions(graphIDs[t]); err != nil {
-				return err
-			}
+	}
+	if graphID != nil {
+		if s.run, err = ortval.GraphRunOptions(*graphID); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -251,7 +240,6 @@ func (s *Static) Start(states ort.Value, mask []int64) error {
 	if err := s.cross.RunWithBinding(b); err != nil {
 		return fmt.Errorf("static cache: cross projection: %w", err)
 	}
-	s.turn = 0
 	return nil
 }
 
@@ -321,7 +309,7 @@ func (s *Static) Adopt(old *Static, rows []int) error {
 		identity = identity && r == j
 	}
 	L := len(old.crossKV)
-	src := append(ortval.Values(old.cache[old.turn]), ortval.Values(old.crossKV)...)
+	src := append(ortval.Values(old.cache), ortval.Values(old.crossKV)...)
 	if !identity {
 		g, err := s.ops.Gather(src, from, s.mem)
 		if err != nil {
@@ -330,7 +318,7 @@ func (s *Static) Adopt(old *Static, rows []int) error {
 		defer ortval.DestroyAll(g)
 		src = ortval.Values(g)
 	}
-	if err := s.ops.ScatterRows(ortval.Values(s.cache[s.turn]), at, src[:L]); err != nil {
+	if err := s.ops.ScatterRows(ortval.Values(s.cache), at, src[:L]); err != nil {
 		return fmt.Errorf("static cache: adopt the self-attention cache: %w", err)
 	}
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, src[L:]); err != nil {
@@ -359,11 +347,9 @@ func (s *Static) Step(logits bool) error {
 	if err := s.up.Run(); err != nil {
 		return fmt.Errorf("decoder inputs: %w", err)
 	}
-	t := s.turn
-	if err := s.decoder.RunWithBindingOptions(s.bind[t], s.run[t]); err != nil {
+	if err := s.decoder.RunWithBindingOptions(s.bind, s.run); err != nil {
 		return err
 	}
-	s.turn = 1 - t
 	if err := s.down.Run(); err != nil {
 		return fmt.Errorf("decoder argmax: %w", err)
 	}
@@ -393,18 +379,16 @@ func (s *Static) Close() {
 			*t = nil
 		}
 	}
-	for t := range s.bind {
-		if s.bind[t] != nil {
-			s.bind[t].Destroy()
-			s.bind[t] = nil
-		}
-		if s.run[t] != nil {
-			s.run[t].Destroy()
-			s.run[t] = nil
-		}
-		ortval.DestroyAll(s.cache[t])
-		s.cache[t] = nil
+	if s.bind != nil {
+		s.bind.Destroy()
+		s.bind = nil
 	}
+	if s.run != nil {
+		s.run.Destroy()
+		s.run = nil
+	}
+	ortval.DestroyAll(s.cache)
+	s.cache = nil
 	ortval.DestroyAll(s.crossKV)
 	ortval.DestroyAll([]*ort.OwnedValue{s.idsDev, s.posDev, s.maskDev, s.bestDev, s.logitsDev})
 	s.crossKV, s.idsDev, s.posDev, s.maskDev, s.bestDev, s.logitsDev = nil, nil, nil, nil, nil, nil
