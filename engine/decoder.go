@@ -55,7 +55,7 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 	longest := 0
 	for _, s := range seqs {
 		if s.draft != nil {
-			width = max(1, min(p.maxDraft+1, p.verify/B))
+			width = p.verifyWidth(B)
 		}
 		longest = max(longest, s.limit)
 		s.done = s.limit <= 0
@@ -168,6 +168,11 @@ func (s *sequence) accept(d []int64, at int, out stepOut, vocab int, eos int64) 
 	}
 	return accepted
 }
+
+// verifyWidth is the positions per row of a call on rows rows whose
+// sequences draft: a share of p.verify, at most a full draft and its
+// choice, at least one.
+func (p *Predictor) verifyWidth(rows int) int { return max(1, min(p.maxDraft+1, p.verify/rows)) }
 
 // alignUp is n rounded up to a multiple of align (>= 1).
 func alignUp(n, align int) int { return (n + align - 1) / align * align }

@@ -153,6 +153,20 @@ func staticRows(b int) int {
 	return r
 }
 
+// staticSet returns buffers of key's shape for the static decoder: kept
+// ones (statics.get) or new ones, captured as a CUDA graph when the budget
+// allows.
+func (p *Predictor) staticSet(key staticKey) (staticSet, error) {
+	cfg := kv.StaticConfig{
+		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
+		Batch: key.rows, Width: key.width, Enc: key.enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
+		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
+	return p.statics.get(key, kv.StaticBytes(cfg), func(id *int) (*kv.Static, error) {
+		cfg.GraphID = id
+		return kv.NewStatic(cfg)
+	})
+}
+
 // newStaticCall starts a fixed-buffer decode of B rows of up to width
 // positions per call on states [B, E, d] (mask [B, E]), in a cache of
 // capacity positions; on staticRows(B) rows when p.bucketRows.
@@ -166,14 +180,7 @@ func (p *Predictor) newStaticCall(B int, fused encoded, mask []int64, capacity, 
 		rows = staticRows(B)
 	}
 	key := staticKey{rows: rows, width: width, enc: E, capacity: capacity}
-	cfg := kv.StaticConfig{
-		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-		Batch: rows, Width: width, Enc: E, Capacity: capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
-		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
-	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(id *int) (*kv.Static, error) {
-		cfg.GraphID = id
-		return kv.NewStatic(cfg)
-	})
+	set, err := p.staticSet(key)
 	if err != nil {
 		return nil, err
 	}

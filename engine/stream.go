@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/predict"
 )
@@ -90,7 +89,8 @@ type streamState struct {
 const streamEncBucket = 64
 
 func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
-	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + s0Width(p, 1)}
+	_, widest := p.streamWidth(1)
+	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + widest}
 	broken := false
 	defer func() { s.release(broken) }()
 	more := true
@@ -135,24 +135,16 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 	}
 }
 
-// s0Width is the positions per call of a stream's buffers of rows rows:
-// what a batch of that many rows verifies (DefaultVerifyPositions), aligned;
-// with rows 1, every buffer set's most.
-func s0Width(p *Predictor, rows int) int {
-	width := 1
+// streamWidth is the positions per row of a stream's calls on buffers of
+// rows rows, as a batch of that many rows has them: what a row's pending
+// token and drafts may take (unaligned), and the call's width (aligned;
+// with rows 1, every buffer set's widest).
+func (p *Predictor) streamWidth(rows int) (draft, call int) {
+	draft = 1
 	if p.opts.Decoding != DecodeGreedy {
-		width = max(1, min(p.maxDraft+1, p.verify/rows))
+		draft = p.verifyWidth(rows)
 	}
-	return alignUp(width, p.align)
-}
-
-// draftWidth is the positions per call of the buffers that drafts may
-// take (unaligned: what alignment adds is padding).
-func (s *streamState) draftWidth() int {
-	if s.p.opts.Decoding == DecodeGreedy {
-		return 1
-	}
-	return max(1, min(s.p.maxDraft+1, s.p.verify/len(s.rows)))
+	return draft, alignUp(draft, p.align)
 }
 
 // streamRows is the buffers' rows for n busy ones: a power of two up to
@@ -167,15 +159,9 @@ func streamRows(n, most int) int { return min(staticRows(max(n, 1)), most) }
 // shorter length, and a server's stream runs for its life).
 func (s *streamState) resize(rows, enc int) error {
 	p := s.p
-	key := staticKey{rows: rows, width: s0Width(p, rows), enc: enc, capacity: s.capacity}
-	cfg := kv.StaticConfig{
-		Shape: kv.Shape{Layers: p.cfg.NumDecoderLayers, Heads: p.cfg.NumHeads, DKV: p.cfg.DKV, DModel: p.cfg.DModel},
-		Batch: rows, Width: key.width, Enc: enc, Capacity: key.capacity, Vocab: p.cfg.VocabSize, Names: p.decoderNames,
-		Decoder: p.decoderStatic.sess, Cross: p.decoderCross.sess, Ops: p.kvOps, Mem: p.deviceMem}
-	set, err := p.statics.get(key, kv.StaticBytes(cfg), func(id *int) (*kv.Static, error) {
-		cfg.GraphID = id
-		return kv.NewStatic(cfg)
-	})
+	_, width := p.streamWidth(rows)
+	key := staticKey{rows: rows, width: width, enc: enc, capacity: s.capacity}
+	set, err := p.staticSet(key)
 	if err != nil {
 		return err
 	}
@@ -360,7 +346,7 @@ func (s *streamState) step() error {
 	for i := range st.IDs {
 		st.IDs[i] = pad
 	}
-	draftWidth := s.draftWidth()
+	draftWidth, _ := p.streamWidth(len(s.rows))
 	logits := false
 	drafts := make([][]int64, len(s.rows))
 	k := 0

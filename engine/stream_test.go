@@ -92,9 +92,10 @@ func TestStreamGolden(t *testing.T) {
 			}
 			// a prompt of the bundle's limit joined: the stream kept no
 			// sets of a shorter length, of any row count
+			_, widest := p.streamWidth(1)
 			p.statics.mu.Lock()
 			for key := range p.statics.free {
-				if key.capacity == p.maxNew+s0Width(p, 1) && key.enc < p.bundle.Manifest.Prompt.MaxSourceTokens {
+				if key.capacity == p.maxNew+widest && key.enc < p.bundle.Manifest.Prompt.MaxSourceTokens {
 					t.Errorf("%s rows %d: a kept stream set %+v", dec, tc.rows, key)
 				}
 			}
