@@ -60,7 +60,7 @@ func NewDevice(cfg DeviceConfig, states ort.Value, mask []int64) (*Device, error
 		return nil, fmt.Errorf("decoder %s: %w", what, err)
 	}
 	var err error
-	if c.cross, err = c.project(cfg.Cross, states); err != nil {
+	if c.cross, err = projectCross(c.names, cfg.Cross, states, c.mem); err != nil {
 		return fail("cross-attention projection", err)
 	}
 	if c.bind, err = cfg.Decoder.CreateIoBinding(); err != nil {
@@ -73,13 +73,14 @@ func NewDevice(cfg DeviceConfig, states ort.Value, mask []int64) (*Device, error
 	return c, nil
 }
 
-// project runs the cross graph with its K/V outputs bound to the device.
-func (c *Device) project(cross *ort.DynamicAdvancedSession, states ort.Value) ([]*ort.OwnedValue, error) {
-	outs := make([]string, 0, 2*len(c.names.CrossKV))
-	for _, kv := range c.names.CrossKV {
-		outs = append(outs, kv[0], kv[1]) // [2*layer + k/v]
+// projectCross runs the cross graph on states, its K/V [2*layer + k/v] left
+// in mem.
+func projectCross(names Names, cross *ort.DynamicAdvancedSession, states ort.Value, mem *ort.MemoryInfo) ([]*ort.OwnedValue, error) {
+	outs := make([]string, 0, 2*len(names.CrossKV))
+	for _, kv := range names.CrossKV {
+		outs = append(outs, kv[0], kv[1])
 	}
-	return ortval.RunOnDevice(cross, []string{c.names.CrossStates}, []ort.Value{states}, outs, c.mem)
+	return ortval.RunOnDevice(cross, []string{names.CrossStates}, []ort.Value{states}, outs, mem)
 }
 
 // bindConstants binds what stays for the calls of a batch: the mask, the

@@ -263,11 +263,7 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 		}
 		at[j] = int64(r)
 	}
-	var names []string
-	for _, kv := range s.names.CrossKV {
-		names = append(names, kv[0], kv[1])
-	}
-	kv, err := ortval.RunOnDevice(s.cross, []string{s.names.CrossStates}, []ort.Value{states}, names, s.mem)
+	kv, err := projectCross(s.names, s.cross, states, s.mem)
 	if err != nil {
 		return fmt.Errorf("static cache: cross projection: %w", err)
 	}
@@ -275,10 +271,20 @@ func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, ortval.Values(kv)); err != nil {
 		return fmt.Errorf("static cache: write the joining rows' cross K/V: %w", err)
 	}
-	E, m := s.d.enc, sh[1]
+	mine := make([]int64, n)
+	for j := range mine {
+		mine[j] = int64(j)
+	}
+	return s.setMask(at, mask, mine, sh[1])
+}
+
+// setMask sets rows at[j] of the mask to rows from[j] of src, mask rows of
+// m positions, padded with zeros to Enc, and copies the mask up.
+func (s *Static) setMask(at []int64, src []int64, from []int64, m int64) error {
+	E := s.d.enc
 	for j, r := range at {
 		row := s.maskHost[r*E : (r+1)*E]
-		clear(row[copy(row, mask[int64(j)*m:int64(j+1)*m]):])
+		clear(row[copy(row, src[from[j]*m:(from[j]+1)*m]):])
 	}
 	if err := s.maskUp.Run(); err != nil {
 		return fmt.Errorf("static cache: encoder mask: %w", err)
@@ -324,15 +330,7 @@ func (s *Static) Adopt(old *Static, rows []int) error {
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, src[L:]); err != nil {
 		return fmt.Errorf("static cache: adopt the cross-attention cache: %w", err)
 	}
-	E, m := s.d.enc, old.d.enc
-	for j, r := range from {
-		row := s.maskHost[int64(j)*E : int64(j+1)*E]
-		clear(row[copy(row, old.maskHost[r*m:(r+1)*m]):])
-	}
-	if err := s.maskUp.Run(); err != nil {
-		return fmt.Errorf("static cache: encoder mask: %w", err)
-	}
-	return nil
+	return s.setMask(at, old.maskHost, from, old.d.enc)
 }
 
 // Enc is the buffers' encoder length.
