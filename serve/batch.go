@@ -21,18 +21,24 @@ func (s *Server) batcher(e predict.Predictor) {
 		return
 	}
 	for {
-		s.gathering.Lock()
-		first, ok := <-s.queue
-		var batch []*job
-		if ok {
-			batch = s.gather([]*job{s.took(first)}, s.cfg.MaxBatch)
-		}
-		s.gathering.Unlock()
+		batch, ok := s.nextBatch(s.cfg.MaxBatch)
 		if !ok {
 			return
 		}
 		s.run(e, batch)
 	}
+}
+
+// nextBatch waits for a first job and gathers more with it, up to limit, under
+// s.gathering; false when the queue is closed and empty.
+func (s *Server) nextBatch(limit int) ([]*job, bool) {
+	s.gathering.Lock()
+	defer s.gathering.Unlock()
+	first, ok := <-s.queue
+	if !ok {
+		return nil, false
+	}
+	return s.gather([]*job{s.took(first)}, limit), true
 }
 
 // gather adds waiting and soon-arriving jobs to batch, up to limit.
@@ -107,17 +113,12 @@ func (s *Server) run(e predict.Predictor, batch []*job) {
 
 // call runs one engine call and answers its jobs when it succeeds.
 func (s *Server) call(e predict.Predictor, jobs []*job) error {
-	seq := s.batchSeq.Add(1)
 	n := len(jobs)
-	if s.beforeBatch != nil {
-		s.beforeBatch(n)
-	}
+	seq := s.startBatch(n)
 	reqs := make([]predict.Request, n)
 	for i, j := range jobs {
 		reqs[i] = j.req
 	}
-	s.metrics.batches.Inc()
-	s.metrics.batchRequests.Observe(float64(n))
 	start := time.Now()
 	s.metrics.running.Inc()
 	res, err := e.PredictBatch(s.runCtx, reqs)
@@ -126,13 +127,31 @@ func (s *Server) call(e predict.Predictor, jobs []*job) error {
 		return err
 	}
 	for i, j := range jobs {
-		s.metrics.observeStages(res[i].Timings)
-		j.done <- answer{res: res[i], info: api.ServeInfo{
-			QueueMS:   float64(start.Sub(j.arrived).Microseconds()) / 1000,
-			BatchSize: n, Batch: seq,
-		}}
+		s.answer(j, res[i], start, n, seq)
 	}
 	return nil
+}
+
+// startBatch numbers and counts an engine call (under Continuous, a join)
+// of n requests.
+func (s *Server) startBatch(n int) uint64 {
+	seq := s.batchSeq.Add(1)
+	if s.beforeBatch != nil {
+		s.beforeBatch(n)
+	}
+	s.metrics.batches.Inc()
+	s.metrics.batchRequests.Observe(float64(n))
+	return seq
+}
+
+// answer answers j with its result, from an engine call (batch seq, of n
+// requests) that started at start.
+func (s *Server) answer(j *job, res *predict.Result, start time.Time, n int, seq uint64) {
+	s.metrics.observeStages(res.Timings)
+	j.done <- answer{res: res, info: api.ServeInfo{
+		QueueMS:   float64(start.Sub(j.arrived).Microseconds()) / 1000,
+		BatchSize: n, Batch: seq,
+	}}
 }
 
 func (s *Server) drop(j *job, err error) {

@@ -3,7 +3,6 @@ package serve
 import (
 	"time"
 
-	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/predict"
 )
 
@@ -51,13 +50,8 @@ func (s *Server) streamer(e predict.Streamer) {
 func (s *Server) join(free int, wait bool, waiting *time.Time) ([]predict.Job, bool) {
 	var batch []*job
 	if wait {
-		s.gathering.Lock()
-		first, ok := <-s.queue
-		if ok {
-			batch = s.gather([]*job{s.took(first)}, free)
-		}
-		s.gathering.Unlock()
-		if !ok {
+		var ok bool
+		if batch, ok = s.nextBatch(free); !ok {
 			return nil, false
 		}
 	} else {
@@ -91,17 +85,11 @@ func (s *Server) join(free int, wait bool, waiting *time.Time) ([]predict.Job, b
 	if n == 0 {
 		return nil, true
 	}
-	seq := s.batchSeq.Add(1)
-	if s.beforeBatch != nil {
-		s.beforeBatch(n)
-	}
-	s.metrics.batches.Inc()
-	s.metrics.batchRequests.Observe(float64(n))
+	seq := s.startBatch(n)
 	s.metrics.rowsBusy.Add(float64(n))
 	joined := time.Now()
 	jobs := make([]predict.Job, 0, n)
 	for _, j := range batch {
-		info := api.ServeInfo{QueueMS: float64(joined.Sub(j.arrived).Microseconds()) / 1000, BatchSize: n, Batch: seq}
 		jobs = append(jobs, predict.Job{Ctx: j.ctx, Req: j.req, Done: func(res *predict.Result, err error) {
 			s.metrics.rowsBusy.Dec()
 			switch {
@@ -110,8 +98,7 @@ func (s *Server) join(free int, wait bool, waiting *time.Time) ([]predict.Job, b
 			case err != nil:
 				j.done <- answer{err: err}
 			default:
-				s.metrics.observeStages(res.Timings)
-				j.done <- answer{res: res, info: info}
+				s.answer(j, res, joined, n, seq)
 			}
 		}})
 	}
