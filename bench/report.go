@@ -21,9 +21,11 @@ type Report struct {
 	Runtime  string // ONNX Runtime version
 	Decoding string // the engine's decoding strategy (greedy or speculative)
 	// CUDAGraph: decoded through the static decoder graph (--cuda-graph);
-	// CapturedGraphs the CUDA graphs captured then, decoder and vision.
+	// CapturedGraphs the CUDA graphs captured then, decoder and vision;
+	// CaptureRows the --capture-rows asked for (0: the default).
 	CUDAGraph      bool
 	CapturedGraphs [2]int
+	CaptureRows    int
 	Threads        int
 	Provider       string
 	Options        Options
@@ -302,6 +304,7 @@ func (r *Report) JSON() ([]byte, error) {
 		"decoding":            r.Decoding,
 		"cuda_graph":          r.CUDAGraph,
 		"cuda_graphs":         map[string]int{"decoder": r.CapturedGraphs[0], "vision": r.CapturedGraphs[1]},
+		"capture_rows":        r.CaptureRows,
 		"runs":                r.Options.Runs,
 		"warmup":              r.Options.Warmup,
 		"fixed_length":        fixedLength(r.Options),
@@ -389,7 +392,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		r.Model, r.Threads, r.Provider, r.Decoding, r.CUDAGraph, r.Options.Runs, r.Options.Warmup, len(r.Actions))
 	fmt.Fprintf(w, "fixed length: %s\n", fixedLength(r.Options))
 	if r.CUDAGraph {
-		fmt.Fprintf(w, "cuda graphs captured: decoder %d, vision %d\n", r.CapturedGraphs[0], r.CapturedGraphs[1])
+		fmt.Fprintf(w, "cuda graphs captured: decoder %d, vision %d (--capture-rows %d)\n", r.CapturedGraphs[0], r.CapturedGraphs[1], r.CaptureRows)
 	}
 	var lens []string
 	seen := map[string]bool{}

@@ -70,7 +70,16 @@ type Options struct {
 	// runs without capture (how CI tests it). The tokens are those of any
 	// other decode.
 	CUDAGraph bool
+	// CaptureRows is, with CUDAGraph, the most rows a batch may have to
+	// decode on the fixed buffers (captured under cuda); a larger batch runs
+	// the device-resident decode (0: captureRows under cuda, every batch on
+	// the cpu provider). Streams run on fixed buffers at every row count.
+	// Only the time changes, never the tokens.
+	CaptureRows int
 }
+
+// CaptureRowsLimit bounds Options.CaptureRows.
+const CaptureRowsLimit = StreamRowsLimit
 
 // PromptGroupsLimit bounds Options.PromptGroups.
 const PromptGroupsLimit = kv.MergeParts
@@ -157,7 +166,7 @@ type Predictor struct {
 	bucketRows bool
 	// graphRows, when > 0, is the most rows a batch may have to run on
 	// fixed buffers (fixedRows); a larger one runs the device-resident
-	// path. Under capture: captureRows.
+	// path: Options.CaptureRows, under capture captureRows by default.
 	graphRows int
 	// groupCost is a group's fixed cost in prompt tokens when a batch's
 	// prompts are encoded in at most promptGroups groups of similar length
@@ -327,7 +336,7 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 		p.groupCost = groupCostCUDA
 	}
 	if opts.CUDAGraph {
-		if err := p.openStatic(b, opts.Session); err != nil {
+		if err := p.openStatic(b, opts.Session, opts.CaptureRows); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -348,7 +357,8 @@ const capturePromptBucket = 64
 // cache is written in place) and rows padded to a power of two. 8 keeps
 // the captured shapes (rows 1, 2, 4, 8 x 8 prompt lengths) well within
 // maxCapturedGraphs. At 8 rows capture still gained 20% (fp32) and 54%
-// (fp16) of screens/s; 16 is not measured (docs/cuda.md).
+// (fp16) of screens/s; 16, and 64 with the cache in place, are not
+// measured (docs/cuda.md; Options.CaptureRows sets it).
 const captureRows = 8
 
 // fixedRows reports whether a batch of b rows runs on fixed buffers (the
@@ -394,8 +404,8 @@ func (p *Predictor) dynamicDecoder() (*graph, error) {
 }
 
 // openStatic opens the bundle's static decoder graph, with graph capture
-// under cuda.
-func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
+// under cuda, for batches of up to rows rows (0: the provider's default).
+func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions, rows int) error {
 	if !b.Has(models.RoleDecoderStatic) {
 		return fmt.Errorf("--cuda-graph: bundle %s has no static decoder graph (decoder_static); add it with `python -m scripts.upgrade_bundle %s`", b.Dir, b.Dir)
 	}
@@ -413,9 +423,12 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions) error {
 		return fmt.Errorf("load %s graph %s: %w", models.RoleDecoderStatic, p.decoderStatic.path, err)
 	}
 	p.statics.keep = staticKeepCPU
+	p.graphRows = rows
 	if p.statics.capture = o.Provider == ProviderCUDA; p.statics.capture {
 		p.statics.keep = staticKeepCUDA
-		p.promptBucket, p.bucketRows, p.graphRows = capturePromptBucket, true, captureRows
+		p.promptBucket, p.bucketRows, p.graphRows = capturePromptBucket, true, cmp.Or(rows, captureRows)
+	}
+	if p.graphRows > 0 {
 		// now, not inside the first large batch (a server's request)
 		if _, err := p.dynamicDecoder(); err != nil {
 			return err
@@ -444,6 +457,9 @@ func (o Options) check() error {
 	}
 	if o.AlignPositions < 0 || o.AlignPositions > AlignPositionsLimit {
 		return fmt.Errorf("align positions %d: want 0 (none) to %d", o.AlignPositions, AlignPositionsLimit)
+	}
+	if o.CaptureRows < 0 || o.CaptureRows > CaptureRowsLimit {
+		return fmt.Errorf("capture rows %d: want 0 (the provider's default) to %d", o.CaptureRows, CaptureRowsLimit)
 	}
 	return nil
 }

@@ -258,6 +258,26 @@ func TestGraphRowsSplit(t *testing.T) {
 	}
 }
 
+// Options.CaptureRows sets the split on the cpu provider too (every batch
+// on fixed buffers without it), and opens the with-past decoder with the
+// predictor, not inside the first large batch.
+func TestCaptureRowsOption(t *testing.T) {
+	if p := placed(t, placeStatic, Options{}); p.graphRows != 0 || p.decoder.sess != nil {
+		t.Fatalf("no CaptureRows on the cpu provider: graph rows %d, with-past session open %v; want 0, false", p.graphRows, p.decoder.sess != nil)
+	}
+	p := placed(t, placeStatic, Options{CaptureRows: 2})
+	if p.graphRows != 2 || p.decoder.sess == nil {
+		t.Fatalf("CaptureRows 2: graph rows %d, with-past session open %v; want 2, true", p.graphRows, p.decoder.sess != nil)
+	}
+	cases := loadGolden(t)
+	for _, B := range []int{2, 3} {
+		goldenBatches(t, p, cases, B, fmt.Sprintf("capture rows 2, B=%d", B))
+	}
+	if _, err := NewPredictor(tiny(t).bundle, Options{CUDAGraph: true, CaptureRows: CaptureRowsLimit + 1}); err == nil {
+		t.Error("CaptureRows past its limit: no error")
+	}
+}
+
 // screenRequests are three golden cases as requests with their screens, and
 // the plain predictor's results for them.
 func screenRequests(t *testing.T) ([]predict.Request, []*predict.Result) {

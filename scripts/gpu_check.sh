@@ -25,7 +25,7 @@
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2 64d24" (case_flags), FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
-# fp16all, fp16all-c2, fp16all-graph, fp16attn, fp16mha-a8), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
@@ -123,15 +123,15 @@ test_split() {
 # left to the caller), envs and prof; flags vV (--verify-positions), gG (--prompt-groups), cC
 # (--concurrent-batches), dD (--max-draft), aA (--align-positions), mM (ORT's fp32 threshold for its
 # memory-efficient attention kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), G
-# (--cuda-graph), P (ORT's per-node profile too). A malformed SPEC is logged (as LABEL) and refused.
+# (--cuda-graph), rR (--capture-rows, with G), P (ORT's per-node profile too). A malformed SPEC is logged (as LABEL) and refused.
 case_flags() {
   local rest o v label=${2:-$1}
   bs=${1%%[!0-9]*}; rest=${1#"$bs"}; flags=(); envs=(); prof=false
   [ -n "$bs" ] || { log "$label: no batch size"; return 1; }
   while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
     o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
-    case $o$v in G|P) ;; [GP]*|[vgcdam]) log "$label: flag $o$v?"; return 1 ;; esac   # G, P bare; the rest numbered
-    case $o in v) flags+=(--verify-positions "$v") ;; g) flags+=(--prompt-groups "$v") ;;
+    case $o$v in G|P) ;; [GP]*|[vgcdamr]) log "$label: flag $o$v?"; return 1 ;; esac   # G, P bare; the rest numbered
+    case $o in v) flags+=(--verify-positions "$v") ;; g) flags+=(--prompt-groups "$v") ;; r) flags+=(--capture-rows "$v") ;;
       c) flags+=(--concurrent-batches "$v") ;; d) flags+=(--max-draft "$v") ;; a) flags+=(--align-positions "$v") ;;
       m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; G) flags+=(--cuda-graph) ;; P) prof=true ;;
       *) log "$label: flag $o?"; return 1 ;; esac
@@ -170,8 +170,8 @@ if want attn; then
   # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16attn: the
   # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache), N the
   # batch, flags as case_flags reads them (aA: ORT's memory-efficient kernel needs a query length that is a
-  # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys)
-  attn_cases="fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16attn:64P fp16mha:64"
+  # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys; Gr64: batches of 64 captured)
+  attn_cases="fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
@@ -213,7 +213,7 @@ fi
 if want graph && [ -d "$b32" ]; then
   # CUDA graphs (--cuda-graph: the static decoder, each call shape captured once, then replayed) against
   # the device-resident decode, back to back on one machine: one action at batch 1, then batches of 8
-  # (the most rows that capture, captureRows) and 16 (past it: the same path either way); the first
+  # and 16, captured at their size (--capture-rows; the default captures up to 8 rows); the first
   # passes (warm-up) capture. Then its profile: what a replayed call leaves to the host.
   graph_ok=true   # a refused capture fails every --cuda-graph run alike: one is enough to see why
   for k in ${GRAPH_BATCHES:-1 8 16}; do
@@ -221,6 +221,7 @@ if want graph && [ -d "$b32" ]; then
       [ "$g" = true ] && ! $graph_ok && continue
       fits $((30 + k / 2)) "graph b$k cuda-graph=$g" || break 2
       flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
+      [ "$g" = true ] && flags+=(--capture-rows "$k")
       run timeout 150 autoui bench --provider "$prov" --model "$b32" --no-verify --replay typical "${flags[@]}" \
         --probe=false --cuda-graph="$g" --json > "$res/graph-$g-b$k.json"
       rc=$?
@@ -231,13 +232,15 @@ if want graph && [ -d "$b32" ]; then
     done
   done
   # fp16 everywhere (attention kept fp32), its static decoder converted with it (the fastest bundle at
-  # batch 64 on the second loan): one action, then batch 64
+  # batch 64 on the second loan): one action, then batch 64 (captured at 64 rows: with the cache written
+  # in place, does capture now pay there?)
   if [ -d "$b16all" ] && $graph_ok; then
     for k in ${FP16_GRAPH_BATCHES:-1 64}; do
       for g in false true; do
         for md in ${FP16_GRAPH_DRAFTS:-12}; do   # --max-draft: tokens a row drafts per call
           fits $((15 + k / 4)) "graph fp16all b$k cuda-graph=$g max-draft=$md" || break 3
           flags=(--runs 5 --warmup 2); [ "$k" != 1 ] && flags=(--batch "$k" --runs 3 --warmup 1)
+          [ "$g" = true ] && flags+=(--capture-rows "$k")
           run timeout 150 autoui bench --provider "$prov" --model "$b16all" --no-verify --replay typical "${flags[@]}" \
             --probe=false --cuda-graph="$g" --max-draft "$md" --json > "$res/graph-fp16all-$g-b$k-d$md.json"
           log "fp16all cuda-graph=$g max-draft=$md $(bench_line "$res/graph-fp16all-$g-b$k-d$md.json")"
@@ -368,6 +371,8 @@ if want serve && fits 40 serve; then
       fp16) cfg="$b16:typical::" ;; random) cfg="$b32:::" ;;
       fp16all) cfg="$b16all:typical::" ;; fp16all-c2) cfg="$b16all:typical::2" ;;
       fp16all-graph) cfg="$b16all:typical:graph:" ;;
+      # batches captured at up to 64 rows (each padded to a power of two) against the device path's
+      fp16all-graph64) cfg="$b16all:typical:graph::--capture-rows 64" ;;
       fp16attn) cfg="$kit/bundles/base-vitg-fp16attn:typical::" ;;
       fp16mha-a8) cfg="$kit/bundles/base-vitg-fp16mha:typical:::--align-positions 8" ;;
       # continuous batching (--continuous: requests join the captured decode between calls), joins

@@ -34,6 +34,7 @@ type modelFlags struct {
 	groups     int
 	tf32       bool
 	cudaGraph  bool
+	capRows    int
 	profile    string // bench's --ort-profile
 	capWarned  bool   // the --threads cap warning was printed
 }
@@ -58,6 +59,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.IntVar(&m.groups, "prompt-groups", 0, fmt.Sprintf("a batch's prompts are encoded in at most this many groups of similar length, each padded to its own longest; same tokens (0: the most, %d; 1: all padded to the batch's longest)", engine.PromptGroupsLimit))
 	fs.BoolVar(&m.tf32, "tf32", false, "cuda: float32 matmuls and convolutions in TF32 (ORT's own default): up to 4x faster in large batches, but a few outputs in a thousand differ from the CPU's and between batch sizes (off: the CPU's outputs)")
 	fs.BoolVar(&m.cudaGraph, "cuda-graph", false, "decode through the bundle's static decoder graph on fixed buffers, each call shape captured once as a CUDA graph and replayed (cuda; on cpu the same decode without capture); same tokens; needs a bundle with decoder_static (python -m scripts.upgrade_bundle DIR)")
+	fs.IntVar(&m.capRows, "capture-rows", 0, "with --cuda-graph: the most rows a batch decodes on the fixed buffers, captured under cuda; larger batches run the device-resident decode (0: 8 on cuda, every batch on cpu); same tokens")
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -100,6 +102,12 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 	if m.align < 0 || m.align > engine.AlignPositionsLimit {
 		return engine.Options{}, usageErrorf("--align-positions %d: want 0 (none) to %d", m.align, engine.AlignPositionsLimit)
 	}
+	if m.capRows < 0 || m.capRows > engine.CaptureRowsLimit {
+		return engine.Options{}, usageErrorf("--capture-rows %d: want 0 (the provider's default) to %d", m.capRows, engine.CaptureRowsLimit)
+	}
+	if m.capRows > 0 && !m.cudaGraph {
+		return engine.Options{}, usageErrorf("--capture-rows needs --cuda-graph")
+	}
 	if m.groups < 0 || m.groups > engine.PromptGroupsLimit {
 		return engine.Options{}, usageErrorf("--prompt-groups %d: want 0 (the most) to %d", m.groups, engine.PromptGroupsLimit)
 	}
@@ -140,6 +148,7 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		AlignPositions:  m.align,
 		PromptGroups:    m.groups,
 		CUDAGraph:       m.cudaGraph,
+		CaptureRows:     m.capRows,
 	}, nil
 }
 
