@@ -154,9 +154,9 @@ def plain_attention(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     return model, count
 
 
-def _with_past_feeds(sess, cfg: dict, rng) -> dict:
+def with_past_feeds(sess, cfg: dict, rng, error=AttentionError) -> dict:
     """Random inputs of the with-past decoder: batch 2, 3 new positions after 5, 7 encoder
-    positions with the second row's last two padded."""
+    positions with the second row's last two padded; error(why) for an input it has no feed for."""
     H, dkv = cfg["num_heads"], cfg["d_kv"]
     feeds = {}
     for i in sess.get_inputs():
@@ -171,27 +171,27 @@ def _with_past_feeds(sess, cfg: dict, rng) -> dict:
         elif ".encoder." in i.name:
             feeds[i.name] = rng.standard_normal((2, H, 7, dkv)).astype(np.float32)
         else:
-            raise AttentionError(f"decoder input {i.name!r}: no random feed for it")
+            raise error(f"decoder input {i.name!r}: no random feed for it")
     return feeds
 
 
-def check_decoder(fused_path: str, plain_path: str, cfg: dict, seed: int = 5) -> float:
-    """The plain with-past decoder's outputs against the fused one's on random inputs (ORT,
-    CPU); returns the worst |diff| over the float outputs, raises AttentionError past
+def check_decoder(ref_path: str, got_path: str, cfg: dict, seed: int = 5, what: str = "plain attention",
+                  ref: str = "the fused", error=AttentionError) -> float:
+    """The rewritten with-past decoder's outputs (what: the rewrite) against the original's (ref)
+    on random inputs (ORT, CPU); returns the worst |diff| over the float outputs, raises error past
     DECODER_TOLERANCE or when an integer output (the argmax ids) differs at all."""
     from . import graph_check as gc
-    a, b = gc.session(fused_path), gc.session(plain_path)
-    feeds = _with_past_feeds(a, cfg, np.random.default_rng(seed))
+    a, b = gc.session(ref_path), gc.session(got_path)
+    feeds = with_past_feeds(a, cfg, np.random.default_rng(seed), error)
     names = [o.name for o in a.get_outputs()]
     worst = 0.0
     for name, x, y in zip(names, a.run(names, feeds), b.run(names, feeds)):
         if x.dtype.kind == "f":
             if not np.allclose(x, y, **DECODER_TOLERANCE):
-                raise AttentionError(f"{name}: plain attention differs from the fused by up to "
-                                     f"{float(np.max(np.abs(x - y))):.3g}")
+                raise error(f"{name}: {what} differs from {ref} by up to {float(np.max(np.abs(x - y))):.3g}")
             worst = max(worst, float(np.max(np.abs(x - y))))
         elif not np.array_equal(x, y):
-            raise AttentionError(f"{name}: plain attention gives other ids than the fused")
+            raise error(f"{name}: {what} gives other ids than {ref}")
     return worst
 
 

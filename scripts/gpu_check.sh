@@ -18,6 +18,8 @@
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16mha --roles all --fp32-ops '' --fp16-cache
 #   python -m scripts.attention --in bench-models/base-vitg --out /tmp/base-vitg-attn --decoder plain --vision fused
 #   python -m scripts.half --in /tmp/base-vitg-attn --out bench-models/base-vitg-fp16attn --roles all --fp32-ops '' --fp16-cache
+#   python -m scripts.skip_norm --in /tmp/base-vitg-attn --out /tmp/base-vitg-attnsn
+#   python -m scripts.half --in /tmp/base-vitg-attnsn --out bench-models/base-vitg-fp16attnsn --roles all --fp32-ops '' --fp16-cache
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all [bench-models/base-vitg-fp16mha ...]
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
@@ -25,7 +27,8 @@
 # STEPS picks steps (default: all), BATCHES the batch sizes of `batch` (BATCH_CASES its whole fp32 list,
 # as "64 64v320 64g1 32c2 64d24" (case_flags), FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
-# fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont,
+# fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
@@ -151,9 +154,10 @@ if want tests && fits 60 tests; then   # 31 s on the third loan
     export AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
-  # the same on the attention variant of the tiny bundle (scripts.attention: the golden tokens through
-  # the decoder's plain attention and the vision tower's fused one on the device), its fp16 one (fp16
-  # cache too) against the CPU's run of it
+  # the same on the attention variant of the tiny bundle with its norms fused (scripts.attention,
+  # scripts.skip_norm: the golden tokens through the decoder's plain attention, the vision tower's fused
+  # one and SkipSimplifiedLayerNormalization on the device), its fp16 one (fp16 cache too) against the
+  # CPU's run of it
   if [ -d "$extra/tiny-attn" ] && [ -d "$extra/tiny-fp16attn" ] && fits 60 "tests attn"; then
     bundle /tmp/bundles/tiny-attn "$PWD/models/testdata/tiny" "$extra/tiny-attn"
     bundle /tmp/bundles/tiny-fp16attn "$PWD/models/testdata/tiny" "$extra/tiny-fp16attn"
@@ -168,10 +172,11 @@ if want attn; then
   # The decoder's attention, A/B (docs/cuda.md, "Attention"): which kernel a batch-64 call and a captured
   # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp16all: fused
   # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16attn: the
-  # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache), N the
+  # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache;
+  # fp16attnsn: that with each residual Add and RMS norm as one SkipSimplifiedLayerNormalization), N the
   # batch, flags as case_flags reads them (aA: ORT's memory-efficient kernel needs a query length that is a
   # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys; Gr64: batches of 64 captured)
-  attn_cases="fp16all:64 fp16attn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attn:64P fp16mha:64"
+  attn_cases="fp16all:64 fp16attn:64 fp16attnsn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16attnsn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attnsn:64Gr64 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
@@ -380,6 +385,9 @@ if want serve && fits 40 serve; then
       fp16all-cont) cfg="$b16all:typical:graph::--continuous" ;;
       fp16all-cont-j1) cfg="$b16all:typical:graph::--continuous --join-min 1" ;;
       fp16attn-cont) cfg="$kit/bundles/base-vitg-fp16attn:typical:graph::--continuous" ;;
+      fp16attnsn) cfg="$kit/bundles/base-vitg-fp16attnsn:typical::" ;;
+      fp16attnsn-cont) cfg="$kit/bundles/base-vitg-fp16attnsn:typical:graph::--continuous" ;;
+      fp16attnsn-graph64) cfg="$kit/bundles/base-vitg-fp16attnsn:typical:graph::--capture-rows 64" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc more <<< "$cfg"
