@@ -22,7 +22,8 @@ type Report struct {
 	Decoding string // the engine's decoding strategy (greedy or speculative)
 	// CUDAGraph: decoded through the static decoder graph (--cuda-graph);
 	// CapturedGraphs the CUDA graphs captured then, decoder and vision;
-	// CaptureRows the --capture-rows asked for (0: the default).
+	// CaptureRows the most rows a batch ran on them (0: every batch; -1
+	// without CUDAGraph).
 	CUDAGraph      bool
 	CapturedGraphs [2]int
 	CaptureRows    int
@@ -392,7 +393,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		r.Model, r.Threads, r.Provider, r.Decoding, r.CUDAGraph, r.Options.Runs, r.Options.Warmup, len(r.Actions))
 	fmt.Fprintf(w, "fixed length: %s\n", fixedLength(r.Options))
 	if r.CUDAGraph {
-		fmt.Fprintf(w, "cuda graphs captured: decoder %d, vision %d (--capture-rows %d)\n", r.CapturedGraphs[0], r.CapturedGraphs[1], r.CaptureRows)
+		rows := "every batch"
+		if r.CaptureRows > 0 {
+			rows = fmt.Sprintf("batches of up to %d rows", r.CaptureRows)
+		}
+		fmt.Fprintf(w, "cuda graphs captured: decoder %d, vision %d (fixed buffers: %s)\n", r.CapturedGraphs[0], r.CapturedGraphs[1], rows)
 	}
 	var lens []string
 	seen := map[string]bool{}

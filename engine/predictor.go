@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"image"
 	"sync"
@@ -78,8 +79,11 @@ type Options struct {
 	CaptureRows int
 }
 
-// CaptureRowsLimit bounds Options.CaptureRows.
-const CaptureRowsLimit = StreamRowsLimit
+// CaptureRowsLimit bounds Options.CaptureRows: up to 64 a batch's rows are
+// padded to a power of two (staticRows), so 7 row counts x 8 prompt lengths
+// fit maxCapturedGraphs; past it every multiple of 64 rows, each at its own
+// verify width, would be another shape.
+const CaptureRowsLimit = 64
 
 // PromptGroupsLimit bounds Options.PromptGroups.
 const PromptGroupsLimit = kv.MergeParts
@@ -361,6 +365,16 @@ const capturePromptBucket = 64
 // measured (docs/cuda.md; Options.CaptureRows sets it).
 const captureRows = 8
 
+// CaptureRows is the most rows a batch decodes on fixed buffers
+// (Options.CaptureRows as it applies: captureRows under cuda by default), 0
+// for every batch, -1 without CUDAGraph.
+func (p *Predictor) CaptureRows() int {
+	if p.cachePlace != placeStatic {
+		return -1
+	}
+	return p.graphRows
+}
+
 // fixedRows reports whether a batch of b rows runs on fixed buffers (the
 // static decoder, the vision tower's sets; under capture, CUDA graphs).
 func (p *Predictor) fixedRows(b int) bool {
@@ -387,8 +401,9 @@ func opsSessionOptions(o SessionOptions) SessionOptions {
 
 // dynamicDecoder is the decoder graph with its session, which a predictor
 // that decodes with the static decoder opens when it opens the static one
-// under capture, else (tests) for its first batch of more than graphRows
-// rows. A failed open is tried again by the next batch.
+// with a row limit (graphRows), else (tests that set one) for its first
+// batch of more than graphRows rows. A failed open is tried again by the
+// next batch.
 func (p *Predictor) dynamicDecoder() (*graph, error) {
 	p.decoderMu.Lock()
 	defer p.decoderMu.Unlock()
@@ -460,6 +475,9 @@ func (o Options) check() error {
 	}
 	if o.CaptureRows < 0 || o.CaptureRows > CaptureRowsLimit {
 		return fmt.Errorf("capture rows %d: want 0 (the provider's default) to %d", o.CaptureRows, CaptureRowsLimit)
+	}
+	if o.CaptureRows > 0 && !o.CUDAGraph {
+		return errors.New("capture rows: only with CUDAGraph (the fixed-buffer decode)")
 	}
 	return nil
 }

@@ -269,12 +269,24 @@ func TestCaptureRowsOption(t *testing.T) {
 	if p.graphRows != 2 || p.decoder.sess == nil {
 		t.Fatalf("CaptureRows 2: graph rows %d, with-past session open %v; want 2, true", p.graphRows, p.decoder.sess != nil)
 	}
+	if got := p.CaptureRows(); got != 2 {
+		t.Errorf("CaptureRows() %d, want 2", got)
+	}
 	cases := loadGolden(t)
 	for _, B := range []int{2, 3} {
 		goldenBatches(t, p, cases, B, fmt.Sprintf("capture rows 2, B=%d", B))
 	}
-	if _, err := NewPredictor(tiny(t).bundle, Options{CUDAGraph: true, CaptureRows: CaptureRowsLimit + 1}); err == nil {
-		t.Error("CaptureRows past its limit: no error")
+	p.statics.mu.Lock()
+	for key, free := range p.statics.free {
+		if key.rows > 2 && len(free) > 0 {
+			t.Errorf("fixed buffers of %d rows kept: a batch of 3 ran on them", key.rows)
+		}
+	}
+	p.statics.mu.Unlock()
+	for _, o := range []Options{{CUDAGraph: true, CaptureRows: CaptureRowsLimit + 1}, {CaptureRows: 2}} {
+		if _, err := NewPredictor(tiny(t).bundle, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
 	}
 }
 

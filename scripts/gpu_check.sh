@@ -140,6 +140,8 @@ case_flags() {
       *) log "$label: flag $o?"; return 1 ;; esac
   done
   [ -z "$rest" ] || { log "$label: $rest?"; return 1; }
+  [[ " ${flags[*]} " != *" --capture-rows "* || " ${flags[*]} " == *" --cuda-graph "* ]] ||
+    { log "$label: r (--capture-rows) needs G (--cuda-graph)"; return 1; }
 }
 
 if want env; then

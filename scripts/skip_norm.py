@@ -11,8 +11,8 @@ residual Add before it, so a base decoder call runs 36 Adds and 36 norms as 72 k
 reading the residual stream once more. On a GPU where a call is the host launching its ~300
 kernels (batch 1) or a pass over memory per kernel (batch 64) that is ~36 kernels and passes
 too many. The fusion is ORT's own: onnxruntime.transformers' optimizer (the pinned wheel) with
-every fusion off but its layer-norm and skip-layer-norm ones, so the rest of each graph is as
-exported. On the CPU it changes nothing measurable (the weights' reading sets the pace), so it is
+every fusion off but its layer-norm and skip-layer-norm ones (it also drops the norms' float32
+to float32 Casts), so the rest of each graph is as exported. On the CPU it changes nothing measurable (the weights' reading sets the pace), so it is
 a variant, not the export's default.
 
 It runs on an fp32 bundle, also on an attention variant (scripts.attention), before
@@ -55,7 +55,8 @@ def fuse_skip_norm(path: str) -> tuple[onnx.ModelProto, int]:
     # shape inference tells the fusion that an Add's two inputs have one shape (no broadcast)
     opts.enable_layer_norm = opts.enable_skip_layer_norm = opts.enable_shape_inference = True
     quiet = logging.getLogger("onnxruntime.transformers")
-    level, quiet.level = quiet.level, logging.ERROR  # "Model producer not matched": ours is autoui's export
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # "Model producer not matched": ours is autoui's export
     try:
         m = optimize_model(path, model_type="t5", num_heads=0, hidden_size=0, opt_level=0,
                            optimization_options=opts).model
@@ -63,11 +64,12 @@ def fuse_skip_norm(path: str) -> tuple[onnx.ModelProto, int]:
         quiet.setLevel(level)
     if not any(o.domain == "com.microsoft" for o in m.opset_import):
         m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    _expand_lone_norms(m.graph)
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+    _expand_lone_norms(m.graph, opset)
     return m, sum(n.op_type == FUSED for n in m.graph.node)
 
 
-def _expand_lone_norms(g: onnx.GraphProto) -> None:
+def _expand_lone_norms(g: onnx.GraphProto, opset: int) -> None:
     """Each SimplifiedLayerNormalization the fusion made without a residual Add to take in (the
     first, on the embeddings) back as the export's operators: ORT registers that op in the ONNX
     domain, where the ONNX checker does not know it, and ORT's session fuses it again anyway."""
@@ -82,9 +84,14 @@ def _expand_lone_norms(g: onnx.GraphProto) -> None:
         x, w, y, p = n.input[0], n.input[1], n.output[0], f"{n.name or n.output[0]}/expanded"
         for name, value in ((f"{p}/two", 2.0), (f"{p}/eps", float(attrs.get("epsilon", 1e-5))), (f"{p}/one", 1.0)):
             g.initializer.append(numpy_helper.from_array(np.array(value, np.float32), name))
+        if opset >= 18:  # ReduceMean's axes: an input from opset 18, an attribute before
+            g.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), f"{p}/axes"))
+            mean = helper.make_node("ReduceMean", [f"{p}/sq", f"{p}/axes"], [f"{p}/var"], name=f"{p}/ReduceMean", keepdims=1)
+        else:
+            mean = helper.make_node("ReduceMean", [f"{p}/sq"], [f"{p}/var"], name=f"{p}/ReduceMean", axes=[-1], keepdims=1)
         nodes += [
             helper.make_node("Pow", [x, f"{p}/two"], [f"{p}/sq"], name=f"{p}/Pow"),
-            helper.make_node("ReduceMean", [f"{p}/sq"], [f"{p}/var"], name=f"{p}/ReduceMean", axes=[-1], keepdims=1),
+            mean,
             helper.make_node("Add", [f"{p}/var", f"{p}/eps"], [f"{p}/var_eps"], name=f"{p}/Add"),
             helper.make_node("Sqrt", [f"{p}/var_eps"], [f"{p}/std"], name=f"{p}/Sqrt"),
             helper.make_node("Div", [f"{p}/one", f"{p}/std"], [f"{p}/inv"], name=f"{p}/Div"),

@@ -126,7 +126,7 @@ func runBench(ctx context.Context, args []string) error {
 	rep.Bundle = mf.model
 	rep.Runtime = engine.RuntimeVersion()
 	rep.Decoding = mf.decoding
-	rep.CUDAGraph, rep.CaptureRows = mf.cudaGraph, mf.capRows
+	rep.CUDAGraph, rep.CaptureRows = mf.cudaGraph, p.CaptureRows()
 	rep.CapturedGraphs[0], rep.CapturedGraphs[1] = p.CapturedGraphs()
 	if rep.Decoding == "" {
 		rep.Decoding = engine.DecodeSpeculative.String()

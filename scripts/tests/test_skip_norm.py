@@ -71,23 +71,25 @@ def test_on_attention_variant_in_fp16(tmp_path):
     assert got["teacher_forced"]["top1_agreement"] >= 0.99
 
 
-def test_lone_norm_expanded():
+@pytest.mark.parametrize("opset", [17, 18])
+def test_lone_norm_expanded(opset):
     # a norm with no residual Add before it runs as the export's operators, to the op's value
+    # (ReduceMean's axes an attribute before opset 18, an input from it)
     f = TensorProto.FLOAT
     w = np.linspace(0.5, 1.5, 8, dtype=np.float32)
     node = helper.make_node("SimplifiedLayerNormalization", ["x", "w"], ["y"], name="n", axis=-1, epsilon=1e-6)
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", f, [2, 3, 8])],
                           [helper.make_tensor_value_info("y", f, [2, 3, 8])], [numpy_helper.from_array(w, "w")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    sn._expand_lone_norms(m.graph)
-    onnx.checker.check_model(m)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    sn._expand_lone_norms(m.graph, opset)
+    onnx.checker.check_model(m, full_check=True)
     x = np.random.default_rng(3).standard_normal((2, 3, 8)).astype(np.float32)
     y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     want = w * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     bad = helper.make_node("SimplifiedLayerNormalization", ["x", "w"], ["y"], name="n", axis=1)
     with pytest.raises(sn.SkipNormError, match="does not cover"):
-        sn._expand_lone_norms(helper.make_graph([bad], "g", [], []))
+        sn._expand_lone_norms(helper.make_graph([bad], "g", [], []), opset)
 
 
 def test_failed_check_withdraws_the_manifest(tmp_path, monkeypatch):
