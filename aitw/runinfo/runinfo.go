@@ -71,6 +71,9 @@ type Options struct {
 	// merge at another. Except under cuda with TF32 (--tf32), where it is
 	// compared.
 	Batch int `json:"batch"`
+	// Continuous is the latest run's --continuous (one continuous decode on
+	// Batch rows), recorded, not compared, as Batch is.
+	Continuous bool `json:"continuous,omitempty"`
 	// Preset is the --preset that set the options above ("autoui": Auto-GUI's
 	// main.py), "" for none. ScrollMap is the map the prompts' gold swipes
 	// were written with (the bundle's). Neither is compared: the options
@@ -174,6 +177,7 @@ func Diff(a, b *Info, sameShard bool) []string {
 		// TF32's products depend on the matrix shapes: on an H200, 2 of
 		// 1483 outputs differed between batches of 8 and 64
 		add("batch (under TF32 the outputs depend on it)", ao.Batch, bo.Batch)
+		add("continuous (under TF32 the outputs depend on the rows a call has)", ao.Continuous, bo.Continuous)
 	}
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))

@@ -55,6 +55,12 @@ type Options struct {
 	// a call holds the next step of up to Batch different episodes, so
 	// lines interleave those episodes. Predictions are the same either way.
 	Batch int
+	// Continuous decodes on Batch rows of one continuous decode (the
+	// predictor's predict.Streamer) instead of batches: a step joins as soon
+	// as a row is free and leaves when its own answer ends (streamQueue).
+	// With gold history lines keep Batch 1's order; with predicted history
+	// they come as steps finish. Predictions are the same.
+	Continuous bool
 	// OutDir receives predictions.jsonl.
 	OutDir string
 	// CacheDir holds vision features keyed by a hash of CacheKey and the
@@ -172,6 +178,13 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 	var s scheduler = &goldQueue{r: r}
 	if opts.History == HistoryPredicted {
 		s = &episodeSet{r: r}
+	}
+	if opts.Continuous {
+		st, ok := p.(predict.Streamer)
+		if !ok {
+			return sum, errors.New("eval run: continuous decoding needs a predictor that streams (the engine's, with --cuda-graph)")
+		}
+		s = newStreamQueue(r, st, opts.History != HistoryPredicted)
 	}
 
 	ro := opts.Read
@@ -376,6 +389,15 @@ func requests(jobs []job) ([]predict.Request, error) {
 
 // write caches the step's computed features and appends its prediction.
 func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
+	pred, err := r.record(j, res)
+	if err != nil {
+		return pred, err
+	}
+	return pred, r.append(j, pred)
+}
+
+// record caches the step's computed features and makes its prediction.
+func (r *run) record(j *job, res *predict.Result) (aitw.Prediction, error) {
 	if j.req.Features == nil {
 		if len(res.Features) == 0 {
 			return aitw.Prediction{}, fmt.Errorf("%s: the predictor returned no vision features", j)
@@ -391,8 +413,13 @@ func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
 		pred.ParseError = res.ParseErr.Error()
 		r.sum.ParseErrors++
 	}
+	return pred, nil
+}
+
+// append writes the step's prediction.
+func (r *run) append(j *job, pred aitw.Prediction) error {
 	if err := r.w.Write(pred); err != nil {
-		return pred, err
+		return err
 	}
 	r.written[j.key()] = pred
 	r.sum.Predicted++
@@ -400,7 +427,7 @@ func (r *run) write(j *job, res *predict.Result) (aitw.Prediction, error) {
 	if j.last {
 		r.prog.Add(1) // the episode is finished
 	}
-	return pred, nil
+	return nil
 }
 
 // describe names the steps of a failed call for its error.

@@ -27,7 +27,7 @@ func (q *goldQueue) done(ep aitw.Episode, s aitw.Step) bool {
 
 func (q *goldQueue) add(ep readEpisode) error {
 	r := q.r
-	last := q.lastPending(ep.Episode)
+	last := lastPending(ep.Episode, q.done)
 	if last < 0 {
 		r.prog.Add(1)
 	}
@@ -80,11 +80,11 @@ func (q *goldQueue) flush() error {
 	return err
 }
 
-// lastPending is the index of the episode's last step neither predicted
-// nor queued, -1 if none.
-func (q *goldQueue) lastPending(ep aitw.Episode) int {
+// lastPending is the index of the episode's last step not done (neither
+// predicted nor queued), -1 if none.
+func lastPending(ep aitw.Episode, done func(aitw.Episode, aitw.Step) bool) int {
 	for i := len(ep.Steps) - 1; i >= 0; i-- {
-		if !q.done(ep, ep.Steps[i]) {
+		if !done(ep, ep.Steps[i]) {
 			return i
 		}
 	}
@@ -117,7 +117,7 @@ func (e *episodeSet) add(ep readEpisode) error {
 		}
 	}
 	x := &episodeRun{ep: ep}
-	if !e.skipDone(x) {
+	if !e.r.skipDone(x) {
 		e.r.prog.Add(1)
 		return nil
 	}
@@ -162,7 +162,7 @@ func (e *episodeSet) round() error {
 		x.next++
 	}
 	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {
-		if e.skipDone(x) {
+		if e.r.skipDone(x) {
 			return false
 		}
 		r.prog.Add(1)
@@ -173,14 +173,14 @@ func (e *episodeSet) round() error {
 
 // skipDone moves x past steps already in the predictions file (their
 // predictions join its history) and reports whether a step is left.
-func (e *episodeSet) skipDone(x *episodeRun) bool {
+func (r *run) skipDone(x *episodeRun) bool {
 	for ; x.next < len(x.ep.Steps); x.next++ {
 		s := x.ep.Steps[x.next]
-		prev, ok := e.r.isDone(x.ep.Episode, s)
+		prev, ok := r.isDone(x.ep.Episode, s)
 		if !ok {
 			return true
 		}
-		e.r.sum.AlreadyDone++
+		r.sum.AlreadyDone++
 		x.history = appendHistory(x.history, HistoryPredicted, s.Action, prev.Action)
 		x.ep.dropScreen(x.next) // predicted earlier in this run (a repeat): not needed
 	}

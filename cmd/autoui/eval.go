@@ -146,6 +146,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	shard := fs.String("shard", "", "predict only shard I/N (0-based; episodes split by a hash of their id), or auto: from a Slurm array task (SLURM_ARRAY_TASK_*) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with --shards)")
 	shards := fs.Int("shards", 0, "with --shard auto: the number of shards (needed for a Kubernetes Indexed Job; checked against a Slurm array's size)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
+	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
@@ -180,6 +181,12 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if *batch < 0 {
 		return usageErrorf("--batch %d: must be >= 0", *batch)
 	}
+	if *continuous && !mf.cudaGraph {
+		return usageErrorf("--continuous runs on the static decoder: add --cuda-graph")
+	}
+	if *batch > engine.StreamRowsLimit {
+		return usageErrorf("--batch %d: want at most %d", *batch, engine.StreamRowsLimit)
+	}
 	files, ro, ids, err := df.open()
 	if err != nil {
 		return err
@@ -208,11 +215,12 @@ func runEvalRun(ctx context.Context, args []string) error {
 		return err
 	}
 	info.Options.Preset = *preset
+	info.Options.Continuous = *continuous
 	if err := runinfo.Start(*out, info); err != nil {
 		return err
 	}
 	opts := runner.Options{
-		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch,
+		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch, Continuous: *continuous,
 		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())), Shrink: p.Shrink,
 	}
 	if !*noCache {
@@ -243,6 +251,9 @@ func runEvalRun(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d)\n",
 			ms(d.TextPath)/float64(n), ms(d.Decode)/float64(n), float64(d.Calls)/float64(n), float64(d.Tokens)/float64(n),
 			float64(d.Tokens)/float64(d.Calls), *batch)
+	} else if n > 0 && *continuous {
+		// a stream's calls serve whichever steps are decoding: not per step
+		fmt.Fprintf(os.Stderr, "continuous decode on %d rows: %.1f tokens per action\n", *batch, float64(d.Tokens)/float64(n))
 	}
 	if err != nil {
 		return err

@@ -90,6 +90,8 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--preset", "autoui", "--max-new-tokens", "64"},
 		{"run", "--out", t.TempDir()},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--threads", "-1"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--continuous"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "2000"},
 	} {
 		err := runEval(context.Background(), args)
 		want := exitUsage
@@ -195,6 +197,35 @@ func TestEvalRunThenScoreWithTinyBundle(t *testing.T) {
 	}
 	if len(cached) == 0 {
 		t.Log("note: no feature cache files found under feature_cache/*/*")
+	}
+}
+
+// eval run --continuous (one continuous decode, here on the cpu provider's
+// fixed buffers) writes the batched run's predictions in the same order and
+// records the setting in run.json.
+func TestEvalRunContinuousTiny(t *testing.T) {
+	data := "../../aitw/testdata/records/general"
+	run := func(extra ...string) (string, []byte) {
+		out := t.TempDir()
+		args := append([]string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--batch", "4", "--no-feature-cache"}, extra...)
+		s, err := captureStdout(t, func() error { return runEval(context.Background(), args) })
+		if err != nil {
+			t.Fatalf("eval run %v: %v\n%s", extra, err, s)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "predictions.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, b
+	}
+	_, want := run()
+	out, got := run("--cuda-graph", "--continuous")
+	if len(want) == 0 || string(got) != string(want) {
+		t.Fatalf("--continuous wrote\n%s\nbatches wrote\n%s", got, want)
+	}
+	info, err := runinfo.Read(out)
+	if err != nil || !info.Options.Continuous || info.Options.Batch != 4 {
+		t.Fatalf("run.json: %+v %v", info, err)
 	}
 }
 
