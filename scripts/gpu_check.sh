@@ -30,7 +30,8 @@
 # fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont,
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
-# ATTN_CASES the attention A/B's cases (the attn step says how they read),
+# ATTN_CASES the attention A/B's cases (the attn step says how they read), EVALC_CFGS evalc's (batches graph64 cont
+# cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -38,7 +39,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests attn graph action batch step profile tf32 serve host peers fp16}
+steps=${STEPS:-env tests attn graph action batch step profile tf32 evalc serve host peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -71,6 +72,7 @@ fi
 if [ -d models/default ]; then
   [ -d "$extra/default-fp16v" ] && bundle /tmp/bundles/default-fp16v models/default "$extra/default-fp16v"
   [ -d "$extra/default-fp16" ] && bundle /tmp/bundles/default-fp16 models/default "$extra/default-fp16"
+  [ -d "$extra/default-static" ] && bundle /tmp/bundles/default-static models/default "$extra/default-static"
 fi
 
 # bench_json FILE...: one line per bench report
@@ -364,6 +366,26 @@ if want tf32 && fits 90 tf32; then
     fits 20 "eval batch 64" && run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" \
       --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps/s|text path' "$out/log.txt" | tail -2 | tr '\n' ' ')"
   fi
+  save
+fi
+
+if want evalc && [ -d /tmp/bundles/default-static ]; then
+  # eval run of models/default with its static decoder (gpu_extra.sh parity's default-static; trained on the
+  # synthetic data: answers of many lengths, unlike the bench's replay) on the synthetic test split at batch 64: batches (the default), batches captured
+  # (--cuda-graph --capture-rows 64), and one continuous decode on 64 rows (--continuous, steps joining
+  # as rows free up); steps/s from eval's own last progress line, predictions against the CPU's
+  split=$(test_split)
+  [ -f "$extra/cpu-default.jsonl" ] && mkdir -p /tmp/cpu-ref && cp "$extra/cpu-default.jsonl" /tmp/cpu-ref/predictions.jsonl
+  for cfg in ${EVALC_CFGS:-batches graph64 cont cont-b128}; do
+    case $cfg in batches) fl=() ;; graph64) fl=(--cuda-graph --capture-rows 64) ;; cont) fl=(--cuda-graph --continuous) ;;
+      cont-b128) fl=(--cuda-graph --continuous --batch 128) ;; *) log "evalc: no configuration $cfg"; continue ;; esac
+    fits 40 "eval $cfg" || break
+    run timeout 150 autoui eval run --provider "$prov" --model /tmp/bundles/default-static --data "$split" --batch 64 "${fl[@]}" \
+      --no-feature-cache --out "$res/evalc-$cfg" >/dev/null
+    rc=$?
+    log "eval $cfg (rc $rc): $(grep -h -E 'steps/s' "$out/log.txt" | tail -1) | $(grep -h -E 'text path|continuous decode on' "$out/log.txt" | tail -1)"
+    [ -f /tmp/cpu-ref/predictions.jsonl ] && log "  against the CPU: $(same_outputs /tmp/cpu-ref "$res/evalc-$cfg")"
+  done
   save
 fi
 

@@ -12,15 +12,20 @@
 #   ortpy    ortpy.tar.xz (8 MB): onnxruntime-gpu 1.29's Python package without its libraries, for the
 #            ORT-Python IO-binding peer (gpu_check.sh links the kit's CUDA provider into it); the wheel
 #            is the one pack.sh downloads
-#   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0), and
+#   parity   simdata/test/: the synthetic test split (autoui dataset --episodes 3600 --seed 0),
 #            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
-#            the GPU's are compared with (the GPU machine generates the split 2x slower than here)
+#            the GPU's are compared with (the GPU machine generates the split 2x slower than here), and
+#            default-static/: the files scripts.upgrade_bundle adds to models/default (its static decoder
+#            graph, for gpu_check.sh's evalc: --cuda-graph, --continuous)
 #   host     aitw_runner.test.xz (4 MB): aitw/runner's test binary, for BenchmarkRunHost (what eval
 #            run can feed an engine from this host's cores, full-size AITW steps; CPU only)
 # Run from the repository root after `make build` and the scripts.half commands in gpu_check.sh.
+# GPU_EXTRA_DIR (default .gpuextra) names the directory, so that two sets can wait for two calls
+# (gpu_check.sh reads EXTRA).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-x=.gpuextra
+x=${GPU_EXTRA_DIR:-.gpuextra}
+case $x in .gpuextra*) ;; *) echo "gpu_extra: GPU_EXTRA_DIR $x: want .gpuextra or .gpuextra-NAME (ignored by git)" >&2; exit 2 ;; esac
 parts=${*:-fp16 parity}   # ortpy and host on request
 rm -rf "$x"; mkdir -p "$x"
 if [[ " $parts " == *" fp16 "* ]]; then
@@ -58,6 +63,10 @@ if [[ " $parts " == *" parity "* ]]; then
   rm -rf "$d/sim/train" "$d/sim/validation"; mv "$d/sim" "$x/simdata"   # dataset.json names the subsets
   build/autoui eval run --model models/default --data "$x/simdata/test" --out "$d/cpu" >/dev/null
   cp "$d/cpu/predictions.jsonl" "$x/cpu-default.jsonl"
+  cp -r models/default "$d/default-static"
+  .venv/bin/python -m scripts.upgrade_bundle "$d/default-static" >/dev/null
+  mkdir "$x/default-static"
+  for f in "$d/default-static"/*; do cmp -s "$f" "models/default/$(basename "$f")" || cp "$f" "$x/default-static/"; done
 fi
 if [[ " $parts " == *" ortpy "* ]]; then
   whl=$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/autoui-gpu/onnxruntime_gpu-1.29.0-*.whl 2>/dev/null | head -1)
@@ -71,5 +80,5 @@ if [[ " $parts " == *" host "* ]]; then
   go test -c -o "$x/aitw_runner.test" ./aitw/runner && xz -T0 -6 "$x/aitw_runner.test"
 fi
 ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
-grep -qx '/.gpuextra/' "$ex" 2>/dev/null || echo '/.gpuextra/' >> "$ex"
+grep -qx "/$x/" "$ex" 2>/dev/null || echo "/$x/" >> "$ex"
 echo "gpu_extra: $(du -sh "$x" | cut -f1) in $x/ ($parts)"

@@ -184,8 +184,8 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if *continuous && !mf.cudaGraph {
 		return usageErrorf("--continuous runs on the static decoder: add --cuda-graph")
 	}
-	if *batch > engine.StreamRowsLimit {
-		return usageErrorf("--batch %d: want at most %d", *batch, engine.StreamRowsLimit)
+	if *continuous && *batch > engine.StreamRowsLimit {
+		return usageErrorf("--batch %d: want at most %d rows with --continuous", *batch, engine.StreamRowsLimit)
 	}
 	files, ro, ids, err := df.open()
 	if err != nil {

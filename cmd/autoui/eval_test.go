@@ -91,7 +91,7 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--out", t.TempDir()},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--threads", "-1"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--continuous"},
-		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "2000"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "2000", "--cuda-graph", "--continuous"},
 	} {
 		err := runEval(context.Background(), args)
 		want := exitUsage
