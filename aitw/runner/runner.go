@@ -61,6 +61,11 @@ type Options struct {
 	// With gold history lines keep Batch 1's order; with predicted history
 	// they come as steps finish. Predictions are the same.
 	Continuous bool
+	// JoinMin is, with Continuous, the fewest steps that join a busy decode
+	// at once (0: 1); fewer join when the decode is idle or the last steps
+	// are left. Each join pauses the decode for its prefill, which a GPU
+	// does for a few screens in about the time of one.
+	JoinMin int
 	// OutDir receives predictions.jsonl.
 	OutDir string
 	// CacheDir holds vision features keyed by a hash of CacheKey and the

@@ -27,9 +27,10 @@ import (
 // 2*Batch steps are handed over and not yet back, so at most Batch wait for
 // a row while Batch decode.
 type streamQueue struct {
-	r    *run
-	s    predict.Streamer
-	gold bool
+	r       *run
+	s       predict.Streamer
+	gold    bool
+	joinMin int // Options.JoinMin, at least 1
 	// ctx is the decode's: cancelled by the run's, or by a failed step.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -77,7 +78,7 @@ type streamDone struct {
 }
 
 func newStreamQueue(r *run, s predict.Streamer, gold bool) *streamQueue {
-	q := &streamQueue{r: r, s: s, gold: gold, feed: make(chan struct{}, 1), closed: make(chan struct{}),
+	q := &streamQueue{r: r, s: s, gold: gold, joinMin: max(r.opts.JoinMin, 1), feed: make(chan struct{}, 1), closed: make(chan struct{}),
 		pending: make(chan streamJob, 2*r.batch), done: make(chan streamDone, 2*r.batch), ended: make(chan error, 1),
 		inflight: map[int]streamStep{}, queued: map[aitw.StepKey]bool{}, finished: map[int]streamStep{}, wrote: true}
 	q.ctx, q.cancel = context.WithCancel(r.ctx)
@@ -202,31 +203,32 @@ func (q *streamQueue) hand(j job, x *episodeRun) error {
 }
 
 // take is the decode's next: the steps handed over, as many as rows are
-// free, waiting for one when no row is busy.
+// free, once JoinMin can join (or the decode is idle, or the last steps are
+// left), waiting for one when no row is busy. Only the decode's goroutine
+// takes from pending, so len counts steps it can take.
 func (q *streamQueue) take(free int, wait bool) ([]predict.Job, bool) {
-	var jobs []predict.Job
 	for {
-		for len(jobs) < free {
-			select {
-			case j := <-q.pending:
-				jobs = append(jobs, j.job)
-				continue
-			default:
-			}
-			break
+		closed := false
+		select {
+		case <-q.closed:
+			closed = true
+		default:
 		}
-		if len(jobs) > 0 || !wait {
+		if n := min(free, len(q.pending)); n > 0 && (wait || closed || n >= q.joinMin) {
+			jobs := make([]predict.Job, n)
+			for i := range jobs {
+				jobs[i] = (<-q.pending).job
+			}
 			return jobs, true
+		}
+		if !wait {
+			return nil, true
+		}
+		if closed {
+			return nil, false // nothing handed over, and nothing will be
 		}
 		select {
 		case <-q.closed:
-			select {
-			case j := <-q.pending: // handed over before the close
-				jobs = append(jobs, j.job)
-				continue
-			default:
-			}
-			return nil, false
 		case <-q.ctx.Done():
 			return nil, false
 		case <-q.feed:

@@ -59,6 +59,17 @@ func TestContinuousSameAsOneTiny(t *testing.T) {
 					t.Errorf("%d rows: summaries differ:\ncontinuous %+v\nbatch 1    %+v", rows, got, one)
 				}
 			}
+			// --join-min 3 (take's policy: TestStreamTake)
+			busy := &busyRows{Predictor: p}
+			opts := Options{Files: records, OutDir: t.TempDir(), CacheDir: cache, CacheKey: "tiny", History: mode, Batch: 8, Continuous: true, JoinMin: 3}
+			got, err := Run(context.Background(), busy, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameLines(t, got.Path, one.Path, mode == HistoryGold)
+			if len(busy.sizes) == 0 || busy.sizes[0] < 3 {
+				t.Errorf("join-min 3: joins beside busy rows %v", busy.sizes)
+			}
 			testStreamLimitCancelResume(t, p, records, cache, mode, one.Path)
 		})
 	}
@@ -69,6 +80,7 @@ func TestContinuousSameAsOneTiny(t *testing.T) {
 type busyRows struct {
 	predict.Predictor
 	busy, most, joinedBusy int32
+	sizes                  []int // of the joins beside busy rows
 }
 
 func (b *busyRows) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
@@ -76,6 +88,7 @@ func (b *busyRows) Stream(ctx context.Context, rows int, next func(int, bool) ([
 		jobs, more := next(free, wait)
 		if len(jobs) > 0 && atomic.LoadInt32(&b.busy) > 0 {
 			b.joinedBusy++
+			b.sizes = append(b.sizes, len(jobs))
 		}
 		for i := range jobs {
 			n := atomic.AddInt32(&b.busy, 1)
@@ -196,4 +209,43 @@ func TestContinuousFailsTiny(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs a predictor that streams") {
 		t.Fatalf("a predictor that does not stream: %v", err)
 	}
+}
+
+// take hands the decode the steps waiting: as many as rows are free, once
+// JoinMin of them can join a busy decode, any number to an idle one or once
+// no more will come; it waits only when no row is busy.
+func TestStreamTake(t *testing.T) {
+	r := &run{ctx: context.Background(), batch: 8, opts: Options{JoinMin: 3}}
+	q := newStreamQueue(r, nil, true)
+	waiting := func(n int) {
+		for range n {
+			q.pending <- streamJob{job: predict.Job{Req: predict.Request{Goal: "g"}}}
+		}
+	}
+	check := func(what string, free int, wait bool, wantN int, wantMore bool) {
+		t.Helper()
+		jobs, more := q.take(free, wait)
+		if len(jobs) != wantN || more != wantMore {
+			t.Errorf("%s: %d jobs, more %v; want %d, %v", what, len(jobs), more, wantN, wantMore)
+		}
+	}
+	waiting(2)
+	check("2 waiting, busy", 8, false, 0, true)
+	waiting(1)
+	check("3 waiting, busy", 8, false, 3, true)
+	waiting(5)
+	check("5 waiting, 4 rows free", 4, false, 4, true)
+	check("1 waiting, idle", 8, true, 1, true)
+	waiting(1)
+	q.feed <- struct{}{}
+	close(q.closed)
+	check("1 waiting, busy, the last", 8, false, 1, true)
+	check("none waiting, busy, closed", 8, false, 0, true)
+	check("none waiting, idle, closed", 8, true, 0, false)
+
+	q = newStreamQueue(r, nil, true)
+	go func() { waiting(1); q.feed <- struct{}{} }() // as hand does
+	check("idle, one handed over meanwhile", 8, true, 1, true)
+	q.cancel()
+	check("idle, cancelled", 8, true, 0, false)
 }

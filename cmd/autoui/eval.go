@@ -147,6 +147,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	shards := fs.Int("shards", 0, "with --shard auto: the number of shards (needed for a Kubernetes Indexed Job; checked against a Slurm array's size)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
 	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
+	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill (0: 1 on the cpu, a quarter of --batch under cuda)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
@@ -183,6 +184,9 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	if *continuous && !mf.cudaGraph {
 		return usageErrorf("--continuous runs on the static decoder: add --cuda-graph")
+	}
+	if *joinMin < 0 {
+		return usageErrorf("--join-min %d: must be >= 1 (or 0, the provider's default)", *joinMin)
 	}
 	if *continuous && *batch > engine.StreamRowsLimit {
 		return usageErrorf("--batch %d: want at most %d rows with --continuous", *batch, engine.StreamRowsLimit)
@@ -221,6 +225,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	opts := runner.Options{
 		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch, Continuous: *continuous,
+		JoinMin:  defaultJoinMin(*joinMin, set.Provider, *batch),
 		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())), Shrink: p.Shrink,
 	}
 	if !*noCache {

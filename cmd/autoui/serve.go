@@ -90,7 +90,7 @@ func runServe(ctx context.Context, args []string) error {
 	if cfg.BatchWait == 0 {
 		cfg.BatchWait = -1 // serve.Config: negative is no wait, zero the default
 	}
-	cfg.JoinMin = serveJoinMin(*joinMin, provider, cfg.MaxBatch)
+	cfg.JoinMin = defaultJoinMin(*joinMin, provider, cfg.MaxBatch)
 	if cfg.Token, err = readTokenFile(*tokenFile); err != nil {
 		return err
 	}
@@ -250,11 +250,11 @@ func (r replaying) Stream(ctx context.Context, rows int, next func(int, bool) ([
 	})
 }
 
-// serveJoinMin is --join-min's value, 0 giving the provider's default: on
-// the cpu a join's prefill costs by the request, so requests join as soon
-// as they come; a GPU prefills a few screens in about the time of one, and
-// every join pauses the decode.
-func serveJoinMin(flag int, provider engine.Provider, maxBatch int) int {
+// defaultJoinMin is --join-min's value (serve, eval run), 0 giving the
+// provider's default: on the cpu a join's prefill costs by the request, so
+// requests join as soon as they come; a GPU prefills a few screens in about
+// the time of one, and every join pauses the decode.
+func defaultJoinMin(flag int, provider engine.Provider, maxBatch int) int {
 	switch {
 	case flag > 0:
 		return flag

@@ -295,7 +295,7 @@ func TestServeJoinMinDefault(t *testing.T) {
 		rows     int
 		want     int
 	}{{0, engine.ProviderCPU, 64, 1}, {0, engine.ProviderCUDA, 64, 16}, {0, engine.ProviderCUDA, 2, 1}, {5, engine.ProviderCUDA, 64, 5}, {3, engine.ProviderCPU, 8, 3}} {
-		if got := serveJoinMin(tc.flag, tc.provider, tc.rows); got != tc.want {
+		if got := defaultJoinMin(tc.flag, tc.provider, tc.rows); got != tc.want {
 			t.Errorf("--join-min %d --provider %q, %d rows: %d, want %d", tc.flag, tc.provider, tc.rows, got, tc.want)
 		}
 	}
