@@ -31,7 +31,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), EVALC_CFGS evalc's (batches graph64 cont
-# cont-b128: eval run of models/default at 64 rows, the last on 128),
+# cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -373,12 +373,14 @@ if want evalc && [ -d /tmp/bundles/default-static ]; then
   # eval run of models/default with its static decoder (gpu_extra.sh parity's default-static; trained on the
   # synthetic data: answers of many lengths, unlike the bench's replay) on the synthetic test split at batch 64: batches (the default), batches captured
   # (--cuda-graph --capture-rows 64), and one continuous decode on 64 rows (--continuous, steps joining
-  # as rows free up); steps/s from eval's own last progress line, predictions against the CPU's
+  # 16 at a time, the cuda default, or one at a time) and on 128; steps/s from eval's own last progress
+  # line, predictions against the CPU's
   split=$(test_split)
   [ -f "$extra/cpu-default.jsonl" ] && mkdir -p /tmp/cpu-ref && cp "$extra/cpu-default.jsonl" /tmp/cpu-ref/predictions.jsonl
-  for cfg in ${EVALC_CFGS:-batches graph64 cont cont-b128}; do
+  for cfg in ${EVALC_CFGS:-batches graph64 cont cont-j1 cont-b128}; do
     case $cfg in batches) fl=() ;; graph64) fl=(--cuda-graph --capture-rows 64) ;; cont) fl=(--cuda-graph --continuous) ;;
-      cont-b128) fl=(--cuda-graph --continuous --batch 128) ;; *) log "evalc: no configuration $cfg"; continue ;; esac
+      cont-j1) fl=(--cuda-graph --continuous --join-min 1) ;; cont-b128) fl=(--cuda-graph --continuous --batch 128) ;;
+      *) log "evalc: no configuration $cfg"; continue ;; esac
     fits 40 "eval $cfg" || break
     run timeout 150 autoui eval run --provider "$prov" --model /tmp/bundles/default-static --data "$split" --batch 64 "${fl[@]}" \
       --no-feature-cache --out "$res/evalc-$cfg" >/dev/null

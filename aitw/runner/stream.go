@@ -17,10 +17,13 @@ import (
 //
 // With gold history the steps join in reading order and their lines are
 // written in that order, Batch 1's: a step that finishes before an earlier
-// one waits (its prediction only; its features are cached at once). With
-// predicted history each of up to Batch episodes has its next step in the
-// decode, the one after joining once its prediction is written; lines come
-// in the order the steps finish.
+// one waits (its prediction only; its features are cached at once). A run
+// that stops early (a refused step, Ctrl-C) writes the unbroken run of
+// finished steps from the start, as batches do, so a resumed run still
+// writes Batch 1's order; the later finished ones are predicted again (from
+// the cached features). With predicted history each of up to Batch episodes
+// has its next step in the decode, the one after joining once its
+// prediction is written; lines come in the order the steps finish.
 //
 // The run's goroutine reads, hands steps over and writes; the decode runs on
 // a goroutine of its own and sends each answer back (streamDone). At most
@@ -44,26 +47,31 @@ type streamQueue struct {
 	over    bool            // it returned
 	shut    bool            // closed is closed
 
-	seq      int                // the next step's number
-	out      int                // handed over and not back
-	inflight map[int]streamStep // by number
-	queued   map[aitw.StepKey]bool
+	seq      int                   // the next step's number
+	out      int                   // handed over and not back
+	inflight map[int]streamStep    // by number
+	queued   map[aitw.StepKey]bool // gold: handed over, not written
 	// gold: finished steps waiting for earlier ones, and the next to write
 	next     int
 	finished map[int]streamStep
 	// predicted: the episodes with a step in the decode or waiting for room
 	active []*episodeRun
 	err    error // the first failure: ends the run
-	// wrote is false once a write failed: nothing more is written
-	wrote bool
+	// dropped counts the steps handed over that came back without an
+	// answer; writing stops (gold) at the first of them, or at a failed
+	// write (wrote false).
+	dropped int
+	wrote   bool
 }
 
-// streamStep is a step handed over: its job without the screen, and its
-// episode under predicted history.
+// streamStep is a step handed over: its job without the screen (once
+// answered, only what writing its line needs), its episode under predicted
+// history, and its answer.
 type streamStep struct {
-	job  job
-	ep   *episodeRun
-	pred aitw.Prediction
+	job    job
+	ep     *episodeRun
+	pred   aitw.Prediction
+	tokens int
 }
 
 type streamJob struct {
@@ -78,7 +86,7 @@ type streamDone struct {
 }
 
 func newStreamQueue(r *run, s predict.Streamer, gold bool) *streamQueue {
-	q := &streamQueue{r: r, s: s, gold: gold, joinMin: max(r.opts.JoinMin, 1), feed: make(chan struct{}, 1), closed: make(chan struct{}),
+	q := &streamQueue{r: r, s: s, gold: gold, joinMin: min(max(r.opts.JoinMin, 1), r.batch), feed: make(chan struct{}, 1), closed: make(chan struct{}),
 		pending: make(chan streamJob, 2*r.batch), done: make(chan streamDone, 2*r.batch), ended: make(chan error, 1),
 		inflight: map[int]streamStep{}, queued: map[aitw.StepKey]bool{}, finished: map[int]streamStep{}, wrote: true}
 	q.ctx, q.cancel = context.WithCancel(r.ctx)
@@ -186,7 +194,9 @@ func (q *streamQueue) hand(j job, x *episodeRun) error {
 	seq := q.seq
 	q.seq++
 	q.inflight[seq] = streamStep{job: j, ep: x}
-	q.queued[j.key()] = true
+	if q.gold {
+		q.queued[j.key()] = true
+	}
 	q.out++
 	q.pending <- streamJob{seq: seq, job: predict.Job{Ctx: q.ctx, Req: reqs[0], Done: func(res *predict.Result, err error) {
 		q.done <- streamDone{seq: seq, res: res, err: err} // room for every step out: never blocks
@@ -244,7 +254,8 @@ func (q *streamQueue) receive() {
 	case err := <-q.ended:
 		q.over = true
 		// steps it never took are not coming back
-		for {
+		n := 0
+		for ; ; n++ {
 			select {
 			case j := <-q.pending:
 				delete(q.inflight, j.seq)
@@ -257,6 +268,7 @@ func (q *streamQueue) receive() {
 		if err != nil && q.ctx.Err() == nil {
 			q.fail(fmt.Errorf("continuous decode: %w", err))
 		}
+		q.dropped += n
 	}
 }
 
@@ -268,29 +280,33 @@ func (q *streamQueue) take1(d streamDone) {
 	delete(q.inflight, d.seq)
 	q.out--
 	if d.err != nil {
-		if q.ctx.Err() == nil || !errors.Is(d.err, q.ctx.Err()) {
+		q.dropped++ // predicted again by a resumed run
+		var re *predict.RequestError
+		switch {
+		case errors.As(d.err, &re):
 			q.fail(fmt.Errorf("%s: %w", &st.job, d.err))
+		case q.ctx.Err() == nil || !errors.Is(d.err, q.ctx.Err()):
+			// a decoder call fails every step decoding, not this one
+			q.fail(fmt.Errorf("continuous decode (%d steps handed over, %s the first to fail): %w", q.seq, &st.job, d.err))
 		}
-		return // dropped: predicted again by a resumed run
+		return
 	}
-	q.r.sum.Decode.Tokens += len(d.res.TokenIDs)
 	pred, err := q.r.record(&st.job, d.res)
 	if err != nil {
+		q.dropped++
 		q.fail(err)
 		return
 	}
-	st.pred = pred
+	st.pred, st.tokens = pred, len(d.res.TokenIDs)
 	if q.gold {
+		// only what its line needs waits: not the request's features
+		j := &st.job
+		st.job = job{episode: j.episode, step: aitw.Step{StepID: j.step.StepID, Source: j.step.Source}, last: j.last}
 		q.finished[d.seq] = st
 		q.writeInOrder()
 		return
 	}
-	if !q.wrote {
-		return
-	}
-	if err := q.r.append(&st.job, pred); err != nil {
-		q.wrote = false
-		q.fail(err)
+	if !q.write(st) {
 		return
 	}
 	x := st.ep
@@ -312,24 +328,33 @@ func (q *streamQueue) take1(d streamDone) {
 }
 
 // writeInOrder writes the finished steps up to the first still decoding,
-// past the dropped ones (a resumed run predicts them).
+// or dropped: the ones after that are left to a resumed run, so that the
+// lines keep Batch 1's order.
 func (q *streamQueue) writeInOrder() {
 	for q.wrote {
 		st, ok := q.finished[q.next]
 		if !ok {
-			if _, decoding := q.inflight[q.next]; decoding || q.next >= q.seq {
-				return
-			}
-			q.next++
-			continue
+			return
 		}
 		delete(q.finished, q.next)
+		delete(q.queued, st.job.key())
 		q.next++
-		if err := q.r.append(&st.job, st.pred); err != nil {
-			q.wrote = false
-			q.fail(err)
-		}
+		q.write(st)
 	}
+}
+
+// write appends a step's line, reporting whether it was written.
+func (q *streamQueue) write(st streamStep) bool {
+	if !q.wrote {
+		return false
+	}
+	if err := q.r.append(&st.job, st.pred); err != nil {
+		q.wrote = false
+		q.fail(err)
+		return false
+	}
+	q.r.sum.Decode.Tokens += st.tokens
+	return true
 }
 
 func (q *streamQueue) fail(err error) {
@@ -362,11 +387,12 @@ func (q *streamQueue) end(limited bool) error {
 		q.receive()
 	}
 	q.writeInOrder()
+	clear(q.finished) // past a dropped step: a resumed run predicts them
 	q.cancel()
 	switch {
 	case q.err != nil:
 		return q.err
-	case q.r.ctx.Err() != nil:
+	case q.r.ctx.Err() != nil && (limited || q.dropped > 0):
 		q.r.sum.Interrupted = true
 		return errStop
 	case limited:

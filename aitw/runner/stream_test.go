@@ -39,11 +39,13 @@ func TestContinuousSameAsOneTiny(t *testing.T) {
 	ref := map[History]Summary{HistoryGold: tinyRun(t, p, records, cache, HistoryGold, 1)}
 	ref[HistoryPredicted] = tinyRun(t, p, records, cache, HistoryPredicted, 1)
 	general, _ := aitw.ExpandPaths([]string{"../testdata/records/general"})
-	computed := filepath.Join(t.TempDir(), "features")
-	if s := streamRun(t, p, general, computed, HistoryGold, 4); s.CacheMisses != s.Predicted || s.Predicted == 0 {
-		t.Fatalf("vision in the stream: %+v", s)
+	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+		computed := filepath.Join(t.TempDir(), "features")
+		if s := streamRun(t, p, general, computed, mode, 4); s.CacheMisses != s.Predicted || s.Predicted == 0 {
+			t.Fatalf("%s: vision in the stream: %+v", mode, s)
+		}
+		sameFeatures(t, computed, cache)
 	}
-	sameFeatures(t, computed, cache)
 	for _, mode := range []History{HistoryGold, HistoryPredicted} {
 		t.Run(string(mode), func(t *testing.T) {
 			one := ref[mode]
@@ -130,33 +132,57 @@ func (c *cancelAfter) Stream(ctx context.Context, rows int, next func(int, bool)
 }
 
 // A continuous run stopped at --limit, then cancelled mid-decode, then
-// resumed by a batched run ends with Batch 1's predictions; every line on
-// the way is whole and the cancelled run keeps what finished.
+// resumed ends with Batch 1's predictions, in its order with gold history
+// (each stop writes an unbroken run from the start); every line on the way
+// is whole and the cancelled run keeps what finished in that run.
 func testStreamLimitCancelResume(t *testing.T, p predict.Predictor, files []string, cache string, mode History, want string) {
 	t.Helper()
-	opts := Options{Files: files, OutDir: t.TempDir(), CacheDir: cache, CacheKey: "tiny", History: mode, Batch: 4, Limit: 10, Continuous: true}
-	sum, err := Run(context.Background(), p, opts)
-	if err != nil || sum.Predicted != 10 || !sum.LimitHit {
-		t.Fatalf("limit 10: %+v %v", sum, err)
-	}
-	checkLines(t, sum.Path, 10)
+	gold := mode == HistoryGold
+	for _, resume := range []bool{false, true} { // batches, continuous
+		opts := Options{Files: files, OutDir: t.TempDir(), CacheDir: cache, CacheKey: "tiny", History: mode, Batch: 4, Limit: 10, Continuous: true}
+		sum, err := Run(context.Background(), p, opts)
+		if err != nil || sum.Predicted != 10 || !sum.LimitHit {
+			t.Fatalf("limit 10: %+v %v", sum, err)
+		}
+		checkLines(t, sum.Path, 10)
+		if gold {
+			prefixLines(t, sum.Path, want)
+		}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	opts.Limit = 0
-	sum, err = Run(ctx, &cancelAfter{Predictor: p, n: 9, cancel: cancel}, opts)
-	if err != nil || !sum.Interrupted || sum.AlreadyDone != 10 || sum.Predicted < 9 || sum.Predicted >= 55-10 {
-		t.Fatalf("cancelled after 9 answers: %+v %v", sum, err)
-	}
-	done := 10 + sum.Predicted
-	checkLines(t, sum.Path, done)
+		ctx, cancel := context.WithCancel(context.Background())
+		opts.Limit = 0
+		sum, err = Run(ctx, &cancelAfter{Predictor: p, n: 9, cancel: cancel}, opts)
+		cancel()
+		if err != nil || !sum.Interrupted || sum.AlreadyDone != 10 || sum.Predicted >= 55-10 || !gold && sum.Predicted < 9 {
+			t.Fatalf("cancelled after 9 answers: %+v %v", sum, err)
+		}
+		done := 10 + sum.Predicted
+		checkLines(t, sum.Path, done)
+		if gold {
+			prefixLines(t, sum.Path, want)
+		}
 
-	opts.Batch, opts.Continuous = 5, false
-	sum, err = Run(context.Background(), p, opts)
-	if err != nil || sum.AlreadyDone != done || sum.Predicted != 55-done {
-		t.Fatalf("resume: %+v %v", sum, err)
+		opts.Batch, opts.Continuous = 5, resume
+		sum, err = Run(context.Background(), p, opts)
+		if err != nil || sum.AlreadyDone != done || sum.Predicted != 55-done {
+			t.Fatalf("resume (continuous %v): %+v %v", resume, sum, err)
+		}
+		sameLines(t, sum.Path, want, gold)
 	}
-	sameLines(t, sum.Path, want, false)
+}
+
+// prefixLines checks that the lines of got are the first lines of want.
+func prefixLines(t *testing.T, got, want string) {
+	t.Helper()
+	g, w := readLines(t, got), readLines(t, want)
+	for i := range g {
+		if len(g[i]) == 0 {
+			continue // after the last newline
+		}
+		if i >= len(w) || string(g[i]) != string(w[i]) {
+			t.Fatalf("line %d is not Batch 1's:\n got %s", i, g[i])
+		}
+	}
 }
 
 // failOn fails the stream's request for one goal's step with a request
@@ -193,15 +219,27 @@ func TestContinuousFailsTiny(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "episode ") || !errors.As(err, &re) {
 			t.Fatalf("%s: the refused step: %+v %v", mode, sum, err)
 		}
-		if sum.Predicted < 1 || sum.Predicted >= 13 {
-			t.Errorf("%s: %d steps written, want those that finished", mode, sum.Predicted)
+		if sum.Predicted >= 13 || mode == HistoryPredicted && sum.Predicted < 1 {
+			t.Errorf("%s: %d steps written, want those that finished (gold: before the refused one)", mode, sum.Predicted)
 		}
 		checkLines(t, sum.Path, sum.Predicted)
-		opts.Continuous = false
-		if sum, err = Run(context.Background(), p, opts); err != nil {
+		if mode == HistoryGold {
+			prefixLines(t, sum.Path, one.Path)
+		}
+		if sum, err = Run(context.Background(), p, opts); err != nil { // continuous again
 			t.Fatalf("%s: resume: %v", mode, err)
 		}
-		sameLines(t, sum.Path, one.Path, false)
+		sameLines(t, sum.Path, one.Path, mode == HistoryGold)
+	}
+
+	// a decode that fails on its own: before taking a step, and with every
+	// busy step failed by a decoder call (named as the decode's, not a step's)
+	for _, after := range []int{0, 3} {
+		opts := Options{Files: files, OutDir: t.TempDir(), History: HistoryGold, Batch: 4, Continuous: true}
+		_, err := Run(context.Background(), &brokenDecode{after: after}, opts)
+		if err == nil || !strings.Contains(err.Error(), "continuous decode") || !strings.Contains(err.Error(), "decoder call 7 failed") {
+			t.Errorf("a decode failing after %d steps taken: %v", after, err)
+		}
 	}
 
 	plain := struct{ predict.Predictor }{p} // PredictBatch only
@@ -248,4 +286,30 @@ func TestStreamTake(t *testing.T) {
 	check("idle, one handed over meanwhile", 8, true, 1, true)
 	q.cancel()
 	check("idle, cancelled", 8, true, 0, false)
+}
+
+// brokenDecode is a stream that takes after steps (at most the rows), fails
+// them as a failed decoder call does, and returns that error.
+type brokenDecode struct {
+	predict.Predictor
+	after int
+}
+
+func (b *brokenDecode) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
+	err := errors.New("decoder call 7 failed")
+	if b.after == 0 {
+		return err
+	}
+	var jobs []predict.Job
+	for len(jobs) < b.after {
+		got, more := next(min(rows, b.after)-len(jobs), len(jobs) == 0)
+		jobs = append(jobs, got...)
+		if !more {
+			break
+		}
+	}
+	for _, j := range jobs {
+		j.Done(nil, err)
+	}
+	return err
 }
