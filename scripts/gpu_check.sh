@@ -179,8 +179,9 @@ if want attn; then
   # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache;
   # fp16attnsn: that with each residual Add and RMS norm as one SkipSimplifiedLayerNormalization), N the
   # batch, flags as case_flags reads them (aA: ORT's memory-efficient kernel needs a query length that is a
-  # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys; Gr64: batches of 64 captured)
-  attn_cases="fp16all:64 fp16attn:64 fp16attnsn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16attnsn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attnsn:64Gr64 fp16attn:64P fp16mha:64"
+  # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys; Gr64: batches of 64 captured; c2: two
+  # batches at once, one's vision tower beside the other's decoding)
+  attn_cases="fp16all:64 fp16attn:64 fp16attnsn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16attnsn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attnsn:64Gr64 fp16attnsn:64c2 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
