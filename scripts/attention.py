@@ -368,13 +368,10 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
                                   os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
             log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
         if decoder and "decoder_static" in new:
-            from . import graph_check as gc
-            from .static_decoder import check_static
-            try:
-                worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                     os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"])
-            except gc.ExportCheckError as e:
-                raise AttentionError(f"plain static decoder against the plain decoder: {e}") from None
+            from .static_decoder import check_variant_static
+            worst = check_variant_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                         os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
+                                         "plain", AttentionError)
             log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
 
     checked_variant(out_dir, checks, AttentionError)

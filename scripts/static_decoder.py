@@ -396,6 +396,15 @@ SCENARIOS = ((24, (0, 3)), (320, (140, 300)))
 CALLS = (1, 4, 1, 4)
 
 
+def check_variant_static(dec_path: str, static_path: str, model_cfg: dict, what: str, error=RuntimeError) -> float:
+    """check_static on a rewritten bundle's decoder pair (what: the rewrite's word for them), its
+    failure raised as error(why)."""
+    try:
+        return check_static(dec_path, static_path, model_cfg)
+    except gc.ExportCheckError as e:
+        raise error(f"{what} static decoder against the {what} decoder: {e}") from None
+
+
 def check_static(dec_path: str, static_path: str, model_cfg: dict, seed: int = 11, report: dict | None = None,
                  scenarios=SCENARIOS, calls=CALLS, tol: dict | None = None) -> float:
     """Runs the static graph (ONNX Runtime, CPU) against the dynamic decoder on random inputs and

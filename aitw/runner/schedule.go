@@ -26,16 +26,24 @@ func (q *goldQueue) done(ep aitw.Episode, s aitw.Step) bool {
 }
 
 func (q *goldQueue) add(ep readEpisode) error {
-	r := q.r
-	last := lastPending(ep.Episode, q.done)
+	return q.r.eachPending(ep, q.done, func(i int, history []action.Action, last bool) error {
+		return q.push(ep, i, history, last)
+	})
+}
+
+// eachPending calls push for each step of ep not done, with its gold
+// history and whether it is the episode's last step not done; a step done
+// counts as already done, an episode with none left as visited.
+func (r *run) eachPending(ep readEpisode, done func(aitw.Episode, aitw.Step) bool, push func(i int, history []action.Action, last bool) error) error {
+	last := lastPending(ep.Episode, done)
 	if last < 0 {
 		r.prog.Add(1)
 	}
 	var history []action.Action
 	for i, s := range ep.Steps {
-		if q.done(ep.Episode, s) {
+		if done(ep.Episode, s) {
 			r.sum.AlreadyDone++
-		} else if err := q.push(ep, i, history, i == last); err != nil {
+		} else if err := push(i, history, i == last); err != nil {
 			return err
 		}
 		// Later appends never touch the prefix queued jobs hold.

@@ -109,30 +109,18 @@ func (q *streamQueue) add(ep readEpisode) error {
 }
 
 func (q *streamQueue) addGold(ep readEpisode) error {
-	r := q.r
-	last := lastPending(ep.Episode, q.isDone)
-	if last < 0 {
-		r.prog.Add(1)
-	}
-	var history []action.Action
-	for i, s := range ep.Steps {
-		if q.isDone(ep.Episode, s) {
-			r.sum.AlreadyDone++
-		} else {
-			if err := q.room(); err != nil {
-				return err
-			}
-			j := r.newJob(ep, i, history)
-			j.last = i == last
-			if err := q.hand(j, nil); err != nil {
-				q.fail(err)
-				return q.end(false)
-			}
+	return q.r.eachPending(ep, q.isDone, func(i int, history []action.Action, last bool) error {
+		if err := q.room(); err != nil {
+			return err
 		}
-		// Later appends never touch the prefix handed-over jobs hold.
-		history = append(history, s.Action)
-	}
-	return nil
+		j := q.r.newJob(ep, i, history)
+		j.last = last
+		if err := q.hand(j, nil); err != nil {
+			q.fail(err)
+			return q.end(false)
+		}
+		return nil
+	})
 }
 
 // room waits until a step may be handed over; at the limit, on Ctrl-C or

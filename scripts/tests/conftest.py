@@ -17,6 +17,13 @@ TINY = os.path.join(TESTDATA, "tiny")  # the committed tiny bundle
 GOLDEN = os.path.join(TESTDATA, "golden", "cases.json")
 
 
+def graph_ops(bundle_dir, manifest, role):
+    """The op types of a bundle's graph, in order."""
+    import onnx
+    g = onnx.load(os.path.join(bundle_dir, manifest["files"][role]["path"]), load_external_data=False).graph
+    return [n.op_type for n in g.node]
+
+
 def _load_json(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from scripts import half as h
 from scripts import attention as pa
 from scripts.quantize import agreement
-from scripts.tests.conftest import TINY
+from scripts.tests.conftest import TINY, graph_ops
 
 H, D, B, S, P, E = 2, 8, 2, 3, 4, 5  # heads, model width, batch, new positions, past, encoder positions
 
@@ -114,11 +114,6 @@ def plain(tmp_path_factory):
     return out, pa.attention_bundle(TINY, out, decoder="plain", vision="fused")
 
 
-def _ops(out, manifest, role):
-    g = onnx.load(os.path.join(out, manifest["files"][role]["path"]), load_external_data=False).graph
-    return [n.op_type for n in g.node]
-
-
 def test_attention_bundle(plain):
     out, manifest = plain
     with open(os.path.join(TINY, "manifest.json")) as f:
@@ -130,7 +125,7 @@ def test_attention_bundle(plain):
         if role == "tokenizer":
             continue
         assert (spec["inputs"], spec["outputs"]) == (fused["files"][role]["inputs"], fused["files"][role]["outputs"])
-        ops = _ops(out, manifest, role)
+        ops = graph_ops(out, manifest, role)
         if role == "vision":  # fused: no Softmax left, what only it read gone
             assert ops.count("MultiHeadAttention") == 2 and "Softmax" not in ops and "Gather" in ops
         else:

@@ -16,18 +16,13 @@ from scripts import attention as pa
 from scripts import half as h
 from scripts import skip_norm as sn
 from scripts.quantize import agreement
-from scripts.tests.conftest import TINY
+from scripts.tests.conftest import TINY, graph_ops
 
 
 @pytest.fixture(scope="module")
 def fused(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("tiny-sn"))
     return out, sn.skip_norm_bundle(TINY, out)
-
-
-def _ops(out, manifest, role):
-    g = onnx.load(os.path.join(out, manifest["files"][role]["path"]), load_external_data=False).graph
-    return [n.op_type for n in g.node]
 
 
 def test_skip_norm_bundle(fused):
@@ -42,10 +37,10 @@ def test_skip_norm_bundle(fused):
             continue
         assert (spec["inputs"], spec["outputs"]) == (orig["files"][role]["inputs"], orig["files"][role]["outputs"])
         if role in sn.GRAPHS:
-            ops = _ops(out, manifest, role)
+            ops = graph_ops(out, manifest, role)
             # the first norm back as the export's operators; no RMS norm's ReduceMean but its
             assert ops.count(sn.FUSED) == manifest["skip_norm"]["nodes"][role] and ops.count("ReduceMean") == 1, role
-            assert "SimplifiedLayerNormalization" not in ops and ops.count("Add") < _ops(TINY, orig, role).count("Add")
+            assert "SimplifiedLayerNormalization" not in ops and ops.count("Add") < graph_ops(TINY, orig, role).count("Add")
             onnx.checker.check_model(os.path.join(out, spec["path"]))
         else:
             assert spec["sha256"] == orig["files"][role]["sha256"], role
@@ -65,7 +60,7 @@ def test_on_attention_variant_in_fp16(tmp_path):
     sn.skip_norm_bundle(attn, fused)
     m = h.half_bundle(fused, half, roles=h.ALL_ROLES, steps=8, fp32_ops=(), fp16_cache=True)
     assert m["attention"]["tool"] == "scripts.attention" and m["skip_norm"]["tool"] == "scripts.skip_norm"
-    assert _ops(half, m, "decoder").count(sn.FUSED) == 6
+    assert graph_ops(half, m, "decoder").count(sn.FUSED) == 6
     got = agreement(TINY, half)
     assert got["greedy"]["identical_outputs"] >= 21 / 23
     assert got["teacher_forced"]["top1_agreement"] >= 0.99
