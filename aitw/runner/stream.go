@@ -158,18 +158,19 @@ func (q *streamQueue) addEpisode(ep readEpisode) error {
 		q.receive()
 	}
 	q.active = append(q.active, x)
-	return q.handNext(x)
+	q.handNext(x)
+	return nil
 }
 
-// handNext hands over x's next step, when the limit leaves room.
-func (q *streamQueue) handNext(x *episodeRun) error {
+// handNext hands over x's next step, when the limit leaves room; a step
+// that cannot be (its screen) fails the run.
+func (q *streamQueue) handNext(x *episodeRun) {
 	if q.err != nil || q.r.ctx.Err() != nil || q.r.room() <= q.out {
-		return nil
+		return
 	}
 	if err := q.hand(q.r.newJob(x.ep, x.next, x.history), x); err != nil {
 		q.fail(err)
 	}
-	return nil
 }
 
 // hand gives a step to the decode, starting it with the first.
