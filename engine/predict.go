@@ -323,7 +323,7 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	per := p.prep.Len()
 	// Resizing a full screenshot is plain Go work: spread it over the cores,
 	// straight into the vision tower's input.
-	if !p.fixedRows(len(need)) || !p.visionFixed.mayCapture(len(need)) {
+	if !p.fixedVision(len(need)) || !p.visionFixed.mayCapture(len(need)) {
 		gate = nil // a replay or a plain run may overlap the encoder
 	}
 	var fillErr error
@@ -399,7 +399,7 @@ func (e encoded) value(B, n, d int) (ort.Value, func(), error) {
 // into its input, into their features: on fixed buffers under
 // Options.CUDAGraph (fixedGraph), else as any graph.
 func (p *Predictor) runVision(g *graph, k int, fill func(pix []float32) error, feat []float32) error {
-	if p.visionFixed != nil && p.fixedRows(k) {
+	if p.fixedVision(k) {
 		return p.visionFixed.run(k, fill, feat)
 	}
 	pix := make([]float32, k*p.prep.Len())

@@ -375,10 +375,19 @@ func (p *Predictor) CaptureRows() int {
 	return p.graphRows
 }
 
-// fixedRows reports whether a batch of b rows runs on fixed buffers (the
-// static decoder, the vision tower's sets; under capture, CUDA graphs).
+// fixedRows reports whether a batch of b rows decodes on fixed buffers (the
+// static decoder; under capture, CUDA graphs).
 func (p *Predictor) fixedRows(b int) bool {
 	return p.cachePlace == placeStatic && (p.graphRows == 0 || b <= p.graphRows)
+}
+
+// fixedVision reports whether the vision tower runs b screens on its fixed
+// buffers (captured under cuda): as a batch decodes, but at most captureRows
+// once there is a row limit. Capture pays where the tower's ~600 launches
+// outweigh its work (a few screens); a batch of 33 bucketed to 64 rows for
+// it would run the ViT-g's work twice over.
+func (p *Predictor) fixedVision(b int) bool {
+	return p.visionFixed != nil && p.fixedRows(b) && (p.graphRows == 0 || b <= captureRows)
 }
 
 // decoderOptions are the session options of the decoder (its own, when

@@ -283,6 +283,19 @@ func TestCaptureRowsOption(t *testing.T) {
 		}
 	}
 	p.statics.mu.Unlock()
+	// the vision tower on fixed buffers: as a batch decodes, at most
+	// captureRows screens once there is a limit
+	if _, err := p.visionGraph(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ limit, b int }{{0, 64}, {2, 2}, {64, captureRows}} {
+		p.graphRows = c.limit
+		if !p.fixedVision(c.b) || p.fixedVision(max(c.b, captureRows)+1) && c.limit > 0 {
+			t.Errorf("graph rows %d: the tower's fixed buffers for %d screens %v, for %d %v", c.limit, c.b, p.fixedVision(c.b),
+				max(c.b, captureRows)+1, p.fixedVision(max(c.b, captureRows)+1))
+		}
+	}
+	p.graphRows = 2
 	for _, o := range []Options{{CUDAGraph: true, CaptureRows: CaptureRowsLimit + 1}, {CaptureRows: 2}} {
 		if _, err := NewPredictor(tiny(t).bundle, o); err == nil {
 			t.Errorf("%+v: no error", o)
