@@ -6,10 +6,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"time"
 
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/predict"
 )
@@ -65,11 +67,39 @@ type Options struct {
 // four-step plan), what --replay typical decodes.
 const TypicalAction = `Action Plan: [DUAL_POINT,TYPE,PRESS_ENTER,STATUS_TASK_COMPLETE] ; Action Decision: "action_type": "DUAL_POINT", "touch_point": "[0.1852, 0.4979]", "lift_point": "[0.1852, 0.4979]", "typed_text": ""`
 
+// MixedReplay is the --replay value (serve's) under which requests decode
+// MixedActions in turn.
+const MixedReplay = "mixed"
+
+// MixedActions are Auto-UI outputs of several lengths, which `serve --replay
+// mixed` has its requests decode in turn, so that the rows of a decode end
+// at different calls as a trained model's answers do: half of them taps (57%
+// of the default model's answers on its test split are), then a typed
+// query, a scroll, a back press and the task's end.
+var MixedActions = []string{
+	TypicalAction,
+	action.Target([]action.Type{action.TypeText, action.PressEnter, action.StatusTaskComplete},
+		action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "weather in paris tomorrow"}),
+	TypicalAction,
+	action.Target([]action.Type{action.DualPoint, action.DualPoint, action.StatusTaskComplete},
+		action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.8, X: 0.5}, Lift: action.Point{Y: 0.2, X: 0.5}}),
+	TypicalAction,
+	action.Target([]action.Type{action.PressBack, action.StatusTaskComplete},
+		action.Action{Type: action.PressBack, Touch: action.NoPoint, Lift: action.NoPoint}),
+	TypicalAction,
+	action.Target([]action.Type{action.StatusTaskComplete},
+		action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}),
+}
+
 // ReplayTokens resolves a --replay value: "typical" is TypicalAction, any
 // other text itself. It returns the text and its tokens (without </s>).
+// "mixed" is several actions (MixedActions: serve's), refused here.
 func ReplayTokens(tok interface{ EncodeNoEOS(string) ([]int64, error) }, replay string) (string, []int64, error) {
-	if replay == "typical" {
+	switch replay {
+	case "typical":
 		replay = TypicalAction
+	case MixedReplay:
+		return "", nil, errors.New(`"mixed" is several actions of different lengths (serve --replay mixed); a bench case decodes one`)
 	}
 	ids, err := tok.EncodeNoEOS(replay)
 	return replay, ids, err

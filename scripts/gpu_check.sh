@@ -28,7 +28,7 @@
 # as "64 64v320 64g1 32c2 64d24" (case_flags), FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont,
-# fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
@@ -415,11 +415,14 @@ if want serve && fits 40 serve; then
       fp16attnsn) cfg="$kit/bundles/base-vitg-fp16attnsn:typical::" ;;
       fp16attnsn-cont) cfg="$kit/bundles/base-vitg-fp16attnsn:typical:graph::--continuous" ;;
       fp16attnsn-graph64) cfg="$kit/bundles/base-vitg-fp16attnsn:typical:graph::--capture-rows 64" ;;
+      # answers of several lengths in turn (--replay mixed), batches against the continuous decode
+      fp16attnsn-mixed) cfg="$kit/bundles/base-vitg-fp16attnsn:mixed::" ;;
+      fp16attnsn-cont-mixed) cfg="$kit/bundles/base-vitg-fp16attnsn:mixed:graph::--continuous" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc more <<< "$cfg"
     [ -d "$b" ] || continue
-    n=$(basename "$b")${replay:+-replay}${graph:+-graph}${conc:+-c$conc}${more:+-$name}
+    n=$(basename "$b")${replay:+-replay}${replay/typical/}${graph:+-graph}${conc:+-c$conc}${more:+-$name}   # -replaymixed
     fits 40 "serve $n" || break
     autoui serve --provider "$prov" --model "$b" --no-verify --addr 127.0.0.1:8093 --max-batch $((64 / ${conc:-1})) \
       --concurrent-batches "${conc:-1}" --queue 256 ${replay:+--replay "$replay"} ${graph:+--cuda-graph} $more 2>"$res/serve-$n.log" &

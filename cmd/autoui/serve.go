@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/autoui/autoui/bench"
@@ -38,7 +41,7 @@ func runServe(ctx context.Context, args []string) error {
 	maxBody := fs.Int64("max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
 	timeout := fs.Duration("request-timeout", serve.DefaultRequestTimeout, "longest time from a request's arrival to its answer (504 after); also the shutdown drain limit")
 	tokenFile := fs.String("token-file", "", "file holding a bearer token that /v1/* requires (Authorization: Bearer TOKEN); /healthz, /readyz and /metrics stay open")
-	replay := fs.String("replay", "", "benchmarking only: every request decodes this action text ('typical' for a typical Auto-UI tap) instead of the model's choices, through real decoder calls, so a random-weight bundle costs what a trained one would (bench --replay's rule)")
+	replay := fs.String("replay", "", "benchmarking only: every request decodes this action text ('typical' for a typical Auto-UI tap; 'mixed' for answers of several lengths in turn) instead of the model's choices, through real decoder calls, so a random-weight bundle costs what a trained one would (bench --replay's rule)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui serve --model DIR [--addr 127.0.0.1:8080] [flags]\n\nPOST /v1/predict, GET /healthz, /readyz, /metrics (docs/serve.md).")
 		fs.PrintDefaults()
@@ -197,23 +200,35 @@ func readTokenFile(path string) (string, error) {
 // (bench.ReplayTokens) in place of the model's choices
 // (predict.Request.Replay).
 func replayModel(m serve.Model, p *engine.Predictor, replay string) (serve.Model, error) {
-	_, ids, err := bench.ReplayTokens(p.Tokenizer(), replay)
-	if err != nil {
-		return m, fmt.Errorf("--replay: %w", err)
+	texts := []string{replay}
+	if replay == bench.MixedReplay {
+		texts = bench.MixedActions
 	}
-	if n := p.Settings().MaxNewTokens; len(ids) >= n {
-		return m, usageErrorf("--replay: %d tokens do not fit the %d-token limit with their </s>", len(ids), n)
+	var all [][]int64
+	for _, text := range texts {
+		_, ids, err := bench.ReplayTokens(p.Tokenizer(), text)
+		if err != nil {
+			return m, fmt.Errorf("--replay: %w", err)
+		}
+		if n := p.Settings().MaxNewTokens; len(ids) >= n {
+			return m, usageErrorf("--replay: %d tokens do not fit the %d-token limit with their </s>", len(ids), n)
+		}
+		all = append(all, ids)
 	}
-	set := func(r predict.Request) predict.Request {
+	with := func(r predict.Request, ids []int64) predict.Request {
 		r.Replay = ids
 		if r.MaxNewTokens != 0 && r.MaxNewTokens <= len(ids) {
 			r.MaxNewTokens = len(ids) + 1 // the replay decides the length
 		}
 		return r
 	}
+	longest := slices.MaxFunc(all, func(a, b []int64) int { return cmp.Compare(len(a), len(b)) })
+	var turn atomic.Uint64 // mixed: the requests take the actions in turn, as they reach the engine
 	check := m.Check
-	m.Check = func(r predict.Request) error { return check(set(r)) }
-	m.Engine = replaying{m.Engine, set}
+	m.Check = func(r predict.Request) error { return check(with(r, longest)) }
+	m.Engine = replaying{m.Engine, func(r predict.Request) predict.Request {
+		return with(r, all[(turn.Add(1)-1)%uint64(len(all))])
+	}}
 	return m, nil
 }
 

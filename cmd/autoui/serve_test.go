@@ -234,6 +234,36 @@ func TestServeReplay(t *testing.T) {
 	if _, err := replayModel(serve.ModelOf(p, ""), p, strings.Repeat("tap ", 200)); err == nil || !strings.Contains(err.Error(), "do not fit") {
 		t.Errorf("a replay over the token limit: %v", err)
 	}
+	// --replay mixed: the requests decode bench.MixedActions in turn, a
+	// check taking no turn; each parses as the action it replays
+	if m, err = replayModel(serve.ModelOf(p, ""), p, bench.MixedReplay); err != nil {
+		t.Fatal(err)
+	}
+	var mixed []predict.Request
+	for range 2 * len(bench.MixedActions) {
+		r := reqs[1]
+		if err := m.Check(r); err != nil {
+			t.Fatalf("check: %v", err)
+		}
+		mixed = append(mixed, r)
+	}
+	res, err = m.Engine.PredictBatch(context.Background(), mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths := map[int]bool{}
+	for i, r := range res {
+		if want := bench.MixedActions[i%len(bench.MixedActions)]; r.Raw != want || r.ParseErr != nil {
+			t.Errorf("request %d: raw %q (%v), want %q", i, r.Raw, r.ParseErr, want)
+		}
+		lengths[len(r.TokenIDs)] = true
+	}
+	if len(lengths) < 4 {
+		t.Errorf("mixed answers of %d lengths: %v", len(lengths), lengths)
+	}
+	if _, _, err := bench.ReplayTokens(p.Tokenizer(), bench.MixedReplay); err == nil {
+		t.Error("bench --replay mixed: no error")
+	}
 
 	// serve --continuous --replay: the jobs of the continuous decode too
 	b, err := models.Load(tinyBundle, models.LoadOptions{})
