@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 )
@@ -333,5 +337,91 @@ func samePlain(t *testing.T, p *Predictor, reqs []predict.Request, want []*predi
 				t.Errorf("%s, batch of %d, item %d: features or tokens differ from the plain run", label, len(batch), i)
 			}
 		}
+	}
+}
+
+// kv.Static.Adopt, continuous batching's move of rows onto other buffers:
+// rows 3 and 1 of a 4-row decode, adopted by 2-row buffers of a longer
+// encoder length (the gather path), and every row in order by 4-row
+// buffers of another width (the identity path), go on as the 4-row decode
+// goes on for them: the same logits at the next calls.
+func TestStaticAdopt(t *testing.T) {
+	p := placed(t, placeStatic, Options{})
+	const W, C, E = 3, 32, 5
+	dm, vocab := p.cfg.DModel, p.cfg.VocabSize
+	set := func(key staticKey) *kv.Static {
+		t.Helper()
+		s, err := p.staticSet(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.st.Close() })
+		return s.st
+	}
+	a := set(staticKey{rows: 4, width: W, enc: E, capacity: C})
+	rng := rand.New(rand.NewPCG(1, 2))
+	states := make([]float32, 4*E*dm)
+	for i := range states {
+		states[i] = float32(rng.NormFloat64() * 0.5)
+	}
+	sv, err := ort.NewTensor(ort.NewShape(4, E, int64(dm)), states)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Destroy()
+	mask := []int64{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0}
+	if err := a.Join([]int{0, 1, 2, 3}, sv, mask); err != nil {
+		t.Fatal(err)
+	}
+	// step feeds row r of s the ids of A's row from[r] at position pos
+	ids := make([]int64, 4*W*3)
+	for i := range ids {
+		ids[i] = 3 + rng.Int64N(int64(vocab)-3)
+	}
+	step := func(s *kv.Static, from []int, call int) []float32 {
+		t.Helper()
+		for r, f := range from {
+			copy(s.IDs[r*W:(r+1)*W], ids[(call*4+f)*W:(call*4+f+1)*W])
+			s.Pos[r] = int64(call * W)
+		}
+		if err := s.Step(true); err != nil {
+			t.Fatal(err)
+		}
+		return s.Logits
+	}
+	for call := range 2 {
+		step(a, []int{0, 1, 2, 3}, call)
+	}
+	b := set(staticKey{rows: 2, width: W, enc: E + 3, capacity: C})
+	if err := b.Adopt(a, []int{3, 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := set(staticKey{rows: 4, width: W + 1, enc: E, capacity: C})
+	if err := c.Adopt(a, []int{0, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(step(a, []int{0, 1, 2, 3}, 2))
+	row := func(l []float32, r, width int) []float32 { return l[r*width*vocab : r*width*vocab+W*vocab] }
+	near := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if d := got[i] - want[i]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("%s: logit %d: %g, the 4-row decode's %g", what, i, got[i], want[i])
+			}
+		}
+	}
+	got := step(b, []int{3, 1}, 2)
+	near("adopted row 3 as 0", row(got, 0, W), row(want, 3, W))
+	near("adopted row 1 as 1", row(got, 1, W), row(want, 1, W))
+	for r := range 4 {
+		copy(c.IDs[r*(W+1):], ids[(2*4+r)*W:(2*4+r+1)*W])
+		c.IDs[r*(W+1)+W] = 0 // a padding position after the row's three
+		c.Pos[r] = 2 * W
+	}
+	if err := c.Step(true); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 4 {
+		near(fmt.Sprintf("row %d kept in place", r), row(c.Logits, r, W+1), row(want, r, W))
 	}
 }
