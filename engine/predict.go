@@ -100,18 +100,23 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	defer fused.release()
 
 	for i, s := range seqs {
-		if s.draft != nil {
-			s.draft = p.drafts.WithPrompt(res[i].SourceIDs)
-		}
+		p.draftWithPrompt(s, res[i].SourceIDs)
 	}
 	if err := p.decode(ctx, seqs, fused, mask); err != nil {
 		return nil, batchErr(err)
 	}
 	for i, r := range res {
-		r.TokenIDs = append(make([]int64, 0, len(seqs[i].out())), seqs[i].out()...)
-		p.parse(r, start)
+		p.parse(r, seqs[i], start)
 	}
 	return res, nil
+}
+
+// draftWithPrompt has s's drafter, if it drafts, also draft from its
+// prompt's tokens (src), once they are known.
+func (p *Predictor) draftWithPrompt(s *sequence, src []int64) {
+	if s.draft != nil {
+		s.draft = p.drafts.WithPrompt(src)
+	}
 }
 
 // batchErrors wrap the errors of a batch of B requests, named what: one
@@ -268,10 +273,11 @@ func (p *Predictor) newSequence(r predict.Request, tm *predict.Timings) (*sequen
 	return s, nil
 }
 
-// parse detokenizes the result's tokens as Auto-UI does and parses the
-// action; an unparsable output is recorded, not an error. It closes the
-// timings (Total from start).
-func (p *Predictor) parse(res *predict.Result, start time.Time) {
+// parse sets the result's tokens from s's output, detokenizes them as
+// Auto-UI does and parses the action; an unparsable output is recorded, not
+// an error. It closes the timings (Total from start).
+func (p *Predictor) parse(res *predict.Result, s *sequence, start time.Time) {
+	res.TokenIDs = append(make([]int64, 0, len(s.out())), s.out()...)
 	t := time.Now()
 	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
 	out, perr := action.ParseOutput(res.Raw)

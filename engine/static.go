@@ -127,16 +127,7 @@ func (s *statics) dropIf(drop func(staticKey) bool) {
 	}
 }
 
-func (s *statics) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, free := range s.free {
-		for _, set := range free {
-			set.st.Close()
-		}
-	}
-	s.free, s.kept = nil, 0
-}
+func (s *statics) close() { s.dropIf(func(staticKey) bool { return true }) }
 
 // staticRows is the rows of the buffers a batch of b decodes on when rows
 // are bucketed (under capture): the next power of two up to 64, then the

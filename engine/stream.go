@@ -325,9 +325,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 	for i, j := range jobs {
 		seq := seqs[i]
 		seq.tm.Cross = cross
-		if seq.draft != nil {
-			seq.draft = p.drafts.WithPrompt(res[i].SourceIDs)
-		}
+		p.draftWithPrompt(seq, res[i].SourceIDs)
 		s.rows[at[i]] = &streamRow{job: j, seq: seq, res: res[i], start: start, cross: cross}
 		s.busy++
 		if seq.done = seq.limit <= 0; seq.done {
@@ -405,7 +403,6 @@ func (s *streamState) step() error {
 func (s *streamState) finish(r int) {
 	row := s.rows[r]
 	s.free(r)
-	row.res.TokenIDs = append(make([]int64, 0, len(row.seq.out())), row.seq.out()...)
-	s.p.parse(row.res, row.start)
+	s.p.parse(row.res, row.seq, row.start)
 	row.job.Done(row.res, nil)
 }
