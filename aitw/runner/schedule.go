@@ -116,17 +116,36 @@ type episodeRun struct {
 	history []action.Action
 }
 
-func (e *episodeSet) add(ep readEpisode) error {
-	for _, a := range e.active {
-		if a.ep.ID == ep.ID { // a repeat of an episode in flight: its steps are that one's
-			e.r.sum.AlreadyDone += len(ep.Steps)
-			e.r.prog.Add(1)
+// newEpisode is ep to predict with predicted history, past its steps
+// already done; nil when none is left, or when it repeats an episode in
+// active (its steps are that one's).
+func (r *run) newEpisode(ep readEpisode, active []*episodeRun) *episodeRun {
+	for _, a := range active {
+		if a.ep.ID == ep.ID {
+			r.sum.AlreadyDone += len(ep.Steps)
+			r.prog.Add(1)
 			return nil
 		}
 	}
 	x := &episodeRun{ep: ep}
-	if !e.r.skipDone(x) {
-		e.r.prog.Add(1)
+	if !r.skipDone(x) {
+		r.prog.Add(1)
+		return nil
+	}
+	return x
+}
+
+// predicted moves x past its next step, whose prediction is pred.
+func (x *episodeRun) predicted(pred aitw.Prediction) {
+	// Later appends never touch the prefix the jobs held.
+	x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, pred.Action)
+	x.ep.dropScreen(x.next) // predicted: its screen is not needed again
+	x.next++
+}
+
+func (e *episodeSet) add(ep readEpisode) error {
+	x := e.r.newEpisode(ep, e.active)
+	if x == nil {
 		return nil
 	}
 	e.active = append(e.active, x)
@@ -164,10 +183,7 @@ func (e *episodeSet) round() error {
 		return err
 	}
 	for i, x := range e.active[:n] {
-		// Later appends never touch the prefix the jobs held.
-		x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, preds[i].Action)
-		x.ep.dropScreen(x.next) // predicted: its screen is not needed again
-		x.next++
+		x.predicted(preds[i])
 	}
 	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {
 		if e.r.skipDone(x) {

@@ -139,16 +139,8 @@ func (q *streamQueue) room() error {
 
 func (q *streamQueue) addEpisode(ep readEpisode) error {
 	r := q.r
-	for _, a := range q.active {
-		if a.ep.ID == ep.ID { // a repeat of an episode in flight: its steps are that one's
-			r.sum.AlreadyDone += len(ep.Steps)
-			r.prog.Add(1)
-			return nil
-		}
-	}
-	x := &episodeRun{ep: ep}
-	if !r.skipDone(x) {
-		r.prog.Add(1)
+	x := r.newEpisode(ep, q.active)
+	if x == nil {
 		return nil
 	}
 	for len(q.active) >= r.batch {
@@ -299,10 +291,7 @@ func (q *streamQueue) take1(d streamDone) {
 		return
 	}
 	x := st.ep
-	// Later appends never touch the prefix the jobs held.
-	x.history = appendHistory(x.history, HistoryPredicted, x.ep.Steps[x.next].Action, pred.Action)
-	x.ep.dropScreen(x.next) // predicted: its screen is not needed again
-	x.next++
+	x.predicted(pred)
 	if q.r.skipDone(x) {
 		q.handNext(x)
 		return
