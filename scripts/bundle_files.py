@@ -168,9 +168,13 @@ def graph_bytes(spec: dict) -> int:
 
 def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
     """The manifest of the fp32 bundle in_dir that a variant is made from, raising error(why)
-    for another format or precision, or an out_dir that is in_dir."""
-    with open(os.path.join(in_dir, "manifest.json")) as f:
-        manifest = json.load(f)
+    for a manifest that cannot be read, another format or precision, or an out_dir that is in_dir."""
+    path = os.path.join(in_dir, "manifest.json")
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: {e}") from None
     if err := format_error(in_dir, manifest):
         raise error(err)
     if manifest.get("precision") != "fp32":

@@ -97,6 +97,17 @@ def test_failed_check_withdraws_the_manifest(tmp_path, monkeypatch):
     assert out.is_dir() and not (out / "manifest.json").exists()
 
 
+def test_unreadable_manifest(tmp_path):
+    # a missing or corrupt manifest is the tool's one-line error, not a traceback
+    with pytest.raises(sn.SkipNormError, match="manifest.json"):
+        sn.skip_norm_bundle(str(tmp_path / "none"), str(tmp_path / "out"))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "manifest.json").write_text("{")
+    with pytest.raises(sn.SkipNormError, match="manifest.json"):
+        sn.skip_norm_bundle(str(tmp_path / "bad"), str(tmp_path / "out"))
+    assert sn.main(["--in", str(tmp_path / "bad"), "--out", str(tmp_path / "out")]) == 1
+
+
 def test_refuses_fp16(tmp_path):
     half = str(tmp_path / "fp16")
     h.half_bundle(TINY, half, roles=("vision",), steps=4)
