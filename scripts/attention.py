@@ -26,7 +26,9 @@ softmax over the keys; times v; heads merged back to [B, S, D].
 --vision fused: each of the vision tower's attentions as traced from BLIP-2 (the packed q/k/v
 projection reshaped to [B, S, 3, H, d] and transposed, Gather 0/1/2, MatMul, Mul by the scale,
 Softmax, MatMul, Transpose, Reshape) becomes Split of the projection into q, k, v ([B, S, D]
-each) and one MultiHeadAttention of the same scale.
+each) and one MultiHeadAttention of the same scale; the last layer's, whose query is the CLS
+token's own projection ([B, 1, D]) and whose packed projection holds k and v only, becomes Split
+into k, v and the same op.
 
 Graph IO is unchanged, so the engine runs a variant as it is; the manifest records the rewrite
 under "attention". A rewritten graph must give the original's outputs on random inputs
@@ -239,7 +241,7 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
     def attr(n, name):
         return next((helper.get_attribute_value(a) for a in n.attribute if a.name == name), None)
 
-    split_sizes = "fused_attention/split_sizes"
+    split_sizes = "fused_attention/split_sizes"  # + _3 (q, k, v) or _2 (k, v)
     replace = {}  # the final Reshape's output -> the nodes in its place (names may repeat or be empty)
     count = 0
     for sm in [n for n in g.node if n.op_type == "Softmax"]:
@@ -256,24 +258,30 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
         gv = mm2 and prod(mm2.input[1], "Gather")
         tr = mm2 and only_consumer(mm2.output[0], "Transpose")
         out = tr and only_consumer(tr.output[0], "Reshape")
-        parts = [gq, gk, gv]
+        # The last layer runs for the CLS query alone (scripts/vision.py): q is its own
+        # projection, [B, 1, D] split into heads, and only k and v come from the packed one.
+        tq = gq is None and mm and prod(mm.input[0], "Transpose")
+        rq = tq and attr(tq, "perm") == [0, 2, 1, 3] and prod(tq.input[0], "Reshape")
+        parts = [gk, gv] if rq else [gq, gk, gv]
         if not all([mul, mm, scale, kt, tr, out]) or not all(parts) or \
                 attr(kt, "perm") != [0, 1, 3, 2] or attr(tr, "perm") != [0, 2, 1, 3] or \
                 len({x.input[0] for x in parts}) != 1:
             raise AttentionError(f"vision Softmax {where}: not the BLIP-2 attention pattern the rewrite knows")
-        t5 = prod(gq.input[0], "Transpose")
+        t5 = prod(parts[0].input[0], "Transpose")
         r5 = t5 and prod(t5.input[0], "Reshape")
         idx = [_const_ints(g, x.input[1], producer) for x in parts]
-        if not r5 or attr(t5, "perm") != [2, 0, 3, 1, 4] or idx != [[0], [1], [2]] or \
+        if not r5 or attr(t5, "perm") != [2, 0, 3, 1, 4] or idx != [[i] for i in range(len(parts))] or \
                 any(attr(x, "axis") not in (0, None) for x in parts):
-            raise AttentionError(f"vision Softmax {where}: q, k, v not gathered from one [3, B, H, S, d] transpose")
-        qkv = r5.input[0]  # [B, S, 3 * D], laid out [3][H][d] on its last axis
+            raise AttentionError(f"vision Softmax {where}: q, k, v not gathered from one "
+                                 f"[{len(parts)}, B, H, S, d] transpose")
+        packed = r5.input[0]  # [B, S, n * D], laid out [n][H][d] on its last axis
         p = where + "/fused/"
-        q, k, v = p + "q", p + "k", p + "v"
-        if split_sizes not in {t.name for t in g.initializer}:
-            g.initializer.append(numpy_helper.from_array(np.array([hidden] * 3, np.int64), split_sizes))
+        q, k, v = (rq.input[0], p + "k", p + "v") if rq else (p + "q", p + "k", p + "v")
+        sizes = f"{split_sizes}_{len(parts)}"
+        if sizes not in {t.name for t in g.initializer}:
+            g.initializer.append(numpy_helper.from_array(np.array([hidden] * len(parts), np.int64), sizes))
         replace[out.output[0]] = [
-            helper.make_node("Split", [qkv, split_sizes], [q, k, v], name=p + "Split", axis=-1),
+            helper.make_node("Split", [packed, sizes], ([] if rq else [q]) + [k, v], name=p + "Split", axis=-1),
             helper.make_node("MultiHeadAttention", [q, k, v], [out.output[0]], name=p + "MultiHeadAttention",
                              domain="com.microsoft", num_heads=heads, scale=float(scale))]
         count += 1

@@ -18,7 +18,8 @@ FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion
 # 3: the with-past decoder has a logits_argmax output (add_argmax; scripts.upgrade_bundle adds it).
 # 4: decoder_static_model.onnx, the with-past decoder over a fixed-length cache written at a
 #    position input, for CUDA-graph capture (scripts/static_decoder.py; scripts.upgrade_bundle adds it).
-GRAPHS_REVISION = 4
+# 5: the vision tower's last layer for the CLS token alone (scripts/vision.py); exported only.
+GRAPHS_REVISION = 5
 # The with-past decoder's argmax output (exporter graphs revision 3): int64 token ids per position.
 ARGMAX_OUTPUT = "logits_argmax"
 

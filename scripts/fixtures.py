@@ -111,7 +111,7 @@ def golden_case(i: int, spec, model: am.AutoUIModel, tower: vis.VisionTower, tok
     cid = f"case{i:02d}"
     img = Image.open(os.path.join(TESTDATA, "screens", screen))
     pixels = vis.preprocess(img)
-    feats = tower(torch.from_numpy(pixels)[None])[0]
+    feats = tower.reference(torch.from_numpy(pixels)[None])[0]  # Hugging Face's pooler_output
     src = am.source_text(goal, history)
     ids, truncated = am.encode_source(tok, src)
     ids_t = torch.tensor([ids])

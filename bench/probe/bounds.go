@@ -207,7 +207,12 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 }
 
 // Image is one image through the ViT: every parameter is applied to every
-// token (patches + CLS), plus attention.
+// token (patches + CLS), plus attention, except in the last layer. The pooled
+// feature reads only the CLS token of the last layer's output, so there the
+// other tokens need only their keys and values (2 hd^2 of the layer's
+// parameters; the layers' share of the embeddings is ignored), and
+// attention one query: the work the output needs, whether or not a graph
+// (exported before graphs revision 5) does more.
 func (s Shapes) Image() Cost {
 	if s.Vision.PatchSize == 0 {
 		return Cost{}
@@ -215,6 +220,8 @@ func (s Shapes) Image() Cost {
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
 	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
-	attn := s.batch() * L * 2 * 2 * T * T * hd
-	return Cost{FLOPs: s.batch()*2*s.VisionParams*T + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.visionWeightBytes(), Int8: s.Int8(), Half: s.HalfVision}
+	B := s.batch()
+	attn := B * 2 * 2 * T * hd * ((L-1)*T + 1)
+	skipped := (T - 1) * 2 * max(0, s.VisionParams/L-2*hd*hd)
+	return Cost{FLOPs: B*(2*s.VisionParams*T-skipped) + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.visionWeightBytes(), Int8: s.Int8(), Half: s.HalfVision}
 }

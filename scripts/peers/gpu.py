@@ -155,7 +155,7 @@ def torch_batch(r: torch_ref.Runner, items: List[dict], tokens: int) -> dict:
     px = clk.time("preprocess", lambda: torch.from_numpy(np.stack([r.vis.preprocess(i, r.tower.config.image_size)
                                                                    for i in imgs])).to(r.device, r.dtype))
     with torch.inference_mode():
-        feats = clk.time("vision", lambda: (r.tower(px), r.sync())[0])
+        feats = clk.time("vision", lambda: (r.tower.reference(px), r.sync())[0])
         rows = clk.time("tokenize", lambda: [am.encode_source(r.tok, c["source_text"], r.max_source)[0] for c in items])
         ids, mask = (torch.from_numpy(a).to(r.device) for a in pad(rows, r.model.config.pad_token_id))
         t = time.perf_counter()

@@ -127,7 +127,7 @@ class Runner:
         pixels = clk.time("preprocess", lambda: torch.from_numpy(self.vis.preprocess(img, self.tower.config.image_size))[None]
                           .to(self.device, self.dtype))
         with torch.inference_mode():
-            feats = clk.time("vision", lambda: (self.tower(pixels), self.sync())[0])
+            feats = clk.time("vision", lambda: (self.tower.reference(pixels), self.sync())[0])
             ids, _ = clk.time("tokenize", am.encode_source, self.tok, case["source_text"], self.max_source)
             input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
             t = time.perf_counter()

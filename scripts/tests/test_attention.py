@@ -128,6 +128,10 @@ def test_attention_bundle(plain):
         ops = graph_ops(out, manifest, role)
         if role == "vision":  # fused: no Softmax left, what only it read gone
             assert ops.count("MultiHeadAttention") == 2 and "Softmax" not in ops and "Gather" in ops
+            # The first layer's packed projection splits into q, k, v; the last (CLS-only) one's
+            # into k, v, its query the CLS token's own projection.
+            g = onnx.load(os.path.join(out, spec["path"]), load_external_data=False).graph
+            assert sorted(len(n.output) for n in g.node if n.op_type == "Split") == [2, 3]
         else:
             assert "MultiHeadAttention" not in ops, role
         if role not in pa.DECODER_GRAPHS + ("vision",):  # copied as they were

@@ -30,7 +30,7 @@ def without_static(src: str, dst: str) -> dict:
         m = json.load(f)
     if "decoder_static" in m["files"]:
         os.remove(os.path.join(dst, m["files"].pop("decoder_static")["path"]))
-        if m["exporter"].get("graphs_revision") == 4:
+        if m["exporter"].get("graphs_revision", 0) >= 4:
             m["exporter"]["graphs_revision"] = 3
     bundle_files.save_manifest(dst, m)
     return m

@@ -23,9 +23,41 @@ def test_pooled_output_is_cls_normed_twice(tower):
     with torch.no_grad():
         seq = m.encoder(inputs_embeds=m.embeddings(px)).last_hidden_state
         want = m.post_layernorm(m.post_layernorm(seq)[:, 0, :])
-        got = tower(px)
+        got, ref = tower(px), tower.reference(px)
     assert got.shape == (2, 64)
-    assert torch.allclose(got, want, atol=1e-6)
+    assert torch.allclose(ref, want, atol=1e-6)
+    assert torch.allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("qkv_bias", [True, False])
+def test_cls_only_last_layer_is_the_reference(qkv_bias):
+    """forward runs the last layer for the CLS query alone: Hugging Face's pooler_output, for
+    the work of one token less nearly a whole layer (FLOPs counted by torch)."""
+    from torch.utils.flop_counter import FlopCounterMode
+    cfg = vis.vision_config("tiny")
+    cfg.qkv_bias, cfg.num_hidden_layers = qkv_bias, 3
+    torch.manual_seed(3)
+    tower = vis.VisionTower(vis.Blip2VisionModel(cfg)).eval()
+    if qkv_bias:  # BLIP-2 initializes q and v biases to zero; make them count
+        with torch.no_grad():
+            for layer in tower.model.encoder.layers:
+                layer.self_attn.qkv.bias.normal_()
+    px = torch.randn(3, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    flops = []
+    with torch.no_grad():
+        for f in (tower, tower.reference):
+            with FlopCounterMode(display=False) as fc:
+                out = f(px)
+            flops.append((out, fc.get_total_flops()))
+    (got, pruned), (want, full) = flops
+    assert got.shape == want.shape == (3, 64)
+    assert torch.allclose(got, want, atol=1e-5, rtol=0)
+    # A tiny layer is 257 tokens x (4 d^2 + 2 d ff) MACs plus attention; the last one keeps its
+    # k/v projection for every token and the rest for one.
+    d, ff, s = 64, 256, 257
+    layer = 2 * 3 * s * (4 * d * d + 2 * d * ff + 2 * s * d)
+    saved = full - pruned
+    assert 0.7 * layer < saved < layer, (saved, layer)
 
 
 def test_load_from_sharded_blip2_dir(tower, tmp_path):
