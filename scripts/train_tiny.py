@@ -121,7 +121,7 @@ def screen_features(tower: vis.VisionTower, screen_dir: str) -> dict[str, list[n
     with torch.no_grad():
         for name, kind, _, _ in scr.SCREENS:
             px = vis.preprocess(Image.open(os.path.join(screen_dir, name)))
-            feats.setdefault(kind, []).append(tower(torch.from_numpy(px)[None])[0].numpy())
+            feats.setdefault(kind, []).append(tower.reference(torch.from_numpy(px)[None])[0].numpy())
     return feats
 
 

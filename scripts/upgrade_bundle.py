@@ -1,4 +1,4 @@
-"""Upgrade a bundle in place to the current graphs: format 1 (merged decoder) to format 2
+"""Upgrade a bundle in place to the current decoder graphs: format 1 (merged decoder) to format 2
 (with-past decoder + cross graph), a with-past decoder without the logits_argmax output to one
 with it, and a bundle without decoder_static_model.onnx (the static-cache decoder for CUDA-graph
 capture, scripts/static_decoder.py) to one with it.
@@ -19,7 +19,8 @@ the rows at different positions (static_decoder.check_static; --static-check sho
 scenario, none skips it). A converted decoder (int8, or fp16 by scripts.half --roles all) gets
 no static decoder (see _converted_decoder). Each step bumps exporter.graphs_revision from the
 one before it (2 -> 3 -> 4); an older revision stays. A bundle that has all of it is left
-unchanged.
+unchanged. Graphs revision 5 (the vision tower's CLS-only last layer) comes from exporting
+again only.
 """
 
 from __future__ import annotations

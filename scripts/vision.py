@@ -49,6 +49,8 @@ class VisionTower(nn.Module):
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         m = self.model
+        if self.training and m.encoder.gradient_checkpointing:
+            return self.reference(pixel_values)  # HF's layer loop is the one that checkpoints
         h = m.embeddings(pixel_values)
         *layers, last = m.encoder.layers
         for layer in layers:

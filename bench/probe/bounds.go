@@ -210,18 +210,21 @@ func (s Shapes) DecodeStep(past, encLen int) Cost {
 // token (patches + CLS), plus attention, except in the last layer. The pooled
 // feature reads only the CLS token of the last layer's output, so there the
 // other tokens need only their keys and values (2 hd^2 of the layer's
-// parameters; the layers' share of the embeddings is ignored), and
-// attention one query: the work the output needs, whether or not a graph
-// (exported before graphs revision 5) does more.
+// parameters), and attention one query: the work the output needs, whether
+// or not a graph (exported before graphs revision 5) does more.
 func (s Shapes) Image() Cost {
-	if s.Vision.PatchSize == 0 {
+	if s.Vision.PatchSize == 0 || s.Vision.NumLayers < 1 {
 		return Cost{}
 	}
 	side := float64(s.Vision.ImageSize / s.Vision.PatchSize)
 	T := side*side + 1
-	hd, L := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers)
+	hd, L, p := float64(s.Vision.HiddenSize), float64(s.Vision.NumLayers), float64(s.Vision.PatchSize)
 	B := s.batch()
 	attn := B * 2 * 2 * T * hd * ((L-1)*T + 1)
-	skipped := (T - 1) * 2 * max(0, s.VisionParams/L-2*hd*hd)
+	// A layer's parameters: the tower's less the patch projection, the
+	// class and position embeddings and the final norm (a third of a small
+	// tower's, with 32-pixel patches).
+	embed := 3*p*p*hd + hd + hd + T*hd + 2*hd
+	skipped := (T - 1) * 2 * max(0, (s.VisionParams-embed)/L-2*hd*hd)
 	return Cost{FLOPs: B*(2*s.VisionParams*T-skipped) + attn, ActFLOPs: attn, Bytes: s.VisionParams * s.visionWeightBytes(), Int8: s.Int8(), Half: s.HalfVision}
 }

@@ -129,6 +129,27 @@ func TestViTgCost(t *testing.T) {
 	if (Shapes{}).Image() != (Cost{}) {
 		t.Fatal("no vision config should cost nothing")
 	}
+	noLayers := s
+	noLayers.Vision.NumLayers = 0
+	if noLayers.Image() != (Cost{}) {
+		t.Fatal("a tower of no layers should cost nothing")
+	}
+}
+
+// A small tower (the default model's: 448-pixel screens in 32-pixel patches,
+// 3 layers of 128) whose patch projection is a third of its parameters: the
+// last layer's saving counts the layer's own parameters, not the embeddings'.
+func TestSmallTowerLastLayer(t *testing.T) {
+	const hd, ff, L, p, T = 128.0, 512.0, 3.0, 32.0, 197.0
+	embed := 3*p*p*hd + hd + hd + T*hd + 2*hd
+	layer := 4*hd*hd + 4*hd + 2*hd*ff + ff + hd + 4*hd // qkv, projection, MLP, two norms
+	s := Shapes{WeightBytes: 4, VisionParams: embed + L*layer,
+		Vision: models.VisionConfig{ImageSize: 448, PatchSize: 32, HiddenSize: hd, NumLayers: L}}
+	attn := 2 * 2 * T * hd * ((L-1)*T + 1)
+	want := 2*s.VisionParams*T - (T-1)*2*(layer-2*hd*hd) + attn
+	if got := s.Image().FLOPs; math.Abs(got-want) > 1e-6*want {
+		t.Fatalf("small tower: %.4g FLOP, want %.4g", got, want)
+	}
 }
 
 // The generated int8 graph (DynamicQuantizeMatMul, as in int8 bundles)
