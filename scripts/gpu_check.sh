@@ -7,7 +7,7 @@
 # measured. Results: docs/cuda.md, "Measured on an H200".
 #
 # Here, in the repository root:
-#   make build && python -m scripts.bench_models base-vitg   # graphs revision 4: with decoder_static
+#   make build && python -m scripts.bench_models base-vitg   # graphs revision 5: with decoder_static, the CLS-only last vision layer
 #   python -m scripts.upgrade_bundle bench-models/base-vitg   # (an older export: adds decoder_static)
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16all --roles all
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16
