@@ -39,7 +39,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests attn graph action batch step profile tf32 evalc serve host peers fp16}
+steps=${STEPS:-env tests attn kprof graph action batch step profile tf32 evalc serve host peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -217,6 +217,35 @@ for c in cases:
     except (OSError, ValueError, KeyError, TypeError):
         print(f"{name:<22} no report")
 EOF
+  save
+fi
+
+if want kprof; then
+  # the GPU's own kernel times (Nsight Systems, where the machine has it): under CUDA ORT's profile
+  # (--ort-profile) times the host's launch of each node, not its kernel, so whether a batch of 64 is
+  # the GPU's work or the host's, and which kernels take the vision tower's and the decoder calls'
+  # time, need the device's trace (scripts.kernel_profile: per batch, families, top kernels)
+  nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  if [ -z "$nsys" ]; then
+    log "kprof: no nsys on this machine: skipped"
+  else
+    for c in ${KPROF_CASES:-fp16attnsn:64 fp16all:64}; do
+      b=$kit/bundles/base-vitg-${c%%:*}; bs=${c#*:}; name=kprof-${c/:/-}
+      [ -d "$b" ] || { log "kprof $c: no bundle $(basename "$b")"; continue; }
+      fits 40 "kprof $c" || break
+      rm -f "/tmp/$name"*
+      run timeout 180 "$nsys" profile --trace=cuda --cuda-graph-trace=node --sample=none --cpuctxsw=none \
+        --force-overwrite=true -o "/tmp/$name" autoui bench --provider "$prov" --model "$b" --no-verify --replay typical \
+        --batch "$bs" --runs 1 --warmup 1 --probe=false --json > "$res/$name.json"
+      rc=$?
+      # the report's name since nsys 2023 (gpukernsum before)
+      run "$nsys" stats --report cuda_gpu_kern_sum --format csv --output "/tmp/$name" "/tmp/$name.nsys-rep" >/dev/null ||
+        run "$nsys" stats --report gpukernsum --format csv --output "/tmp/$name" "/tmp/$name.nsys-rep" >/dev/null
+      csv=$(ls /tmp/"$name"_*.csv 2>/dev/null | head -1)
+      [ -n "$csv" ] && cp "$csv" "$res/"
+      log "kprof $c (rc $rc): $(python3 -m scripts.kernel_profile "$res/$name.json" "${csv:-/dev/null}" 2>&1)"
+    done
+  fi
   save
 fi
 
