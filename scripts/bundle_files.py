@@ -166,15 +166,20 @@ def graph_bytes(spec: dict) -> int:
     return spec["size"] + sum(e["size"] for e in spec.get("external_data", []))
 
 
+def read_manifest(bundle: str, error=RuntimeError) -> dict:
+    """bundle's manifest.json, raising error("PATH: why") where it cannot be read or parsed."""
+    path = os.path.join(bundle, "manifest.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise error(f"{path}: {e}") from None
+
+
 def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
     """The manifest of the fp32 bundle in_dir that a variant is made from, raising error(why)
     for a manifest that cannot be read, another format or precision, or an out_dir that is in_dir."""
-    path = os.path.join(in_dir, "manifest.json")
-    try:
-        with open(path) as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as e:
-        raise error(f"{path}: {e}") from None
+    manifest = read_manifest(in_dir, error)
     if err := format_error(in_dir, manifest):
         raise error(err)
     if manifest.get("precision") != "fp32":

@@ -26,7 +26,6 @@ again only.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -35,7 +34,7 @@ import onnx
 
 from . import graph_check as gc
 from . import static_decoder as sd
-from .bundle_files import file_entry, graph_io, save_graph, save_manifest, strip_graph
+from .bundle_files import file_entry, graph_io, read_manifest, save_graph, save_manifest, strip_graph
 from .bundle_format import ARGMAX_OUTPUT, FILES
 from .decoder_split import SplitError, merged_branches, split_decoder
 from .onnx_graphs import add_argmax
@@ -114,11 +113,7 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
 
 def upgrade(bundle: str, static_check: str = "full") -> str:
     mpath = os.path.join(bundle, "manifest.json")
-    try:
-        with open(mpath) as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as e:
-        raise UpgradeError(f"{mpath}: {e}") from None
+    manifest = read_manifest(bundle, UpgradeError)
     if not isinstance(manifest, dict) or manifest.get("format") != "autoui-bundle":
         raise UpgradeError(f"{mpath}: not an autoui bundle manifest")
     version = manifest.get("format_version")
