@@ -276,7 +276,7 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
                                  f"[{len(parts)}, B, H, S, d] transpose")
         packed = r5.input[0]  # [B, S, n * D], laid out [n][H][d] on its last axis
         p = where + "/fused/"
-        q, k, v = (rq.input[0], p + "k", p + "v") if rq else (p + "q", p + "k", p + "v")
+        q, k, v = rq.input[0] if rq else p + "q", p + "k", p + "v"
         sizes = f"{split_sizes}_{len(parts)}"
         if sizes not in {t.name for t in g.initializer}:
             g.initializer.append(numpy_helper.from_array(np.array([hidden] * len(parts), np.int64), sizes))

@@ -87,7 +87,8 @@ def summarize(bench: dict, kernels: list[tuple[str, float, int]], top: int = 8) 
     wall = walls[len(walls) // 2]
     fams: dict[str, float] = {}
     for name, t, _ in kernels:
-        fams[family(name)] = fams.get(family(name), 0.0) + t
+        f = family(name)
+        fams[f] = fams.get(f, 0.0) + t
     ranked = sorted(kernels, key=lambda k: -k[1])[:top]
     return {
         "batches": n, "batch_size": bench["batches"][0]["screens"],
