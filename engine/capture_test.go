@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 )
 
@@ -87,6 +88,33 @@ func TestCaptureThread(t *testing.T) {
 	never.close()
 	if err := never.do(ctx, func() { t.Error("a call ran after close") }); !errors.Is(err, errClosed) {
 		t.Errorf("never started, closed: %v", err)
+	}
+}
+
+// Under capture the vision tower is captured only where the bundle marks its
+// graph capture-safe (the tiny bundle does); unmarked, it runs off the
+// fixed buffers on its plain session, and gives the golden tokens.
+func TestVisionCaptureNeedsMark(t *testing.T) {
+	marked := placed(t, placeStatic, Options{})
+	marked.statics.capture = true
+	if _, err := marked.visionGraph(); err != nil || !marked.VisionCaptureSafe() || marked.visionFixed == nil || !marked.visionFixed.capture {
+		t.Fatalf("marked: no capturing fixed vision graph (%v; python -m scripts.upgrade_bundle models/testdata/tiny marks it)", err)
+	}
+	p := placed(t, placeStatic, Options{})
+	spec := p.bundle.Manifest.Files[models.RoleVision]
+	spec.CaptureSafe = false
+	p.bundle.Manifest.Files[models.RoleVision] = spec
+	p.statics.capture = true
+	if _, err := p.visionGraph(); err != nil || p.visionFixed != nil || p.vision.runOpts != nil {
+		t.Fatalf("unmarked: fixed vision graph %v, run options %v (%v); want neither", p.visionFixed != nil, p.vision.runOpts != nil, err)
+	}
+	c := loadGolden(t)[0]
+	res, err := p.Predict(context.Background(), predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+		t.Errorf("%s from its screen, tower uncaptured: ids differ from golden", c.ID)
 	}
 }
 

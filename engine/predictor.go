@@ -573,18 +573,28 @@ func (p *Predictor) Shrink(img image.Image) image.Image {
 	return preprocess.ResizeBicubic(img, p.prep.Width, p.prep.Height)
 }
 
+// VisionCaptureSafe reports whether the bundle marks its vision graph safe
+// to capture as a CUDA graph (models.FileSpec.CaptureSafe). Under
+// Options.CUDAGraph an unmarked tower runs uncaptured, on its own session:
+// ONNX Runtime 1.29's Concat, replayed after another run of its session,
+// reads that run's pointers (docs/cuda.md, "CUDA graphs").
+func (p *Predictor) VisionCaptureSafe() bool {
+	return p.bundle.Manifest.Files[models.RoleVision].CaptureSafe
+}
+
 func (p *Predictor) visionGraph() (*graph, error) {
 	p.visionOnce.Do(func() {
 		so := p.so
-		if p.captureSO != nil {
+		fixed := p.captureSO != nil && (!p.statics.capture || p.VisionCaptureSafe())
+		if fixed {
 			so = p.captureSO
 		}
 		p.vision, p.visionErr = openGraph(p.bundle, models.RoleVision, so, p.opts.Session.Profile)
-		if p.visionErr == nil && p.statics.capture && p.graphRows > 0 {
+		if p.visionErr == nil && fixed && p.statics.capture && p.graphRows > 0 {
 			// batches past graphRows run the tower plainly on its session
 			p.vision.runOpts, p.visionErr = ortval.GraphRunOptions(-1)
 		}
-		if p.visionErr == nil && p.captureSO != nil {
+		if p.visionErr == nil && fixed {
 			dim, H, W := int64(p.bundle.Manifest.Vision.OutputDim), int64(p.prep.Height), int64(p.prep.Width)
 			p.visionFixed = &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,
 				bucket: p.bucketRows, in: []int64{3, H, W}, out: []int64{dim}}

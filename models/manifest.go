@@ -97,6 +97,10 @@ type FileSpec struct {
 	ExternalData []DataFile   `json:"external_data,omitempty"`
 	Inputs       []TensorSpec `json:"inputs,omitempty"`
 	Outputs      []TensorSpec `json:"outputs,omitempty"`
+	// CaptureSafe, on the vision graph, says that ONNX Runtime may capture
+	// it as a CUDA graph and replay it beside other runs of its session: no
+	// kernel of it stages arguments in host memory (scripts/cuda_capture.py).
+	CaptureSafe bool `json:"capture_safe,omitempty"`
 }
 
 // DataFile is an ONNX external-data file that belongs to a graph.

@@ -15,6 +15,7 @@ import sys
 import onnx
 from onnx import TensorProto
 
+from . import cuda_capture
 from .bundle_format import format_error
 
 EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
@@ -207,10 +208,12 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
         entry = {k: v for k, v in spec.items()}
         if role in graphs:
             ext = save_graph(convert(role, src), dst)
-            ins, outs = graph_io(onnx.load(dst, load_external_data=False))
+            written = onnx.load(dst, load_external_data=False)
+            ins, outs = graph_io(written)
             if ins != spec["inputs"] or outs != spec["outputs"]:
                 raise error(f"{role}: {what} graph IO differs from the manifest's")
             entry["external_data"] = [file_entry(out_dir, e) for e in ext]
+            cuda_capture.mark(role, entry, written)  # the conversion's nodes decide it anew
         else:
             for name in [spec["path"]] + [e["path"] for e in spec.get("external_data", [])]:
                 if name not in copied:  # a derived graph shares its source's external data

@@ -19,7 +19,9 @@ FILES = {"vision": "vision_model.onnx", "encoder": "encoder_model.onnx", "fusion
 # 4: decoder_static_model.onnx, the with-past decoder over a fixed-length cache written at a
 #    position input, for CUDA-graph capture (scripts/static_decoder.py; scripts.upgrade_bundle adds it).
 # 5: the vision tower's last layer for the CLS token alone (scripts/vision.py); exported only.
-GRAPHS_REVISION = 5
+# 6: the vision tower without a Concat on the device, and its manifest entry's capture_safe
+#    (scripts/cuda_capture.py; scripts.upgrade_bundle adds both).
+GRAPHS_REVISION = 6
 # The with-past decoder's argmax output (exporter graphs revision 3): int64 token ids per position.
 ARGMAX_OUTPUT = "logits_argmax"
 

@@ -36,6 +36,7 @@ import torch
 from onnx import TensorProto, helper
 
 from . import autoui_model as am
+from . import cuda_capture
 from . import vision as vis
 from .bundle_files import file_entry, graph_io, log, save_graph, strip_graph, save_manifest
 from .bundle_format import FILES, FORMAT_VERSION, GRAPHS_REVISION
@@ -350,6 +351,7 @@ def write_manifest(out_dir: str, name: str, model: am.AutoUIModel, tower: vis.Vi
         entry["external_data"] = [file_entry(out_dir, e) for e in graphs_ext[role]]
         m = onnx.load(os.path.join(out_dir, fname), load_external_data=False)
         entry["inputs"], entry["outputs"] = graph_io(m)
+        cuda_capture.mark(role, entry, m)
         files[role] = entry
     files["tokenizer"] = file_entry(out_dir, "tokenizer.json")
     manifest = {
@@ -400,6 +402,9 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
         graphs = _export_graphs(model, tower, tmp, opset)
         for role, m in graphs.items():
             ext[role] = save_graph(strip_graph(m, role), os.path.join(out_dir, FILES[role]))
+    # [CLS; patches] as Pads and an Add: a CUDA-graph replay of Concat reads recycled host memory
+    # under ORT 1.29 (scripts/cuda_capture.py).
+    cuda_capture.rewrite_file(os.path.join(out_dir, FILES["vision"]))
     # Derived from the decoder file as written, as scripts.upgrade_bundle derives it: the same bytes.
     static_cfg = static_config(model.config)
     ext["decoder_static"] = write_static(out_dir, static_cfg)

@@ -38,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from . import graph_check as gc
 from .bundle_format import ARGMAX_OUTPUT, FILES
+from .cuda_capture import CPU_OUTPUTS, with_external_as_inputs
 
 # arange(MAX_CACHE_LENGTH) is the one constant both key positions and the new positions are cut
 # from, so cache_length and W must not exceed it. 8192 int64 = 64 KiB in the graph; it must stay
@@ -49,12 +50,6 @@ NEG = float(np.finfo(np.float32).min)
 # Prefix of every tensor and node this module adds (scripts.half keeps those nodes fp32).
 ADDED_PREFIX = _P = "static/"
 
-# Inputs that ONNX Runtime's CUDA kernels read from host memory (kernel definitions), and the ops
-# whose output is in host memory: see memcpy_edges.
-_CPU_INPUTS = {"Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Unsqueeze": {1}, "Squeeze": {1},
-               "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Tile": {1}, "Split": {1}, "TopK": {1}}
-_CPU_OUTPUTS = {"Shape", "Size"}
-_SMALL_INITIALIZER = 100  # ORT's kSmallInitializerThreshold (elements)
 
 
 class StaticError(ValueError):
@@ -106,9 +101,9 @@ def _self_bias(g: onnx.GraphProto, weight_name: str) -> str:
     inputs = {i.name for i in g.input}
     data_dep, rel_dep = set(inputs), {weight_name}
     for n in g.node:
-        if n.op_type not in _CPU_OUTPUTS and any(x in data_dep for x in n.input):
+        if n.op_type not in CPU_OUTPUTS and any(x in data_dep for x in n.input):
             data_dep.update(n.output)
-        if n.op_type not in _CPU_OUTPUTS and any(x in rel_dep for x in n.input):
+        if n.op_type not in CPU_OUTPUTS and any(x in rel_dep for x in n.input):
             rel_dep.update(n.output)
     frontier = []
     for n in g.node:
@@ -293,73 +288,10 @@ def make_static(decoder: onnx.ModelProto, model_cfg: dict, base_dir: str | None 
     return m
 
 
-def _with_external_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy whose initializers in external data are graph inputs of their dtype and dims."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    ext = [t for t in m.graph.initializer if t.data_location == TensorProto.EXTERNAL]
-    for t in ext:
-        m.graph.initializer.remove(t)
-        m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-    return m
-
-
 def check_graph(model: onnx.ModelProto) -> None:
     """onnx.checker with full_check (strict shape inference) on a graph loaded without its
     external data: those initializers are checked as graph inputs of their dtype and dims."""
-    onnx.checker.check_model(_with_external_as_inputs(model), full_check=True)
-
-
-def memcpy_edges(model: onnx.ModelProto) -> list:
-    """Where ONNX Runtime's CUDA provider would copy between host and device: each (node, input)
-    where a tensor in host memory is read on the device as data. A CUDA-graph capture refuses a
-    session with such a copy. Modelled on ORT (onnxruntime/core/framework/fallback_cpu_capability.cc,
-    every node given a CUDA kernel): first constant folding (a Shape of a fully known shape, and
-    whatever then has only constant inputs); Shape/Size write host memory; a node that reads a
-    host tensor runs on the CPU when each of its inputs is a host tensor it does not read as a
-    host input (kernel definitions, _CPU_INPUTS), a small initializer (<= 100 elements) or a graph
-    input. An approximation for tests (the op table covers these graphs): the dynamic decoder has
-    such copies, the static one must have none."""
-    m = _with_external_as_inputs(model)
-    g = m.graph
-    graph_inputs = {i.name for i in model.graph.input}
-    try:
-        inferred = onnx.shape_inference.infer_shapes(m).graph.value_info
-    except Exception:  # noqa: BLE001 - without shapes nothing folds, which only errs towards copies
-        inferred = []
-    static_shape = {v.name for v in inferred
-                    if v.type.tensor_type.HasField("shape")
-                    and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)}
-    const = {t.name for t in g.initializer}
-    small = {t.name for t in g.initializer if int(np.prod(t.dims)) <= _SMALL_INITIALIZER}
-    folded = set()  # node indices folded away
-    for k, n in enumerate(g.node):
-        if (n.op_type == "Constant" or (n.op_type == "Shape" and n.input[0] in static_shape)
-                or (n.input and all(x in const for x in n.input if x) and n.op_type not in _CPU_OUTPUTS)):
-            folded.add(k)
-            const.update(n.output)
-            small.update(n.output)  # shape-sized here: the big constants are initializers
-    host = set()
-    cpu_nodes = set()
-    for k, n in enumerate(g.node):  # topological order, as ORT visits its candidates
-        if k in folded:
-            continue
-        if n.op_type in _CPU_OUTPUTS:
-            host.update(n.output)
-            continue
-        if not any(x in host for x in n.input):
-            continue
-        cpu_in = _CPU_INPUTS.get(n.op_type, set())
-        if all(x in small or x in graph_inputs or (x in host and j not in cpu_in) for j, x in enumerate(n.input) if x):
-            cpu_nodes.add(k)
-            host.update(n.output)
-    edges = []
-    for k, n in enumerate(g.node):
-        if k in cpu_nodes or k in folded or n.op_type in _CPU_OUTPUTS:
-            continue
-        cpu_in = _CPU_INPUTS.get(n.op_type, set())
-        edges += [(n.name or n.op_type, x) for j, x in enumerate(n.input) if x in host and j not in cpu_in]
-    return edges
+    onnx.checker.check_model(with_external_as_inputs(model), full_check=True)
 
 
 def external_files(model: onnx.ModelProto) -> list:

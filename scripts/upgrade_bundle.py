@@ -21,6 +21,11 @@ no static decoder (see _converted_decoder). Each step bumps exporter.graphs_revi
 one before it (2 -> 3 -> 4); an older revision stays. A bundle that has all of it is left
 unchanged. Graphs revision 5 (the vision tower's CLS-only last layer) comes from exporting
 again only.
+
+The vision graph's Concat on the device ([CLS; patches]) is rewritten as Pads and an Add
+(scripts/cuda_capture.py: under ORT 1.29 a CUDA-graph replay of Concat reads host memory that
+other runs reuse), checked against the graph as it was, and its manifest entry marked
+capture_safe: the engine captures the vision tower only then (revision 5 -> 6).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import sys
 import numpy as np
 import onnx
 
+from . import cuda_capture
 from . import graph_check as gc
 from . import static_decoder as sd
 from .bundle_files import file_entry, graph_io, read_manifest, save_graph, save_manifest, strip_graph
@@ -112,6 +118,68 @@ def _check(merged_path: str, dec_path: str, cross_path: str, model: dict, seed: 
 
 
 def upgrade(bundle: str, static_check: str = "full") -> str:
+    said = _upgrade_decoder(bundle, static_check)
+    return f"{said}; {_upgrade_vision(bundle)}"
+
+
+def _upgrade_vision(bundle: str) -> str:
+    """The vision graph without a Concat on the device (cuda_capture.stage_free: the same
+    features, checked against the graph as it was with ONNX Runtime on random screens at batches
+    1 and 3) and its entry marked capture_safe, which the engine needs to capture the tower as a
+    CUDA graph. Only the graph proto is rewritten; nothing is replaced before the check passes."""
+    manifest = read_manifest(bundle, UpgradeError)
+    entry = manifest["files"]["vision"]
+    if entry.get("capture_safe"):
+        return "vision graph already capture-safe"
+    path = os.path.join(bundle, entry["path"])
+    model = onnx.load(path, load_external_data=False)
+    try:
+        new, n = cuda_capture.stage_free(model)
+    except cuda_capture.CaptureError as e:
+        raise UpgradeError(f"{path}: {e}") from None
+    said = "vision graph capture-safe as it was"
+    if n:
+        tmp = path + ".capture.tmp"  # beside it: external data is found relative to the graph
+        try:
+            onnx.save_model(new, tmp)
+            worst = _check_vision(path, tmp, manifest["vision"]["image_size"])
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        entry.update({k: v for k, v in file_entry(bundle, entry["path"]).items() if k != "path"})
+        entry["inputs"], entry["outputs"] = graph_io(new)
+        said = f"vision graph: {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
+    cuda_capture.mark("vision", entry, new)
+    if entry.get("capture_safe"):
+        _bump_revision(manifest, 5, 6)
+        said += ", capture_safe"
+    else:
+        copies = ", ".join(f"{node} reads {x}" for node, x in cuda_capture.memcpy_edges(new)[:3])
+        said += f"; not capture-safe (host-device copies: {copies}): the engine runs its tower uncaptured"
+    save_manifest(bundle, manifest)
+    return said
+
+
+def _check_vision(old_path: str, new_path: str, image_size: int, seed: int = 5) -> float:
+    """Worst |diff| of the two vision graphs' features on random pixels, batches 1 and 3."""
+    old, new = gc.session(old_path), gc.session(new_path)
+    inp = old.get_inputs()[0]
+    dtype = np.float16 if inp.type == "tensor(float16)" else np.float32
+    rng = np.random.default_rng(seed)
+    report: dict = {}
+    for b in (1, 3):
+        px = rng.standard_normal((b, 3, image_size, image_size)).astype(dtype)
+        want = old.run(None, {inp.name: px})[0]
+        try:
+            gc.compare(f"vision batch={b}", new.run(None, {inp.name: px})[0], want, gc.TOLERANCES["vision"], report,
+                       ref="the graph as it was")
+        except gc.ExportCheckError as e:
+            raise UpgradeError(str(e)) from None
+    return max(report.values(), default=0.0)
+
+
+def _upgrade_decoder(bundle: str, static_check: str) -> str:
     mpath = os.path.join(bundle, "manifest.json")
     manifest = read_manifest(bundle, UpgradeError)
     if not isinstance(manifest, dict) or manifest.get("format") != "autoui-bundle":

@@ -182,6 +182,10 @@ func (m *modelFlags) open() (*engine.Predictor, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.CUDAGraph && opts.Session.Provider == engine.ProviderCUDA && !p.VisionCaptureSafe() {
+		fmt.Fprintf(os.Stderr, "autoui: --cuda-graph: the vision tower runs uncaptured: this bundle's vision graph is not "+
+			"marked capture-safe (python -m scripts.upgrade_bundle %s)\n", m.model)
+	}
 	return p, func() { p.Close() }, nil
 }
 

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto
 
 from scripts import bundle_files
+from scripts import cuda_capture as cc
 from scripts import graph_check as gc
 from scripts import static_decoder as sd
 from scripts import upgrade_bundle as ub
@@ -147,7 +148,7 @@ def test_idempotent(upgraded):
     d, _, _, _ = upgraded
     shas = _shas(d)
     assert ub.main([d]) == 0
-    assert ub.upgrade(d) == f"{d}: already format 2 with logits_argmax and {STATIC}"
+    assert ub.upgrade(d) == f"{d}: already format 2 with logits_argmax and {STATIC}; vision graph already capture-safe"
     assert _shas(d) == shas
 
 
@@ -155,8 +156,8 @@ def test_no_host_device_copies(upgraded):
     d, _, _, _ = upgraded
     dyn = onnx.load(os.path.join(d, DEC), load_external_data=False)
     sta = onnx.load(os.path.join(d, STATIC), load_external_data=False)
-    assert sd.memcpy_edges(dyn)  # the with-past decoder's bias is shape math meeting device data
-    assert sd.memcpy_edges(sta) == []
+    assert cc.memcpy_edges(dyn)  # the with-past decoder's bias is shape math meeting device data
+    assert cc.memcpy_edges(sta) == []
     ops = [n.op_type for n in sta.graph.node]
     L = 2
     assert ops.count("ScatterElements") == 2 * L and ops.count("MultiHeadAttention") == 2 * L
@@ -177,7 +178,7 @@ def test_inline_weights_and_plain_attention(tmp_path):
     assert e["size"] > 0.9 * m["files"]["decoder"]["size"]
     sta = onnx.load(os.path.join(d, STATIC))
     assert [n.op_type for n in sta.graph.node].count("ScatterElements") == 4
-    assert sd.memcpy_edges(sta) == []
+    assert cc.memcpy_edges(sta) == []
     worst = sd.check_static(os.path.join(d, DEC), os.path.join(d, STATIC), m["model"], scenarios=sd.SCENARIOS[:1])
     assert worst < 1e-3
 

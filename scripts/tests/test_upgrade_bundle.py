@@ -154,7 +154,8 @@ def test_upgrade_format1_bundle(tmp_path, tiny_manifest, golden):
 
     # Upgrading again: a no-op.
     before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx"
+    assert ub.upgrade(old) == (f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx; "
+                               "vision graph already capture-safe")
     assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
 
 
@@ -264,7 +265,8 @@ def test_upgrade_adds_argmax(tmp_path, tiny_manifest):
     assert got == [(n.op_type, list(n.input), list(n.output))
                    for n in onnx.load(os.path.join(TINY, DEC), load_external_data=False).graph.node]
     before = {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)}
-    assert ub.upgrade(old) == f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx"
+    assert ub.upgrade(old) == (f"{old}: already format 2 with logits_argmax and decoder_static_model.onnx; "
+                               "vision graph already capture-safe")
     assert {n: bundle_files.sha256_file(os.path.join(old, n)) for n in os.listdir(old)} == before
     # An older revision is not claimed to be revision 3.
     older = str(tmp_path / "older")

@@ -1,0 +1,258 @@
+"""What a graph needs before ONNX Runtime's CUDA provider may capture it as a CUDA graph and replay
+it beside other runs of its session, modelled on ORT 1.29, the version autoui runs:
+
+- no copy between host and device inside the run (memcpy_edges): a capture refuses such a session;
+- no kernel that stages its arguments in host memory (host_staged). Concat, an unequal Split,
+  ScatterND, NonMaxSuppression and the RNNs copy arrays of pointers or sizes up from a pinned host
+  buffer (ORT's CudaAsyncBuffer) and hand that buffer back as soon as the copy is queued. A
+  captured copy records the host address, so each replay copies whatever that buffer holds by
+  then: once another run of the session (another batch size, captured or not) has reused it, the
+  replayed Concat reads another run's pointers. Replays alone never show it; an H200 did, in a
+  continuous decode whose joins ran the vision tower at 1 and 2 rows (2026-11-27, docs/cuda.md).
+  ORT fixed it after 1.29 (microsoft/onnxruntime#32121);
+- stage_free rewrites each Concat on the device as Pads and Adds: input i padded with zeros to the
+  output's length along the axis at its own offset, the padded inputs summed. The same values
+  (x + 0 = x), computed from kernel arguments alone; the pads are shape arithmetic on the host.
+  The exported vision tower's one such Concat is [CLS; patches]: two Pads and an Add of 257 rows.
+
+An approximation for bundles, not ORT: the placement model (placement) follows
+onnxruntime/core/framework/fallback_cpu_capability.cc for these graphs' ops.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# Inputs that ONNX Runtime's CUDA kernels read from host memory (kernel definitions), and the ops
+# whose output is in host memory.
+CPU_INPUTS = {"Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Unsqueeze": {1}, "Squeeze": {1},
+              "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Tile": {1}, "Split": {1}, "TopK": {1},
+              "Pad": {1, 2, 3}}
+CPU_OUTPUTS = {"Shape", "Size"}
+SMALL_INITIALIZER = 100  # ORT's kSmallInitializerThreshold (elements)
+# Kernels that stage arguments in host memory whatever their shapes (Concat and Split: see
+# host_staged).
+ALWAYS_STAGED = {"ScatterND", "NonMaxSuppression", "RNN", "LSTM", "GRU"}
+MAX_BY_VALUE = 32  # ORT passes up to 32 pointers by value (TArray) where it can
+# Prefix of every tensor and node stage_free adds.
+ADDED_PREFIX = "capture/"
+
+
+def with_external_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose initializers in external data are graph inputs of their dtype and dims."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    ext = [t for t in m.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    for t in ext:
+        m.graph.initializer.remove(t)
+        m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    return m
+
+
+def placement(model: onnx.ModelProto) -> tuple[set, set, set]:
+    """Where ONNX Runtime's CUDA provider runs each node of model's graph, every node given a CUDA
+    kernel: (folded, cpu, host). folded and cpu are node indices: folded into constants (a Shape
+    of a fully known shape, and whatever then has only constant inputs), run on the CPU (a node
+    that reads a host tensor, where each of its inputs is a host tensor it does not read as a
+    host input, a small initializer (<= 100 elements) or a graph input). host names the tensors
+    in host memory. Every other node runs on the device."""
+    m = with_external_as_inputs(model)
+    g = m.graph
+    graph_inputs = {i.name for i in model.graph.input}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m).graph.value_info
+    except Exception:  # noqa: BLE001 - without shapes nothing folds, which only errs towards the device
+        inferred = []
+    static_shape = {v.name for v in inferred
+                    if v.type.tensor_type.HasField("shape")
+                    and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)}
+    const = {t.name for t in g.initializer}
+    small = {t.name for t in g.initializer if int(np.prod(t.dims)) <= SMALL_INITIALIZER}
+    folded = set()
+    for k, n in enumerate(g.node):
+        if (n.op_type == "Constant" or (n.op_type == "Shape" and n.input[0] in static_shape)
+                or (n.input and all(x in const for x in n.input if x) and n.op_type not in CPU_OUTPUTS)):
+            folded.add(k)
+            const.update(n.output)
+            small.update(n.output)  # shape-sized here: the big constants are initializers
+    host, cpu = set(), set()
+    for k, n in enumerate(g.node):  # topological order, as ORT visits its candidates
+        if k in folded:
+            continue
+        if n.op_type in CPU_OUTPUTS:
+            host.update(n.output)
+            continue
+        if not any(x in host for x in n.input):
+            continue
+        cpu_in = CPU_INPUTS.get(n.op_type, set())
+        if all(x in small or x in graph_inputs or (x in host and j not in cpu_in) for j, x in enumerate(n.input) if x):
+            cpu.add(k)
+            host.update(n.output)
+    return folded, cpu, host
+
+
+def _on_device(model: onnx.ModelProto):
+    """(index, node) of each node placement runs on the device."""
+    folded, cpu, _ = placement(model)
+    for k, n in enumerate(model.graph.node):
+        if k not in folded and k not in cpu and n.op_type not in CPU_OUTPUTS:
+            yield k, n
+
+
+def memcpy_edges(model: onnx.ModelProto) -> list:
+    """Where ONNX Runtime's CUDA provider would copy between host and device: each (node, input)
+    where a tensor in host memory is read on the device as data. A CUDA-graph capture refuses a
+    session with such a copy."""
+    _, _, host = placement(model)
+    edges = []
+    for _, n in _on_device(model):
+        cpu_in = CPU_INPUTS.get(n.op_type, set())
+        edges += [(n.name or n.op_type, x) for j, x in enumerate(n.input) if x in host and j not in cpu_in]
+    return edges
+
+
+def _split_sizes(model: onnx.ModelProto, n: onnx.NodeProto):
+    """A Split's sizes where the graph fixes them (attribute or initializer), else None."""
+    for a in n.attribute:
+        if a.name == "split":
+            return list(a.ints)
+    if len(n.input) > 1 and n.input[1]:
+        for t in model.graph.initializer:
+            if t.name == n.input[1] and t.data_location != TensorProto.EXTERNAL:
+                return numpy_helper.to_array(t).tolist()
+        return None
+    return []  # no sizes: equal parts
+
+
+def host_staged(model: onnx.ModelProto) -> list[str]:
+    """The device nodes of model whose CUDA kernels stage arguments in host memory (the module's
+    doc): every Concat (its inputs' lengths along the axis are runtime values here; ORT passes
+    them by value only when all are equal, and then up to 32), a Split of unequal or unknown
+    sizes or more than 32 outputs, and ALWAYS_STAGED. One "name (op)" each."""
+    out = []
+    for _, n in _on_device(model):
+        staged = n.op_type in ALWAYS_STAGED or n.op_type == "Concat"
+        if n.op_type == "Split":
+            sizes = _split_sizes(model, n)
+            staged = sizes is None or len(set(sizes)) > 1 or len(n.output) > MAX_BY_VALUE
+        if staged:
+            out.append(f"{n.name or '?'} ({n.op_type})")
+    return out
+
+
+def _rank(model: onnx.ModelProto, names) -> int | None:
+    """The rank shape inference finds for the first of names that has one."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(with_external_as_inputs(model)).graph
+    except Exception:  # noqa: BLE001
+        return None
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in list(inferred.value_info) + list(inferred.input)
+             + list(inferred.output) if v.type.tensor_type.HasField("shape")}
+    for x in names:
+        if x in ranks:
+            return ranks[x]
+    return None
+
+
+def _pads_concat(n: onnx.NodeProto, rank: int, tag: str) -> tuple[list, list]:
+    """Nodes and initializers computing n's output as the sum of its inputs each padded with zeros
+    to the output's length along n's axis, at its offset there."""
+    axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+    axis = axis + rank if axis < 0 else axis
+    nodes, inits = [], []
+
+    def const(name, values):
+        inits.append(numpy_helper.from_array(np.array(values, np.int64), f"{tag}{name}"))
+        return f"{tag}{name}"
+
+    def node(op, ins, name, **attrs):
+        nodes.append(helper.make_node(op, ins, [f"{tag}{name}"], name=f"{tag}{name}", **attrs))
+        return f"{tag}{name}"
+
+    start, end = const("axis_start", [axis]), const("axis_end", [axis + 1])
+    lengths = [node("Slice", [node("Shape", [x], f"shape_{i}"), start, end], f"length_{i}")
+               for i, x in enumerate(n.input)]
+    before = [const("zero", [0])]
+    for i, length in enumerate(lengths):
+        before.append(node("Add", [before[-1], length], f"before_{i + 1}"))
+    total = before[-1]
+    inner = [const("zeros_before_axis", [0] * axis)] if axis else []
+    outer = [const("zeros_after_axis", [0] * (rank - 1 - axis))] if rank - 1 - axis else []
+    padded = []
+    for i, (x, length) in enumerate(zip(n.input, lengths)):
+        after = node("Sub", [node("Sub", [total, before[i]], f"rest_{i}"), length], f"after_{i}")
+        pads = node("Concat", inner + [before[i]] + outer + inner + [after] + outer, f"pads_{i}", axis=0)
+        padded.append(node("Pad", [x, pads], f"padded_{i}"))
+    acc = padded[0]
+    for i, p in enumerate(padded[1:], 1):
+        last = i == len(padded) - 1
+        nodes.append(helper.make_node("Add", [acc, p], [n.output[0] if last else f"{tag}sum_{i}"],
+                                      name=f"{tag}sum_{i}"))
+        acc = f"{tag}sum_{i}"
+    if len(padded) == 1:
+        nodes.append(helper.make_node("Identity", [acc], [n.output[0]], name=f"{tag}out"))
+    return nodes, inits
+
+
+class CaptureError(ValueError):
+    pass
+
+
+def stage_free(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """model with each Concat placement runs on the device rewritten as Pads and Adds (the
+    module's doc), and how many were. Initializers stay where they are (external data is not
+    loaded or rewritten). Raises CaptureError for a Concat whose rank shape inference cannot
+    tell, and where a staged node remains (host_staged)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    targets = [k for k, n in _on_device(out) if n.op_type == "Concat"]
+    for k in reversed(targets):
+        n = g.node[k]
+        rank = _rank(out, list(n.input) + list(n.output))
+        if rank is None:
+            raise CaptureError(f"Concat {n.name!r}: shape inference gives no rank to rewrite it by")
+        nodes, inits = _pads_concat(n, rank, f"{ADDED_PREFIX}{n.name or k}/")
+        del g.node[k]
+        for j, new in enumerate(nodes):
+            g.node.insert(k + j, new)
+        g.initializer.extend(inits)
+    left = host_staged(out)
+    if left:
+        raise CaptureError(f"still staged in host memory after the rewrite: {', '.join(left)}")
+    return out, len(targets)
+
+
+# The roles the engine captures by the manifest's word (docs/bundle-format.md, capture_safe): the
+# vision tower. The static decoder is capture-safe by construction (scripts/static_decoder.py;
+# its tests hold it to host_staged and memcpy_edges).
+MARKED_ROLES = ("vision",)
+
+
+def mark(role: str, entry: dict, model: onnx.ModelProto) -> None:
+    """Set a manifest file entry's capture_safe where role is one the engine captures by it and
+    model (its graph) has no host-staged kernel and no host-device copy; else leave it out."""
+    entry.pop("capture_safe", None)
+    if role in MARKED_ROLES and not host_staged(model) and not memcpy_edges(model):
+        entry["capture_safe"] = True
+
+
+def rewrite_file(path: str) -> int:
+    """Rewrite the graph file at path in place by stage_free, its proto alone (external data
+    untouched, inline weights kept inline): how many Concats were rewritten (0: the file is left
+    as it was)."""
+    model = onnx.load(path, load_external_data=False)
+    new, n = stage_free(model)
+    if n:
+        tmp = path + ".tmp"
+        try:
+            onnx.save_model(new, tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return n
