@@ -174,7 +174,7 @@ fi
 
 if want attn; then
   # The decoder's attention, A/B (docs/cuda.md, "Attention"): which kernel a batch-64 call and a captured
-  # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp16all: fused
+  # batch-1 call get. A case is BUNDLE:N[flags]: BUNDLE base-vitg-BUNDLE in the kit (fp32: base-vitg; fp16all: fused
   # MultiHeadAttention kept fp32, float32 cache; fp16mha: fused, fp16, float16 cache; fp16attn: the
   # decoder's MatMul/Softmax/MatMul and the vision tower's fused (flash) attention, fp16, float16 cache;
   # fp16attnsn: that with each residual Add and RMS norm as one SkipSimplifiedLayerNormalization), N the
@@ -184,6 +184,7 @@ if want attn; then
   attn_cases="fp16all:64 fp16attn:64 fp16attnsn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16attnsn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attnsn:64Gr64 fp16attnsn:64c2 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}
+    [ "${c%%:*}" = fp32 ] && b=$kit/bundles/base-vitg   # the export itself
     [ -d "$b" ] || { log "attn $c: no bundle $(basename "$b")"; continue; }
     case_flags "${c#*:}" "attn $c" || continue
     if [ "$bs" = 1 ]; then runs=(--runs 5 --warmup 2); else runs=(--runs 3 --warmup 1); flags+=(--batch "$bs"); fi
@@ -426,6 +427,8 @@ if want serve && fits 40 serve; then
   # trained model's requests cost) with CUDA graphs and without, then two batches of up to 32 in the
   # engine at once (--concurrent-batches 2: one's kernel launching beside the other's kernels), fp16
   # vision, then fp32 as the random weights decode (127 tokens, no draft accepted: the issue's first table)
+  screen=models/testdata/screens/home_1080x2400.png
+  [ -f "$screen" ] || screen=$extra/home_1080x2400.png   # a call that left models/testdata out (gpu_extra.sh parity)
   for name in ${SERVE_CFGS:-graph plain c2 fp16 random}; do
     case $name in
       graph) cfg="$b32:typical:graph:" ;; plain) cfg="$b32:typical::" ;; c2) cfg="$b32:typical::2" ;;
@@ -463,7 +466,7 @@ for _ in range(240):
     except OSError:
         time.sleep(0.5)'
     run timeout 100 autoui bench serve --server http://127.0.0.1:8093 --concurrency 1,64 --duration 10s \
-      --warmup 3s --screen models/testdata/screens/home_1080x2400.png --json > "$res/serve-$n.json"
+      --warmup 3s --screen "$screen" --json > "$res/serve-$n.json"
     # what the server holds after 64 clients: device memory (ORT's CUDA provider keeps cuBLAS/cuDNN
     # handles per OS thread that ran a session, and Go moves calls between threads), its RSS and threads
     mem=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null | awk -F', ' -v p="$pid" '$1 == p {print $2}')

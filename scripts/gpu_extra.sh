@@ -16,7 +16,8 @@
 #            cpu-default.jsonl: models/default's predictions on it on this machine's CPU, the reference
 #            the GPU's are compared with (the GPU machine generates the split 2x slower than here), and
 #            default-static/: the files scripts.upgrade_bundle adds to models/default (its static decoder
-#            graph, for gpu_check.sh's evalc: --cuda-graph, --continuous)
+#            graph, for gpu_check.sh's evalc: --cuda-graph, --continuous), home_1080x2400.png: serve's
+#            screen where the checkout travels without models/testdata
 #   host     aitw_runner.test.xz (4 MB): aitw/runner's test binary, for BenchmarkRunHost (what eval
 #            run can feed an engine from this host's cores, full-size AITW steps; CPU only)
 # Run from the repository root after `make build` and the scripts.half commands in gpu_check.sh.
@@ -67,6 +68,7 @@ if [[ " $parts " == *" parity "* ]]; then
   .venv/bin/python -m scripts.upgrade_bundle "$d/default-static" >/dev/null
   mkdir "$x/default-static"
   for f in "$d/default-static"/*; do cmp -s "$f" "models/default/$(basename "$f")" || cp "$f" "$x/default-static/"; done
+  cp models/testdata/screens/home_1080x2400.png "$x/"   # serve's screen: this call leaves models/testdata out
 fi
 if [[ " $parts " == *" ortpy "* ]]; then
   whl=$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/autoui-gpu/onnxruntime_gpu-1.29.0-*.whl 2>/dev/null | head -1)
