@@ -16,7 +16,7 @@ type Batch struct {
 	Run     int
 	Screens int
 	Start   time.Time
-	Decode  time.Duration // the batch's screens decoded, spread over the cores
+	Decode  time.Duration // the batch's screens decoded (pipelined: and resized), spread over the cores
 	Resize  time.Duration // inside PredictBatch: the screens resized to the vision input
 	Wall    time.Duration // Decode + PredictBatch
 }
@@ -40,10 +40,12 @@ func (b Batch) AheadScreensPerSecond() float64 {
 // RunBatch predicts opts.Batch screens per PredictBatch call — the cases
 // round-robin, each screen decoded from its PNG/JPEG bytes on its own —
 // opts.Warmup + opts.Runs times, the measured ones opts.Concurrent at a
-// time (the warm-up ones one at a time). It returns one Action per screen
-// of the measured batches (the stages of the batched calls are the calls'
-// wall times, as engine.PredictBatch reports them) and the batches, in run
-// order.
+// time (the warm-up ones one at a time), or with opts.Pipeline one at a
+// time with the next batch's screens decoded and resized (opts.Shrink) on
+// the host's cores while the engine predicts this one. It returns one
+// Action per screen of the measured batches (the stages of the batched
+// calls are the calls' wall times, as engine.PredictBatch reports them) and
+// the batches, in run order.
 func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, []Batch, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, nil, err
@@ -51,8 +53,11 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 	if opts.Batch < 1 {
 		return nil, nil, fmt.Errorf("batch = %d: need at least 1", opts.Batch)
 	}
+	if opts.Pipeline && (opts.Shrink == nil || opts.Concurrent > 1) {
+		return nil, nil, fmt.Errorf("a pipelined batch run needs Shrink and one batch at a time (programmer error)")
+	}
 	for r := -opts.Warmup; r < 0; r++ {
-		if _, _, err := runBatch(ctx, p, cases, opts, r); err != nil {
+		if _, _, err := predictBatch(ctx, p, opts, r, prepareBatch(cases, opts)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -62,21 +67,43 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 		err     error
 	}
 	results := make([]result, opts.Runs)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(opts.Concurrent, 1), max(opts.Runs, 1)) {
-		wg.Go(func() {
-			for r := range next {
-				a, b, err := runBatch(ctx, p, cases, opts, r)
-				results[r] = result{a, b, err}
+	if opts.Pipeline {
+		ready := make(chan prepared) // unbuffered: one batch ahead of the engine, not more
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for range opts.Runs {
+				select {
+				case ready <- prepareBatch(cases, opts):
+				case <-stop:
+					return
+				}
 			}
-		})
+		}()
+		for r := range opts.Runs {
+			a, b, err := predictBatch(ctx, p, opts, r, <-ready)
+			if err != nil {
+				return nil, nil, err
+			}
+			results[r] = result{a, b, nil}
+		}
+	} else {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(max(opts.Concurrent, 1), max(opts.Runs, 1)) {
+			wg.Go(func() {
+				for r := range next {
+					a, b, err := predictBatch(ctx, p, opts, r, prepareBatch(cases, opts))
+					results[r] = result{a, b, err}
+				}
+			})
+		}
+		for r := range opts.Runs {
+			next <- r
+		}
+		close(next)
+		wg.Wait()
 	}
-	for r := range opts.Runs {
-		next <- r
-	}
-	close(next)
-	wg.Wait()
 	var actions []Action
 	var batches []Batch
 	for _, res := range results {
@@ -89,36 +116,60 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 	return actions, batches, nil
 }
 
-// runBatch runs RunBatch's batch r (negative: a warm-up one).
-func runBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options, r int) ([]Action, Batch, error) {
+// prepared is a batch's screens decoded (resized too when pipelined), ready
+// for PredictBatch.
+type prepared struct {
+	items  []Case
+	imgs   []image.Image
+	decode time.Duration
+	err    error
+}
+
+// prepareBatch decodes a batch's screens, spread over the cores, and with
+// opts.Pipeline resizes them to the vision input (opts.Shrink), as eval
+// run's read-ahead does.
+func prepareBatch(cases []Case, opts Options) prepared {
 	items := make([]Case, opts.Batch)
 	for i := range items {
 		items[i] = cases[i%len(cases)]
 	}
 	t := time.Now()
 	imgs := make([]image.Image, len(items))
-	if err := preprocess.Parallel(len(items), func(i int) (err error) {
-		imgs[i], err = decodeScreen(items[i])
+	err := preprocess.Parallel(len(items), func(i int) error {
+		img, err := decodeScreen(items[i])
+		if err == nil && opts.Pipeline {
+			img = opts.Shrink(img)
+		}
+		imgs[i] = img
 		return err
-	}); err != nil {
-		return nil, Batch{}, err
+	})
+	return prepared{items: items, imgs: imgs, decode: time.Since(t), err: err}
+}
+
+// predictBatch predicts RunBatch's batch r (negative: a warm-up one). Its
+// Batch starts its decoding's time before the call: where the pipeline
+// decoded it during the previous batch, the run's rate counts that time
+// once (Report.RunThroughput).
+func predictBatch(ctx context.Context, p predict.Predictor, opts Options, r int, b prepared) ([]Action, Batch, error) {
+	if b.err != nil {
+		return nil, Batch{}, b.err
 	}
-	decode := time.Since(t)
-	reqs := make([]predict.Request, len(items))
-	for i, c := range items {
-		reqs[i] = request(c, imgs[i], opts)
+	reqs := make([]predict.Request, len(b.items))
+	for i, c := range b.items {
+		reqs[i] = request(c, b.imgs[i], opts)
 	}
+	t := time.Now()
 	res, err := p.PredictBatch(ctx, reqs)
 	if err != nil {
 		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %w", len(reqs), r, err)
 	}
-	wall := time.Since(t)
-	if len(res) != len(items) {
-		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %d results", len(items), r, len(res))
+	wall := b.decode + time.Since(t)
+	if len(res) != len(b.items) {
+		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %d results", len(b.items), r, len(res))
 	}
-	actions := make([]Action, 0, len(items))
-	for i, c := range items {
-		a, err := screenAction(c, res[i], decode, opts)
+	actions := make([]Action, 0, len(b.items))
+	for i, c := range b.items {
+		a, err := screenAction(c, res[i], b.decode, opts)
 		if err != nil {
 			return nil, Batch{}, fmt.Errorf("batch run %d, screen %d (case %s): %w", r, i, c.ID, err)
 		}
@@ -126,5 +177,6 @@ func runBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 		actions = append(actions, a)
 	}
 	// every screen carries the batch's resize (engine.PredictBatch's convention)
-	return actions, Batch{Run: r, Screens: len(items), Start: t, Decode: decode, Resize: res[0].Timings.Preprocess, Wall: wall}, nil
+	return actions, Batch{Run: r, Screens: len(b.items), Start: t.Add(-b.decode), Decode: b.decode,
+		Resize: res[0].Timings.Preprocess, Wall: wall}, nil
 }

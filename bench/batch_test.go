@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"image"
 	"strings"
 	"sync"
 	"testing"
@@ -182,5 +183,91 @@ func TestRunBatchConcurrent(t *testing.T) {
 	c.once.Do(func() { close(c.both) }) // no wait
 	if _, batches, err := RunBatch(context.Background(), c, cases, opts); err != nil || len(batches) != 4 || c.most > 4 {
 		t.Fatalf("Concurrent 1<<30: %d batches, %d at once, %v", len(batches), c.most, err)
+	}
+}
+
+// pipelineBatch holds each batch in the engine until the next batch's
+// screens are all resized (Options.Shrink), or 5 s: a pipeline resizes
+// batch k+1 while batch k is predicted.
+type pipelineBatch struct {
+	fakePredictor
+	mu          sync.Mutex
+	shrunk      int // screens resized so far
+	calls       int
+	waited      []bool // by call: the next batch's screens were resized during it
+	notShrunk   int    // screens that reached the engine at full size
+	batch, runs int
+}
+
+func (p *pipelineBatch) shrink(image.Image) image.Image {
+	p.mu.Lock()
+	p.shrunk++
+	p.mu.Unlock()
+	return image.NewRGBA(image.Rect(0, 0, 8, 8))
+}
+
+func (p *pipelineBatch) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	p.mu.Lock()
+	k := p.calls
+	p.calls++
+	for _, r := range reqs {
+		if r.Screen.Bounds().Dx() != 8 {
+			p.notShrunk++
+		}
+	}
+	p.mu.Unlock()
+	ok := true
+	if k < p.runs-1 {
+		ok = false
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			p.mu.Lock()
+			ok = p.shrunk >= p.batch*(k+2)
+			p.mu.Unlock()
+			if ok {
+				break
+			}
+		}
+	}
+	p.mu.Lock()
+	p.waited = append(p.waited, ok)
+	p.mu.Unlock()
+	return p.fakePredictor.PredictBatch(ctx, reqs)
+}
+
+// Pipelined, each batch's screens are resized while the batch before is
+// predicted, the engine gets them resized, one batch at a time, in run
+// order, and the report gives the screens/s over the run.
+func TestRunBatchPipelined(t *testing.T) {
+	cases := smallCases(t)
+	p := &pipelineBatch{batch: 3, runs: 4}
+	opts := Options{Runs: 4, Tokens: 5, Batch: 3, Pipeline: true, Shrink: p.shrink}
+	actions, batches, err := RunBatch(context.Background(), p, cases, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != 4 || len(actions) != 12 || p.notShrunk != 0 || p.shrunk != 12 {
+		t.Fatalf("%d batches, %d actions, %d screens at full size, %d resized", len(batches), len(actions), p.notShrunk, p.shrunk)
+	}
+	for k, ok := range p.waited {
+		if !ok {
+			t.Errorf("batch %d: the next batch was not resized while it was predicted", k)
+		}
+	}
+	for i, b := range batches {
+		if b.Run != i || b.Decode <= 0 || b.Wall < b.Decode {
+			t.Fatalf("batch %d: %+v", i, b)
+		}
+		if i > 0 && b.Start.Before(batches[i-1].Start) {
+			t.Errorf("batch %d starts before batch %d", i, i-1)
+		}
+	}
+	r := NewReport("autoui-go", "base", 2, "cpu", opts, cases, actions)
+	r.Batches = batches
+	var table strings.Builder
+	if err := r.WriteTable(&table); err != nil || r.RunThroughput() <= 0 || !strings.Contains(table.String(), "pipelined") {
+		t.Fatalf("%v, %v screens/s over the run: %s", err, r.RunThroughput(), table.String())
+	}
+	if _, _, err := RunBatch(context.Background(), p, cases, Options{Runs: 1, Tokens: 5, Batch: 3, Pipeline: true}); err == nil {
+		t.Error("pipelined without Shrink: no error")
 	}
 }

@@ -346,6 +346,7 @@ func (r *Report) JSON() ([]byte, error) {
 			doc["encoder_calls_per_batch"] = round3(c)
 		}
 		doc["concurrent_batches"] = max(r.Options.Concurrent, 1)
+		doc["pipelined"] = r.Options.Pipeline
 		doc["run_screens_per_s"] = round3(r.RunThroughput())
 	}
 	if r.Machine != nil && r.Machine.Device != nil {
@@ -441,6 +442,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if n := r.Options.Concurrent; n > 1 {
 			fmt.Fprintf(w, "%d batches at once: %.2f screens/s over the run (decoding included; the per-batch rates above each count the others' time)\n",
 				n, r.RunThroughput())
+		}
+		if r.Options.Pipeline {
+			fmt.Fprintf(w, "pipelined (each batch's screens decoded and resized on the host while the engine predicts the one before, as eval run reads ahead): %.2f screens/s over the run\n",
+				r.RunThroughput())
 		}
 	}
 	fmt.Fprintf(w, "peak RSS: %.0f MB   Go heap: %.1f MB   Go runtime total: %.1f MB   outside Go (ORT weights+arena, approx.): %.0f MB\n",

@@ -61,6 +61,12 @@ type Options struct {
 	// Concurrent is how many of RunBatch's measured batches run at once
 	// (0: 1), as `serve --concurrent-batches` runs them.
 	Concurrent int
+	// Pipeline has RunBatch decode the next batch's screens and resize
+	// them with Shrink (to the vision input) while the engine predicts
+	// this batch, one batch in the engine at a time: `eval run`'s
+	// read-ahead.
+	Pipeline bool
+	Shrink   func(image.Image) image.Image
 }
 
 // TypicalAction is a typical Auto-UI output (a tap on a search result with a

@@ -95,7 +95,8 @@ for p in sys.argv[1:]:
           f" later_steps {g('later_steps')} text_path {g('text_path')} | calls {d.get('decoder_calls')}"
           f" rss {d.get('peak_rss_mb')} MB" + (f" | cuda graphs {d['cuda_graphs']}" if d.get("cuda_graph") else "")
           + (f" | encoder calls/batch {d['encoder_calls_per_batch']}" if d.get("encoder_calls_per_batch") else "")
-          + (f" | {d['concurrent_batches']} at once: {d.get('run_screens_per_s')} screens/s over the run" if d.get("concurrent_batches", 1) > 1 else ""))
+          + (f" | {d['concurrent_batches']} at once: {d.get('run_screens_per_s')} screens/s over the run" if d.get("concurrent_batches", 1) > 1 else "")
+          + (f" | pipelined: {d.get('run_screens_per_s')} screens/s over the run" if d.get("pipelined") else ""))
     for l in d.get("limits") or []:
         print(f"    {l['stage']}: {l['measured_ms']} ms, bound {l['bound_ms']} ms ({l['basis']}), x{l['ratio']}")
     if d.get("machine"):
@@ -135,10 +136,11 @@ case_flags() {
   [ -n "$bs" ] || { log "$label: no batch size"; return 1; }
   while [[ $rest =~ ^([A-Za-z])([0-9]*)(.*)$ ]]; do
     o=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
-    case $o$v in G|P) ;; [GP]*|[vgcdamr]) log "$label: flag $o$v?"; return 1 ;; esac   # G, P bare; the rest numbered
+    case $o$v in G|P|L) ;; [GPL]*|[vgcdamr]) log "$label: flag $o$v?"; return 1 ;; esac   # G, P, L bare; the rest numbered
     case $o in v) flags+=(--verify-positions "$v") ;; g) flags+=(--prompt-groups "$v") ;; r) flags+=(--capture-rows "$v") ;;
       c) flags+=(--concurrent-batches "$v") ;; d) flags+=(--max-draft "$v") ;; a) flags+=(--align-positions "$v") ;;
       m) envs+=(ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32="$v") ;; G) flags+=(--cuda-graph) ;; P) prof=true ;;
+      L) flags+=(--pipeline) ;;
       *) log "$label: flag $o?"; return 1 ;; esac
   done
   [ -z "$rest" ] || { log "$label: $rest?"; return 1; }
@@ -180,7 +182,8 @@ if want attn; then
   # fp16attnsn: that with each residual Add and RMS norm as one SkipSimplifiedLayerNormalization), N the
   # batch, flags as case_flags reads them (aA: ORT's memory-efficient kernel needs a query length that is a
   # multiple of 8 in fp16, 16 in fp32; mM: and in fp32 that many keys; Gr64: batches of 64 captured; c2: two
-  # batches at once, one's vision tower beside the other's decoding)
+  # batches at once, one's vision tower beside the other's decoding; L: pipelined, the next batch's screens
+  # decoded and resized while the engine predicts, as eval run reads ahead)
   attn_cases="fp16all:64 fp16attn:64 fp16attnsn:64 fp16mha:64a8 fp16all:64a16m1 fp16all:1G fp16attn:1G fp16attnsn:1G fp16mha:1Ga8 fp16all:64Gr64 fp16attn:64Gr64 fp16attnsn:64Gr64 fp16attnsn:64c2 fp16attn:64P fp16mha:64"
   for c in ${ATTN_CASES:-$attn_cases}; do
     b=$kit/bundles/base-vitg-${c%%:*}

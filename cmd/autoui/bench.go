@@ -41,6 +41,7 @@ func runBench(ctx context.Context, args []string) error {
 	probeMB := fs.Int("probe-mb", 512, "buffer size of the bandwidth probe, in MiB (far above the last-level cache; the device probe streams a weight of this size)")
 	batch := fs.Int("batch", 0, "screens per PredictBatch call (copies of the cases, decoded in parallel), reporting screens/s; 0: one Predict per case")
 	concurrent := fs.Int("concurrent-batches", 1, "with --batch: measured batches in the engine at once, as serve --concurrent-batches runs them; adds the screens/s over the run")
+	pipeline := fs.Bool("pipeline", false, "with --batch: decode and resize the next batch's screens on the host's cores while the engine predicts this one, as eval run reads ahead; adds the screens/s over the run")
 	probeOn := fs.String("probe-on", "", "where the bounds' probes run: host (memory bandwidth, ORT's CPU matmul) or device (through the session's execution provider: run overhead, weight streaming, matmul); default device under --provider cuda, else host")
 	fs.StringVar(&mf.profile, "ort-profile", "", "write ONNX Runtime's per-node profile of every graph to PREFIX-<graph>_<time>.json (every run, warm-up included; for chrome://tracing or Perfetto)")
 	replay := fs.String("replay", "", "decode this action text in every case instead of --tokens forced tokens: real decoder calls, the model's choices replaced, "+
@@ -62,6 +63,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *concurrent < 1 || (*concurrent > 1 && *batch == 0) {
 		return usageErrorf("--concurrent-batches %d: want 1, or more with --batch", *concurrent)
+	}
+	if *pipeline && (*batch == 0 || *concurrent > 1) {
+		return usageErrorf("--pipeline: needs --batch, and one batch at a time (no --concurrent-batches)")
 	}
 	if mf.profile != "" {
 		if st, err := os.Stat(filepath.Dir(mf.profile)); err != nil || !st.IsDir() {
@@ -101,7 +105,10 @@ func runBench(ctx context.Context, args []string) error {
 	if label == "" {
 		label = p.Bundle().Manifest.Model.Size
 	}
-	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch, Concurrent: *concurrent}
+	opts := bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens, Batch: *batch, Concurrent: *concurrent, Pipeline: *pipeline}
+	if *pipeline {
+		opts.Shrink = p.Shrink
+	}
 	if *replay != "" {
 		if opts.ReplayText, opts.Replay, err = bench.ReplayTokens(p.Tokenizer(), *replay); err != nil {
 			return fmt.Errorf("--replay: %w", err)

@@ -106,3 +106,42 @@ func TestBenchConcurrentBatchesUsage(t *testing.T) {
 		wantOneLineError(t, stdout, stderr, code, exitUsage, "--concurrent-batches")
 	}
 }
+
+// --pipeline resizes the next batch's screens while the engine predicts
+// this one and reports the screens/s over the run (the engine's features of
+// screens resized ahead: aitw/runner's TestShrinkAheadTiny); it needs --batch
+// and one batch at a time.
+func TestBenchPipelineCLI(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		args := []string{"bench", "--model", tinyBundle, "--runs", "2", "--warmup", "0", "--tokens", "4",
+			"--batch", "3", "--probe=false", "--threads", "1", "--json"}
+		if pipelined {
+			args = append(args, "--pipeline")
+		}
+		stdout, stderr, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var doc struct {
+			Pipelined bool             `json:"pipelined"`
+			Run       float64          `json:"run_screens_per_s"`
+			Actions   []map[string]any `json:"actions"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("%v: %.300s", err, stdout)
+		}
+		if doc.Pipelined != pipelined || doc.Run <= 0 || len(doc.Actions) != 6 {
+			t.Fatalf("%v: pipelined %v, %v screens/s over the run, %d actions", args, doc.Pipelined, doc.Run, len(doc.Actions))
+		}
+		if pipelined != strings.Contains(stderr, "pipelined (") {
+			t.Errorf("%v: table: %s", args, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "--model", "x", "--pipeline"},
+		{"bench", "--model", "x", "--batch", "4", "--concurrent-batches", "2", "--pipeline"},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		wantOneLineError(t, stdout, stderr, code, exitUsage, "--pipeline")
+	}
+}
