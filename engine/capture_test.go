@@ -93,16 +93,22 @@ func TestCaptureThread(t *testing.T) {
 
 // Under capture the vision tower is captured only where the bundle marks its
 // graph capture-safe (the tiny bundle does); unmarked, it runs off the
-// fixed buffers on its plain session, and gives the golden tokens.
+// fixed buffers on its plain session, and gives the golden tokens. Without
+// capture (the cpu provider) the mark changes nothing: fixed buffers.
 func TestVisionCaptureNeedsMark(t *testing.T) {
+	plain := placed(t, placeStatic, Options{})
+	spec := plain.bundle.Manifest.Files[models.RoleVision]
+	spec.CaptureSafe = false
+	plain.bundle.Manifest.Files[models.RoleVision] = spec
+	if _, err := plain.visionGraph(); err != nil || plain.visionFixed == nil || plain.visionFixed.capture {
+		t.Fatalf("unmarked, no capture: fixed vision graph %v (%v); want one, not capturing", plain.visionFixed != nil, err)
+	}
 	marked := placed(t, placeStatic, Options{})
 	marked.statics.capture = true
 	if _, err := marked.visionGraph(); err != nil || !marked.VisionCaptureSafe() || marked.visionFixed == nil || !marked.visionFixed.capture {
 		t.Fatalf("marked: no capturing fixed vision graph (%v; python -m scripts.upgrade_bundle models/testdata/tiny marks it)", err)
 	}
 	p := placed(t, placeStatic, Options{})
-	spec := p.bundle.Manifest.Files[models.RoleVision]
-	spec.CaptureSafe = false
 	p.bundle.Manifest.Files[models.RoleVision] = spec
 	p.statics.capture = true
 	if _, err := p.visionGraph(); err != nil || p.visionFixed != nil || p.vision.runOpts != nil {

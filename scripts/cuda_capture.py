@@ -12,7 +12,8 @@ it beside other runs of its session, modelled on ORT 1.29, the version autoui ru
   ORT fixed it after 1.29 (microsoft/onnxruntime#32121);
 - stage_free rewrites each Concat on the device as Pads and Adds: input i padded with zeros to the
   output's length along the axis at its own offset, the padded inputs summed. The same values
-  (x + 0 = x), computed from kernel arguments alone; the pads are shape arithmetic on the host.
+  (x + 0 = x; a -0.0 becomes +0.0), computed from kernel arguments alone; the pads are shape
+  arithmetic on the host.
   The exported vision tower's one such Concat is [CLS; patches]: two Pads and an Add of 257 rows.
 
 An approximation for bundles, not ORT: the placement model (placement) follows
@@ -128,34 +129,58 @@ def _split_sizes(model: onnx.ModelProto, n: onnx.NodeProto):
     return []  # no sizes: equal parts
 
 
+def _inferred(model: onnx.ModelProto) -> dict:
+    """Shape inference's type of each tensor it types: name -> TypeProto.Tensor."""
+    try:
+        g = onnx.shape_inference.infer_shapes(with_external_as_inputs(model)).graph
+    except Exception:  # noqa: BLE001 - untyped: every check below then errs towards staged
+        return {}
+    return {v.name: v.type.tensor_type for v in list(g.value_info) + list(g.input) + list(g.output)}
+
+
+def _dims(t) -> list | None:
+    """A tensor type's dims (int, or the symbol's name, or None), None without a shape."""
+    if t is None or not t.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim]
+
+
+def _pointer_batched(a: list | None, b: list | None) -> bool:
+    """Whether ORT's CUDA MatMul of operands of dims a and b takes its pointer-array batched
+    GEMM (staged) rather than a single or strided one: both of rank > 2, with batch dims that
+    differ (another rank, or two known sizes apart: a broadcast). Unknown shapes and symbolic
+    dims count as equal: the exported graphs' batched products are attention's, whose batch dims
+    are the same at run time, and inference names them apart."""
+    if a is None or b is None or len(a) <= 2 or len(b) <= 2:
+        return False
+    ba, bb = a[:-2], b[:-2]
+    return len(ba) != len(bb) or any(isinstance(x, int) and isinstance(y, int) and x != y
+                                     for x, y in zip(ba, bb))
+
+
 def host_staged(model: onnx.ModelProto) -> list[str]:
     """The device nodes of model whose CUDA kernels stage arguments in host memory (the module's
     doc): every Concat (its inputs' lengths along the axis are runtime values here; ORT passes
     them by value only when all are equal, and then up to 32), a Split of unequal or unknown
-    sizes or more than 32 outputs, and ALWAYS_STAGED. One "name (op)" each."""
+    sizes or more than 32 outputs, a MatMul batched over unequal batch dims (_pointer_batched),
+    and ALWAYS_STAGED. One "name (op)" each."""
+    types = None
     out = []
     for _, n in _on_device(model):
         staged = n.op_type in ALWAYS_STAGED or n.op_type == "Concat"
         if n.op_type == "Split":
             sizes = _split_sizes(model, n)
             staged = sizes is None or len(set(sizes)) > 1 or len(n.output) > MAX_BY_VALUE
+        if n.op_type == "MatMul":
+            types = _inferred(model) if types is None else types
+            staged = _pointer_batched(_dims(types.get(n.input[0])), _dims(types.get(n.input[1])))
         if staged:
             out.append(f"{n.name or '?'} ({n.op_type})")
     return out
 
 
-def _rank(model: onnx.ModelProto, names) -> int | None:
-    """The rank shape inference finds for the first of names that has one."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(with_external_as_inputs(model)).graph
-    except Exception:  # noqa: BLE001
-        return None
-    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in list(inferred.value_info) + list(inferred.input)
-             + list(inferred.output) if v.type.tensor_type.HasField("shape")}
-    for x in names:
-        if x in ranks:
-            return ranks[x]
-    return None
+# Element types ORT's CUDA Pad and Add both take (Pad's float types: its bool has no Add).
+_PADDABLE = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE}
 
 
 def _pads_concat(n: onnx.NodeProto, rank: int, tag: str) -> tuple[list, list]:
@@ -211,12 +236,21 @@ def stage_free(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     out.CopyFrom(model)
     g = out.graph
     targets = [k for k, n in _on_device(out) if n.op_type == "Concat"]
+    opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if targets and opset < 11:
+        raise CaptureError(f"opset {opset}: Pad takes its pads as an input from opset 11")
+    types = _inferred(out) if targets else {}
     for k in reversed(targets):
         n = g.node[k]
-        rank = _rank(out, list(n.input) + list(n.output))
-        if rank is None:
-            raise CaptureError(f"Concat {n.name!r}: shape inference gives no rank to rewrite it by")
-        nodes, inits = _pads_concat(n, rank, f"{ADDED_PREFIX}{n.name or k}/")
+        known = [types[x] for x in list(n.input) + list(n.output) if x in types]
+        rank = next((len(t.shape.dim) for t in known if t.HasField("shape")), None)
+        elem = next((t.elem_type for t in known if t.elem_type), None)
+        if rank is None or elem not in _PADDABLE:
+            raise CaptureError(f"Concat {n.name!r}: shape inference gives rank {rank}, element type "
+                               f"{TensorProto.DataType.Name(elem) if elem else None}: "
+                               "only float, float16 and double of a known rank are rewritten")
+        # the node's index makes the tag unique: node names need not be
+        nodes, inits = _pads_concat(n, rank, f"{ADDED_PREFIX}{k}/{n.name or 'Concat'}/")
         del g.node[k]
         for j, new in enumerate(nodes):
             g.node.insert(k + j, new)
@@ -233,11 +267,32 @@ def stage_free(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 MARKED_ROLES = ("vision",)
 
 
+# The ops the exporter and the variant tools put on the device whose ORT 1.29 CUDA kernels read
+# only device memory and kernel arguments (Concat and Split: as host_staged says). A graph with
+# any other op on the device is not marked: an op with no CUDA kernel (int8's
+# DynamicQuantizeMatMul) runs on the CPU, which a capture refuses, and an unknown one is unknown.
+DEVICE_OPS = {
+    "Add", "BiasGelu", "Cast", "Concat", "Constant", "ConstantOfShape", "Conv", "Div", "Equal", "Erf",
+    "Expand", "FastGelu", "Flatten", "Gather", "Gelu", "Gemm", "Identity", "LayerNormalization",
+    "MatMul", "Max", "Min", "Mul", "MultiHeadAttention", "Neg", "Pad", "Pow", "ReduceMean", "Relu",
+    "Reshape", "Sigmoid", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh",
+    "Transpose", "Unsqueeze", "Where",
+}
+
+
+def unmarked_ops(model: onnx.ModelProto) -> list[str]:
+    """The op types model runs on the device that DEVICE_OPS does not hold."""
+    return sorted({n.op_type for _, n in _on_device(model)} - DEVICE_OPS)
+
+
 def mark(role: str, entry: dict, model: onnx.ModelProto) -> None:
     """Set a manifest file entry's capture_safe where role is one the engine captures by it and
-    model (its graph) has no host-staged kernel and no host-device copy; else leave it out."""
+    model (its graph) runs only DEVICE_OPS on the device, none staged in host memory, and copies
+    nothing between host and device; else leave it out."""
     entry.pop("capture_safe", None)
-    if role in MARKED_ROLES and not host_staged(model) and not memcpy_edges(model):
+    if (role in MARKED_ROLES and not unmarked_ops(model) and not host_staged(model)
+            and not memcpy_edges(model)):
         entry["capture_safe"] = True
 
 

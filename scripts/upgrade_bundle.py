@@ -126,7 +126,8 @@ def _upgrade_vision(bundle: str) -> str:
     """The vision graph without a Concat on the device (cuda_capture.stage_free: the same
     features, checked against the graph as it was with ONNX Runtime on random screens at batches
     1 and 3) and its entry marked capture_safe, which the engine needs to capture the tower as a
-    CUDA graph. Only the graph proto is rewritten; nothing is replaced before the check passes."""
+    CUDA graph. Only the graph proto is rewritten; nothing is replaced before the check passes.
+    A graph that cannot be made capture-safe is left as it is, unmarked, and the line says why."""
     manifest = read_manifest(bundle, UpgradeError)
     entry = manifest["files"]["vision"]
     if entry.get("capture_safe"):
@@ -136,8 +137,8 @@ def _upgrade_vision(bundle: str) -> str:
     try:
         new, n = cuda_capture.stage_free(model)
     except cuda_capture.CaptureError as e:
-        raise UpgradeError(f"{path}: {e}") from None
-    said = "vision graph capture-safe as it was"
+        return f"vision graph left as it is, not capture-safe ({e}): the engine runs its tower uncaptured"
+    said = "vision graph"
     if n:
         tmp = path + ".capture.tmp"  # beside it: external data is found relative to the graph
         try:
@@ -149,15 +150,16 @@ def _upgrade_vision(bundle: str) -> str:
                 os.remove(tmp)
         entry.update({k: v for k, v in file_entry(bundle, entry["path"]).items() if k != "path"})
         entry["inputs"], entry["outputs"] = graph_io(new)
-        said = f"vision graph: {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
+        said += f": {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
     cuda_capture.mark("vision", entry, new)
     if entry.get("capture_safe"):
         _bump_revision(manifest, 5, 6)
-        said += ", capture_safe"
+        said += ", capture_safe" if n else " capture-safe as it was: marked"
     else:
-        copies = ", ".join(f"{node} reads {x}" for node, x in cuda_capture.memcpy_edges(new)[:3])
-        said += f"; not capture-safe (host-device copies: {copies}): the engine runs its tower uncaptured"
-    save_manifest(bundle, manifest)
+        why = cuda_capture.unmarked_ops(new) or [f"{node} reads {x}" for node, x in cuda_capture.memcpy_edges(new)[:3]]
+        said += f"; not capture-safe ({', '.join(why)}): the engine runs its tower uncaptured"
+    if n or entry.get("capture_safe"):
+        save_manifest(bundle, manifest)
     return said
 
 

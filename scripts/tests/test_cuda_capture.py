@@ -1,6 +1,6 @@
 """scripts.cuda_capture: which device nodes stage kernel arguments in host memory (a CUDA-graph
 replay under ONNX Runtime 1.29 reads them from recycled host memory), the rewrite of Concat as
-Pads and Adds (the same values: outputs compared bit for bit with ONNX Runtime's Concat), and the
+Pads and Adds (the same values: outputs compared with ONNX Runtime's Concat; a -0.0 becomes +0.0), and the
 manifest mark the engine captures the vision tower by."""
 
 import os
@@ -32,7 +32,7 @@ def _run(model, feed):
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)
 
 
-def test_concat_rewritten_bit_for_bit():
+def test_concat_rewritten_same_values():
     # three inputs of runtime lengths along a middle axis, one of them negative-indexed
     for axis in (1, -2):
         m = _model([helper.make_node("Concat", ["a", "b", "c"], ["y"], name="cat", axis=axis),
@@ -122,3 +122,78 @@ def test_upgrade_marks_vision(tmp_path):
     new = gc.session(path).run(None, {"pixel_values": np.ones((2, 3, 224, 224), np.float32)})[0]
     assert np.array_equal(new, old)
     assert ub.upgrade(b).endswith("vision graph already capture-safe")
+
+
+def test_what_is_not_rewritten():
+    """Concats of types ORT's CUDA Pad and Add do not both take stay refused; two Concats of one
+    name get tags of their own."""
+    for elem in (TensorProto.INT64, TensorProto.BOOL):
+        m = _model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=0),
+                    helper.make_node("Identity", ["y"], ["z"])],
+                   [helper.make_tensor_value_info("a", elem, [2]), helper.make_tensor_value_info("b", elem, [3])],
+                   [helper.make_tensor_value_info("z", elem, [5])])
+        assert cc.host_staged(m) == ["cat (Concat)"]
+        with pytest.raises(cc.CaptureError, match="only float"):
+            cc.stage_free(m)
+    m = _model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1),
+                helper.make_node("Concat", ["y", "a"], ["z"], name="cat", axis=1)],
+               [_f("a", [2, "p"]), _f("b", [2, "q"])], [_f("z", [2, "t"])])
+    new, n = cc.stage_free(m)
+    assert n == 2
+    onnx.checker.check_model(new, full_check=True)
+    feed = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones((2, 1), np.float32)}
+    # (ORT itself refuses the original: its node names repeat)
+    want = np.concatenate([feed["a"], feed["b"], feed["a"]], axis=1)
+    assert np.array_equal(_run(new, feed)[0], want)
+    old = _model([helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1)],
+                 [_f("a", [2, "p"]), _f("b", [2, "q"])], [_f("y", [2, "t"])])
+    old.opset_import[0].version = 10
+    with pytest.raises(cc.CaptureError, match="opset 10"):
+        cc.stage_free(old)
+
+
+def test_batched_matmul_staged_only_when_broadcast():
+    def mm(a, b):
+        return _model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], [_f("a", a), _f("b", b)],
+                      [_f("y", None)])
+    assert cc.host_staged(mm(["n", 4, 1, 16], ["m", "h", 16, "s"])) == []  # attention: batch dims equal at run time
+    assert cc.host_staged(mm(["n", 8, 16], [16, 4])) == []  # a projection: one GEMM
+    assert cc.host_staged(mm([2, 1, 8, 16], [1, 4, 16, 8])) == ["mm (MatMul)"]  # a broadcast: pointer arrays
+    assert cc.host_staged(mm([2, 8, 16], [3, 2, 16, 8])) == ["mm (MatMul)"]
+
+
+def test_int8_tower_not_marked():
+    m = _model([helper.make_node("DynamicQuantizeMatMul", ["x", "w", "s"], ["y"], name="q", domain="com.microsoft")],
+               [_f("x", [1, 4])], [_f("y", [1, 4])],
+               [numpy_helper.from_array(np.zeros((4, 4), np.int8), "w"),
+                numpy_helper.from_array(np.ones(1, np.float32), "s")])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    entry = {"capture_safe": True}
+    cc.mark("vision", entry, m)
+    assert entry == {} and cc.unmarked_ops(m) == ["DynamicQuantizeMatMul"]
+
+
+def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
+    """A rewrite that fails its check against the graph as it was replaces nothing."""
+    b = str(tmp_path / "b")
+    shutil.copytree(TINY, b)
+    manifest = read_manifest(b)
+    manifest["files"]["vision"].pop("capture_safe")
+    from scripts.bundle_files import save_manifest
+    save_manifest(b, manifest)
+    # the committed graph is already rewritten: put a device Concat back in front of its output
+    path = os.path.join(b, "vision_model.onnx")
+    m = onnx.load(path, load_external_data=False)
+    out = m.graph.output[0].name
+    for n in m.graph.node:
+        n.output[:] = [x + "_pre" if x == out else x for x in n.output]
+    m.graph.node.extend([helper.make_node("Concat", [out + "_pre"], [out], name="extra_cat", axis=1)])
+    onnx.save_model(m, path)
+    before = {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)}
+
+    def fail(*_):
+        raise ub.UpgradeError("vision batch=1: off by 1 (test)")
+    monkeypatch.setattr(ub, "_check_vision", fail)
+    with pytest.raises(ub.UpgradeError, match="off by 1"):
+        ub._upgrade_vision(b)
+    assert {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)} == before

@@ -53,6 +53,8 @@ def test_manifest_and_io(halved):
         assert (ins, outs) == (fp32["files"][role]["inputs"], fp32["files"][role]["outputs"]), role
         weights = [t for t in _graph(out, manifest, role).graph.initializer if len(t.dims) == 2 and min(t.dims) >= 32]
         assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights), role
+    # the fp16 tower (casts, the same ops) is still one the engine may capture
+    assert manifest["files"]["vision"].get("capture_safe") is True
 
 
 def test_overflowing_values_stay_fp32(halved):

@@ -136,13 +136,15 @@ def test_manifest(quantized):
         for f in [spec] + spec.get("external_data", []):
             p = os.path.join(out, f["path"])
             assert os.path.getsize(p) == f["size"] and bundle_files.sha256_file(p) == f["sha256"], role
-        same = ("sha256", "size", "external_data")
+        same = ("sha256", "size", "external_data", "capture_safe")
         assert {k: v for k, v in spec.items() if k not in same} == \
             {k: v for k, v in fp32["files"][role].items() if k not in same}, role
         assert [e["path"] for e in spec.get("external_data", [])] == \
             [e["path"] for e in fp32["files"][role].get("external_data", [])], role
     assert manifest["files"]["tokenizer"] == fp32["files"]["tokenizer"]
     assert manifest["files"]["fusion"] == fp32["files"]["fusion"]
+    # int8's DynamicQuantizeMatMul has no CUDA kernel: the engine must not capture that tower
+    assert fp32["files"]["vision"]["capture_safe"] and "capture_safe" not in manifest["files"]["vision"]
 
 
 def test_refuses_int8_input(quantized, tmp_path):
