@@ -130,6 +130,15 @@ test_split() {
 # (--concurrent-batches), dD (--max-draft), aA (--align-positions), mM (ORT's fp32 threshold for its
 # memory-efficient attention kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), G
 # (--cuda-graph), rR (--capture-rows, with G), P (ORT's per-node profile too). A malformed SPEC is logged (as LABEL) and refused.
+# ortpy: ORT's Python package where gpu_extra.sh ortpy sent it, with the kit's CUDA provider, on
+# PYTHONPATH (once); fails where it was not sent
+ortpy() {
+  [ -f "$extra/ortpy.tar.xz" ] || return 1
+  [ -d /tmp/ortpy/onnxruntime ] || { mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
+    ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/; } || return 1
+  case ":${PYTHONPATH:-}:" in *:/tmp/ortpy:*) ;; *) export PYTHONPATH=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH} ;; esac
+}
+
 case_flags() {
   local rest o v label=${2:-$1}
   bs=${1%%[!0-9]*}; rest=${1#"$bs"}; flags=(); envs=(); prof=false
@@ -230,8 +239,21 @@ if want kprof; then
   # the GPU's work or the host's, and which kernels take the vision tower's and the decoder calls'
   # time, need the device's trace (scripts.kernel_profile: per batch, families, top kernels)
   nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-  if [ -z "$nsys" ]; then
-    log "kprof: no nsys on this machine: skipped"
+  if [ -z "$nsys" ] && ortpy; then
+    # no nsys (the fourth loan's machine): one graph at a time, ORT from Python under torch.profiler,
+    # whose CUPTI trace holds ORT's kernels (scripts.graph_kernels); a case is BUNDLE:ROLE[:BATCH]
+    for c in ${KGRAPH_CASES:-fp16attnsn:vision fp16all:vision fp16attnsn:decoder_static fp16attnsn:decoder fp16attnsn:encoder}; do
+      IFS=: read -r bn role bs <<< "$c"
+      b=$kit/bundles/base-vitg-$bn; [ "$bn" = fp32 ] && b=$kit/bundles/base-vitg
+      [ -d "$b" ] || { log "kprof $c: no bundle $(basename "$b")"; continue; }
+      fits 40 "kprof $c" || break
+      run timeout 120 python3 -m scripts.graph_kernels "$b" "$role" --provider "$prov" --dim "batch_size=${bs:-64}" --json > "$res/kgraph-${c//:/-}.json"
+      log "kprof $c (rc $?): $(python3 -c 'import json, sys
+from scripts.graph_kernels import line
+print(line(sys.argv[2], json.load(open(sys.argv[1]))))' "$res/kgraph-${c//:/-}.json" "$bn $role at ${bs:-64}" 2>&1 | tail -1)"
+    done
+  elif [ -z "$nsys" ]; then
+    log "kprof: no nsys on this machine and no ORT Python package (gpu_extra.sh ortpy): skipped"
   else
     for c in ${KPROF_CASES:-fp16attnsn:64 fp16all:64}; do
       b=$kit/bundles/base-vitg-${c%%:*}; bs=${c#*:}; name=kprof-${c/:/-}
@@ -500,11 +522,7 @@ if want peers && fits "${PEER_EST:-150}" peers; then
   # PyTorch eager bf16 on the same card, same cases and token count (fp32 eager: DESIGN.md 6b, 2 s per
   # action), and ORT from Python with IO binding where gpu_extra.sh ortpy sent its package
   runners=${PEER_RUNNERS:-torch_bf16}
-  if [ -z "${PEER_RUNNERS:-}" ] && [ -f "$extra/ortpy.tar.xz" ]; then
-    mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
-      ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/ &&
-      export PYTHONPATH=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH} && runners=ort_iobind,$runners
-  fi
+  [ -z "${PEER_RUNNERS:-}" ] && ortpy && runners=ort_iobind,$runners
   PYTHONUNBUFFERED=1 run timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
     --runners "$runners" --batches "${PEER_BATCHES:-1,8,32}" --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
   log "peers (rc $?): $(grep -E '^\|' "$res/peers.md" | tail -n +3 | tr '\n' ' ')"
