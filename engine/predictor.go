@@ -198,6 +198,9 @@ type Predictor struct {
 	stepHook    func(k int)
 	prefillHook func()
 	adoptHook   func(from, to staticKey) // a stream moved its busy rows
+
+	streamMu    sync.Mutex
+	streamStats StreamStats // what every Stream of the predictor did
 }
 
 // placement is where a decode's cache lives.

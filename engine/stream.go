@@ -62,6 +62,36 @@ func (p *Predictor) Stream(ctx context.Context, rows int, next func(free int, wa
 	return err
 }
 
+// StreamStats is where continuous decodes spend their time
+// (Predictor.StreamStats): joins and the requests they started, decoder
+// calls with their busy rows and the rows of their buffers, the moves of
+// the busy rows onto other buffers, and the wall time of each.
+type StreamStats struct {
+	Joins, Joined int
+	Calls         int
+	BusyRows      int64 // summed over the calls
+	Rows          int64 // the buffers' rows, summed over the calls
+	Moves         int
+	// Prefill is the joins' time (screens, prompts, fusion, cross
+	// projection) but their moves, Decode the decoder calls', Move the
+	// moves'.
+	Prefill, Decode, Move time.Duration
+}
+
+func (a *StreamStats) add(b StreamStats) {
+	a.Joins, a.Joined, a.Calls, a.Moves = a.Joins+b.Joins, a.Joined+b.Joined, a.Calls+b.Calls, a.Moves+b.Moves
+	a.BusyRows, a.Rows = a.BusyRows+b.BusyRows, a.Rows+b.Rows
+	a.Prefill, a.Decode, a.Move = a.Prefill+b.Prefill, a.Decode+b.Decode, a.Move+b.Move
+}
+
+// StreamStats is what every Stream of the predictor did so far (a server's
+// stream runs for its life: counted as it goes).
+func (p *Predictor) StreamStats() StreamStats {
+	p.streamMu.Lock()
+	defer p.streamMu.Unlock()
+	return p.streamStats
+}
+
 // streamRow is a busy row of a stream: its request and its decoding.
 type streamRow struct {
 	job   predict.Job
@@ -79,8 +109,18 @@ type streamState struct {
 	key      staticKey
 	rows     []*streamRow // by buffer row; nil: free
 	busy     int
-	maxRows  int // Stream's rows: what next is offered
-	capacity int // every set's: a row keeps its positions when it moves
+	maxRows  int         // Stream's rows: what next is offered
+	capacity int         // every set's: a row keeps its positions when it moves
+	stats    StreamStats // since the last flush into the predictor's
+}
+
+// flush adds what the stream did since the last flush to the predictor's
+// StreamStats.
+func (s *streamState) flush() {
+	s.p.streamMu.Lock()
+	s.p.streamStats.add(s.stats)
+	s.p.streamMu.Unlock()
+	s.stats = StreamStats{}
 }
 
 // streamEncBucket is the step of a stream's encoder length: its buffers
@@ -92,9 +132,10 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 	_, widest := p.streamWidth(1)
 	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + widest}
 	broken := false
-	defer func() { s.release(broken) }()
+	defer func() { s.release(broken); s.flush() }()
 	more := true
 	for calls := 0; ; {
+		s.flush()
 		s.leave()
 		if free := s.maxRows - s.busy; more && free > 0 {
 			var jobs []predict.Job
@@ -106,7 +147,10 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 				jobs = jobs[:free]
 			}
 			if len(jobs) > 0 {
-				s.join(ctx, jobs, time.Now())
+				t, moved := time.Now(), s.stats.Move
+				s.join(ctx, jobs, t)
+				s.stats.Joins++
+				s.stats.Prefill += time.Since(t) - (s.stats.Move - moved)
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -159,6 +203,7 @@ func streamRows(n, most int) int { return min(staticRows(max(n, 1)), most) }
 // shorter length, and a server's stream runs for its life).
 func (s *streamState) resize(rows, enc int) error {
 	p := s.p
+	defer func(t time.Time) { s.stats.Move += time.Since(t) }(time.Now())
 	_, width := p.streamWidth(rows)
 	key := staticKey{rows: rows, width: width, enc: enc, capacity: s.capacity}
 	set, err := p.staticSet(key)
@@ -178,6 +223,7 @@ func (s *streamState) resize(rows, enc int) error {
 			p.statics.drop(set)
 			return err
 		}
+		s.stats.Moves++
 		if p.adoptHook != nil {
 			p.adoptHook(s.key, key)
 		}
@@ -328,6 +374,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		p.draftWithPrompt(seq, res[i].SourceIDs)
 		s.rows[at[i]] = &streamRow{job: j, seq: seq, res: res[i], start: start, cross: cross}
 		s.busy++
+		s.stats.Joined++
 		if seq.done = seq.limit <= 0; seq.done {
 			s.finish(at[i])
 		}
@@ -376,6 +423,10 @@ func (s *streamState) step() error {
 		return fmt.Errorf("run %s graph %s: %w", p.decoderStatic.role, p.decoderStatic.path, err)
 	}
 	dt := time.Since(t)
+	s.stats.Calls++
+	s.stats.BusyRows += int64(s.busy)
+	s.stats.Rows += int64(len(s.rows))
+	s.stats.Decode += dt
 	out := stepOut{ids: st.Best}
 	if logits {
 		out.logits = st.Logits

@@ -78,6 +78,8 @@ func TestStreamGolden(t *testing.T) {
 		p := placed(t, placeStatic, Options{Decoding: dec})
 		var moves streamMoves
 		p.adoptHook = moves.record
+		steps := 0
+		p.stepHook = func(int) { steps++ }
 		for _, tc := range []struct {
 			rows  int
 			sizes []int
@@ -133,6 +135,14 @@ func TestStreamGolden(t *testing.T) {
 			if from, to := m[0], m[1]; to.enc < from.enc || to.enc%streamEncBucket != 0 && to.enc != p.bundle.Manifest.Prompt.MaxSourceTokens || to.capacity != from.capacity {
 				t.Errorf("%s: rows moved from %+v to %+v", dec, from, to)
 			}
+		}
+		// the four streams' stats: every request joined, each call's busy
+		// rows within its buffers', every move counted, time in each part
+		st := p.StreamStats()
+		if st.Joined != 4*len(reqs) || st.Joins == 0 || st.Joins > st.Joined || st.Moves != len(moves) ||
+			st.Calls != steps || st.BusyRows < int64(st.Calls) || st.BusyRows > st.Rows ||
+			st.Prefill <= 0 || st.Decode <= 0 || st.Move <= 0 {
+			t.Errorf("%s: stream stats %+v (%d requests, %d moves, %d calls)", dec, st, 4*len(reqs), len(moves), steps)
 		}
 	}
 }

@@ -497,6 +497,7 @@ for _ in range(240):
     mem=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null | awk -F', ' -v p="$pid" '$1 == p {print $2}')
     log "serve $n holds: device ${mem:-?}, RSS $(awk '/VmRSS/ {print $2 / 1024 " MB"}' /proc/$pid/status 2>/dev/null), $(ls /proc/$pid/task 2>/dev/null | wc -l) threads"
     kill "$pid"; wait "$pid" 2>/dev/null
+    grep -q 'continuous decode:' "$res/serve-$n.log" && log "serve $n: $(grep -h 'continuous decode:' "$res/serve-$n.log" | tail -1)"
     log "serve $n: $(python3 -c '
 import json, sys
 try:

@@ -258,7 +258,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 			float64(d.Tokens)/float64(d.Calls), *batch)
 	} else if n > 0 && *continuous {
 		// a stream's calls serve whichever steps are decoding: not per step
-		fmt.Fprintf(os.Stderr, "continuous decode on %d rows: %.1f tokens per action\n", *batch, float64(d.Tokens)/float64(n))
+		fmt.Fprintf(os.Stderr, "continuous decode on %d rows: %.1f tokens per action; %s\n", *batch, float64(d.Tokens)/float64(n), streamLine(p))
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -227,6 +228,12 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	info, err := runinfo.Read(out)
 	if err != nil || !info.Options.Continuous || info.Options.Batch != 4 {
 		t.Fatalf("run.json: %+v %v", info, err)
+	}
+	// the closing line says where the continuous decode's time went
+	_, stderr, code := runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", t.TempDir(), "--batch", "4",
+		"--no-feature-cache", "--cuda-graph", "--continuous")
+	if code != 0 || !regexp.MustCompile(`continuous decode on 4 rows: [0-9.]+ tokens per action; [1-9][0-9]* joins of [0-9.]+ requests, [1-9][0-9]* decoder calls of [0-9.]+ busy rows on [0-9.]+, [0-9]+ moves, 0 decoder graphs captured; time: joins [0-9.]+ s, decoder calls [0-9.]+ s, moves [0-9.]+ s`).MatchString(stderr) {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
 

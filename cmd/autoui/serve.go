@@ -113,6 +113,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	type loaded struct {
 		closeFn func()
+		stats   func() string // the continuous decode's, under --continuous
 		err     error
 	}
 	load := make(chan loaded, 1)
@@ -137,15 +138,23 @@ func runServe(ctx context.Context, args []string) error {
 			return
 		}
 		fmt.Fprintf(os.Stderr, "autoui serve: ready (%s, %s)\n", p.Bundle().Manifest.Name, mf.model)
-		load <- loaded{closeFn: closeFn}
+		ld := loaded{closeFn: closeFn}
+		if *continuous {
+			ld.stats = func() string { return streamLine(p) }
+		}
+		load <- ld
 	}()
 
 	var closeFn func()
+	var stats func() string
 	stop := func() error {
 		fmt.Fprintln(os.Stderr, "autoui serve: shutting down: finishing queued and running batches")
 		dctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
 		derr := s.Shutdown(dctx)
+		if stats != nil {
+			fmt.Fprintf(os.Stderr, "autoui serve: continuous decode: %s\n", stats())
+		}
 		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer hcancel()
 		herr := hs.Shutdown(hctx)
@@ -174,7 +183,7 @@ func runServe(ctx context.Context, args []string) error {
 				hs.Close()
 				return ld.err
 			}
-			closeFn = ld.closeFn
+			closeFn, stats = ld.closeFn, ld.stats
 		}
 	}
 }
@@ -288,4 +297,21 @@ func serveMaxBatch(flag int, provider engine.Provider) int {
 		return serve.DefaultMaxBatchCUDA
 	}
 	return serve.DefaultMaxBatch
+}
+
+// streamLine says where p's continuous decodes spent their time
+// (engine.StreamStats), for eval run --continuous and serve --continuous.
+func streamLine(p *engine.Predictor) string {
+	st := p.StreamStats()
+	per := func(a int64, b int) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	graphs, _ := p.CapturedGraphs()
+	return fmt.Sprintf("%d joins of %.1f requests, %d decoder calls of %.1f busy rows on %.1f, %d moves, %d decoder graphs captured; "+
+		"time: joins %.2f s, decoder calls %.2f s, moves %.2f s",
+		st.Joins, per(int64(st.Joined), st.Joins), st.Calls, per(st.BusyRows, st.Calls), per(st.Rows, st.Calls), st.Moves, graphs,
+		st.Prefill.Seconds(), st.Decode.Seconds(), st.Move.Seconds())
 }

@@ -125,6 +125,12 @@ func serveCLI(t *testing.T, args ...string) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	if slices.Contains(args, "--continuous") {
+		// where the continuous decode's time went: the one request's join
+		if l := next("autoui serve: continuous decode: "); !strings.HasPrefix(l, "1 joins of 1.0 requests") {
+			t.Errorf("continuous decode: %q", l)
+		}
+	}
 	next("autoui serve: stopped")
 	for l := range lines {
 		log = append(log, l)
