@@ -444,7 +444,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				n, r.RunThroughput())
 		}
 		if r.Options.Pipeline {
-			fmt.Fprintf(w, "pipelined (each batch's screens decoded and resized on the host while the engine predicts the one before, as eval run reads ahead): %.2f screens/s over the run\n",
+			fmt.Fprintf(w, "pipelined (each batch's screens decoded and resized on the host while the engine predicts the one before, as eval run reads ahead): %.2f screens/s over the run (the per-batch rates above count each batch's decoding as if it ran before the batch)\n",
 				r.RunThroughput())
 		}
 	}

@@ -147,9 +147,11 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 				jobs = jobs[:free]
 			}
 			if len(jobs) > 0 {
-				t, moved := time.Now(), s.stats.Move
+				t, moved, joined := time.Now(), s.stats.Move, s.stats.Joined
 				s.join(ctx, jobs, t)
-				s.stats.Joins++
+				if s.stats.Joined > joined { // not when every job was cancelled or refused
+					s.stats.Joins++
+				}
 				s.stats.Prefill += time.Since(t) - (s.stats.Move - moved)
 			}
 		}
@@ -203,7 +205,7 @@ func streamRows(n, most int) int { return min(staticRows(max(n, 1)), most) }
 // shorter length, and a server's stream runs for its life).
 func (s *streamState) resize(rows, enc int) error {
 	p := s.p
-	defer func(t time.Time) { s.stats.Move += time.Since(t) }(time.Now())
+	t := time.Now()
 	_, width := p.streamWidth(rows)
 	key := staticKey{rows: rows, width: width, enc: enc, capacity: s.capacity}
 	set, err := p.staticSet(key)
@@ -224,6 +226,7 @@ func (s *streamState) resize(rows, enc int) error {
 			return err
 		}
 		s.stats.Moves++
+		defer func() { s.stats.Move += time.Since(t) }() // a first set, no rows on it: the join's time
 		if p.adoptHook != nil {
 			p.adoptHook(s.key, key)
 		}

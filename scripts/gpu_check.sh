@@ -130,13 +130,15 @@ test_split() {
 # (--concurrent-batches), dD (--max-draft), aA (--align-positions), mM (ORT's fp32 threshold for its
 # memory-efficient attention kernel, ORT_MIN_SEQ_LEN_EFFICIENT_ATTENTION_FP32, 256 by default), G
 # (--cuda-graph), rR (--capture-rows, with G), P (ORT's per-node profile too). A malformed SPEC is logged (as LABEL) and refused.
-# ortpy: ORT's Python package where gpu_extra.sh ortpy sent it, with the kit's CUDA provider, on
-# PYTHONPATH (once); fails where it was not sent
+# ortpy: unpacks ORT's Python package where gpu_extra.sh ortpy sent it, with the kit's CUDA
+# provider, into /tmp/ortpy (once; fails where it was not sent); the commands that use it say
+# PYTHONPATH=$ortpy_path themselves, so no other step imports it
+ortpy_path=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH}
 ortpy() {
   [ -f "$extra/ortpy.tar.xz" ] || return 1
-  [ -d /tmp/ortpy/onnxruntime ] || { mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
-    ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/; } || return 1
-  case ":${PYTHONPATH:-}:" in *:/tmp/ortpy:*) ;; *) export PYTHONPATH=/tmp/ortpy${PYTHONPATH:+:$PYTHONPATH} ;; esac
+  [ -f /tmp/ortpy/.unpacked ] && return 0
+  rm -rf /tmp/ortpy && mkdir -p /tmp/ortpy && tar -C /tmp/ortpy -xJf "$extra/ortpy.tar.xz" &&
+    ln -sf "$kit"/ort/libonnxruntime_providers_*.so /tmp/ortpy/onnxruntime/capi/ && touch /tmp/ortpy/.unpacked
 }
 
 case_flags() {
@@ -246,11 +248,18 @@ if want kprof; then
       IFS=: read -r bn role bs <<< "$c"
       b=$kit/bundles/base-vitg-$bn; [ "$bn" = fp32 ] && b=$kit/bundles/base-vitg
       [ -d "$b" ] || { log "kprof $c: no bundle $(basename "$b")"; continue; }
-      fits 40 "kprof $c" || break
-      run timeout 120 python3 -m scripts.graph_kernels "$b" "$role" --provider "$prov" --dim "batch_size=${bs:-64}" --json > "$res/kgraph-${c//:/-}.json"
+      fits 60 "kprof $c" || break
+      kg=$res/kgraph-${c//:/-}
+      run env PYTHONPATH="$ortpy_path" timeout 60 python3 -m scripts.graph_kernels "$b" "$role" --provider "$prov" \
+        --dim "batch_size=${bs:-64}" --json > "$kg.json"
+      # its line, or where it failed its own one-line error (in the log, where run sends stderr)
       log "kprof $c (rc $?): $(python3 -c 'import json, sys
 from scripts.graph_kernels import line
-print(line(sys.argv[2], json.load(open(sys.argv[1]))))' "$res/kgraph-${c//:/-}.json" "$bn $role at ${bs:-64}" 2>&1 | tail -1)"
+try:
+    print(line(sys.argv[2], json.load(open(sys.argv[1]))))
+except ValueError:
+    errs = [l for l in open(sys.argv[3]) if l.startswith("graph_kernels:")]
+    print(errs[-1].strip() if errs else "no report")' "$kg.json" "$bn $role at ${bs:-64}" "$out/log.txt" 2>&1 | tail -1)"
     done
   elif [ -z "$nsys" ]; then
     log "kprof: no nsys on this machine and no ORT Python package (gpu_extra.sh ortpy): skipped"
@@ -524,7 +533,7 @@ if want peers && fits "${PEER_EST:-150}" peers; then
   # action), and ORT from Python with IO binding where gpu_extra.sh ortpy sent its package
   runners=${PEER_RUNNERS:-torch_bf16}
   [ -z "${PEER_RUNNERS:-}" ] && ortpy && runners=ort_iobind,$runners
-  PYTHONUNBUFFERED=1 run timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
+  PYTHONUNBUFFERED=1 run env PYTHONPATH="$ortpy_path" timeout 240 python3 -m scripts.peers.gpu --model "$b32" --autoui "$(command -v autoui)" \
     --runners "$runners" --batches "${PEER_BATCHES:-1,8,32}" --runs 2 --warmup 1 --out "$res/peers" > "$res/peers.md"
   log "peers (rc $?): $(grep -E '^\|' "$res/peers.md" | tail -n +3 | tr '\n' ' ')"
   save

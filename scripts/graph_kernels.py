@@ -3,7 +3,8 @@ ONNX Runtime from Python (its CUDA provider) runs the graph on inputs shaped fro
 under torch.profiler, whose CUPTI tracing records every kernel of the process, ORT's included.
 ORT's own profile (scripts.ort_profile) times the host's launch of each node under CUDA, not the
 kernel; this says how long a run keeps the GPU busy, and which kernel families and kernels take it
-(scripts.kernel_profile's families).
+(scripts.kernel_profile's families). Inputs stay on the device and outputs are left there (IO
+binding), as the engine keeps a decode's state; copies are summed apart from the kernels.
 
   python -m scripts.graph_kernels BUNDLE ROLE [--dim NAME=SIZE ...] [--runs 5] [--warmup 2]
                                   [--top 8] [--provider cuda|cpu] [--json]
@@ -85,21 +86,28 @@ def session(bundle: str, manifest: dict, role: str, provider: str):
     return sess
 
 
-def trace_kernels(trace: dict) -> list[tuple[str, float, int]]:
-    """(name, total ns, instances) per kernel, memcpy and memset of a Chrome trace as
-    torch.profiler exports it: the GPU's activities, those ORT launched included (uncorrelated
-    to any torch op, which the profiler's own event tree may leave out)."""
+def trace_kernels(trace: dict) -> tuple[list[tuple[str, float, int]], float]:
+    """(name, total ns, instances) per GPU kernel of a Chrome trace as torch.profiler exports it
+    (those ORT launched included: uncorrelated to any torch op, which the profiler's own event
+    tree may leave out), and the memcpys' and memsets' total ns beside them. Categories compared
+    without case: torch 1.8 wrote Kernel and Memcpy."""
     sums: dict[str, list] = {}
+    copies = 0.0
     for e in trace.get("traceEvents", []):
-        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+        cat = str(e.get("cat", "")).lower()
+        if e.get("ph") != "X":
             continue
-        s = sums.setdefault(e.get("name", "?"), [0.0, 0])
-        s[0] += float(e.get("dur", 0)) * 1e3  # µs
-        s[1] += 1
-    return [(n, t, c) for n, (t, c) in sums.items()]
+        if cat in ("gpu_memcpy", "gpu_memset", "memcpy", "memset"):
+            copies += float(e.get("dur", 0)) * 1e3
+        elif cat == "kernel":
+            k = sums.setdefault(e.get("name", "?"), [0.0, 0])
+            k[0] += float(e.get("dur", 0)) * 1e3  # µs
+            k[1] += 1
+    return [(n, t, c) for n, (t, c) in sums.items()], copies
 
 
-def summarize(kernel_list: list[tuple[str, float, int]], runs: int, walls_ms: list[float], top: int = 8) -> dict:
+def summarize(kernel_list: list[tuple[str, float, int]], runs: int, walls_ms: list[float], top: int = 8,
+              copies_ns: float = 0.0) -> dict:
     total = sum(t for _, t, _ in kernel_list)
     wall = statistics.median(walls_ms)
     fams: dict[str, float] = {}
@@ -108,7 +116,8 @@ def summarize(kernel_list: list[tuple[str, float, int]], runs: int, walls_ms: li
     ranked = sorted(kernel_list, key=lambda k: -k[1])[:top]
     per_run = total / runs / 1e6
     return {
-        "runs": runs, "kernel_ms_per_run": per_run, "wall_ms_median": wall,
+        "runs": runs, "kernel_ms_per_run": per_run, "copy_ms_per_run": copies_ns / runs / 1e6,
+        "wall_ms_median": wall,
         "busy": per_run / wall if wall else None,
         "kernels_per_run": sum(c for _, _, c in kernel_list) / runs,
         "families": {f: t / total for f, t in sorted(fams.items(), key=lambda x: -x[1])} if total else {},
@@ -123,40 +132,51 @@ def line(what: str, s: dict) -> str:
     fams = ", ".join(f"{f} {v:.0%}" for f, v in s["families"].items() if v >= 0.01)
     top = "; ".join(f"{k['kernel']} {k['ms_per_run']:.2f} ms (x{k['per_run']:g})" for k in s["top"][:5])
     busy = f" ({s['busy']:.0%} of it)" if s["busy"] is not None else ""
-    return (f"{what}: GPU kernels {s['kernel_ms_per_run']:.2f} ms a run ({s['kernels_per_run']:.0f} kernels) "
-            f"against a median wall of {s['wall_ms_median']:.2f} ms{busy} | {fams} | top: {top}")
+    return (f"{what}: GPU kernels {s['kernel_ms_per_run']:.2f} ms a run ({s['kernels_per_run']:.0f} kernels; copies "
+            f"{s['copy_ms_per_run']:.2f} ms) against a median wall of {s['wall_ms_median']:.2f} ms{busy} | {fams} | "
+            f"top: {top}")
 
 
 def profile(bundle: str, role: str, dims: dict, runs: int, warmup: int, provider: str, top: int = 8) -> dict:
     manifest = read_manifest(bundle, GraphKernelsError)
     feed = feeds(manifest, role, dims)
     sess = session(bundle, manifest, role, provider)
-    for _ in range(warmup):
-        sess.run(None, feed)
     walls = []
     if provider != "cuda":
+        for _ in range(warmup):
+            sess.run(None, feed)
         for _ in range(runs):
             t = time.perf_counter()
             sess.run(None, feed)
             walls.append((time.perf_counter() - t) * 1e3)
         return summarize([], runs, walls, top)
+    import onnxruntime as ort
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
     if ProfilerActivity.CUDA not in torch.profiler.supported_activities():
         raise GraphKernelsError(f"torch {torch.__version__} has no CUDA profiler (CUPTI)")
+    # Inputs on the device once and outputs left there, as the engine keeps a decode's state: the
+    # run's own kernels, not its inputs' trips across the bus.
+    io = sess.io_binding()
+    for name, x in feed.items():
+        io.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0))
+    for o in sess.get_outputs():
+        io.bind_output(o.name, "cuda")
+    for _ in range(warmup):
+        sess.run_with_iobinding(io)
     with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(runs):
             t = time.perf_counter()
-            sess.run(None, feed)  # the outputs come back to the host: the run has ended on the GPU
+            sess.run_with_iobinding(io)  # ORT synchronizes the device at a run's end
             walls.append((time.perf_counter() - t) * 1e3)
     with tempfile.TemporaryDirectory() as d:
         prof.export_chrome_trace(os.path.join(d, "trace.json"))
         with open(os.path.join(d, "trace.json")) as f:
-            found = trace_kernels(json.load(f))
+            found, copies = trace_kernels(json.load(f))
     if not found:
         raise GraphKernelsError("the profiler's trace holds no GPU kernel (CUPTI saw none of ORT's)")
-    return summarize(found, runs, walls, top)
+    return summarize(found, runs, walls, top, copies)
 
 
 def main(argv=None) -> int:

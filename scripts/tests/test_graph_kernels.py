@@ -31,19 +31,24 @@ def test_trace_kernels_and_summary():
         {"ph": "X", "cat": "kernel", "name": "void cutlass::Kernel2<x>(p)", "dur": 60.0},
         {"ph": "X", "cat": "kernel", "name": "onnxruntime::cuda::_UnaryElementWise<half>", "dur": 40.0},
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "dur": 20.0},
+        {"ph": "X", "cat": "Memset", "name": "Memset (Device)", "dur": 4.0},
+        {"ph": "X", "cat": "Kernel", "name": "void cutlass::Kernel2<x>(p)", "dur": 40.0},
         {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "dur": 500.0},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep", "dur": 900.0},
         {"ph": "i", "cat": "kernel", "name": "marker"},
     ]}
-    k = sorted(gk.trace_kernels(trace))
-    assert k == [("Memcpy DtoH (Device -> Pinned)", 20000.0, 1), ("onnxruntime::cuda::_UnaryElementWise<half>", 40000.0, 1),
-                 ("void cutlass::Kernel2<x>(p)", 160000.0, 2)]
-    s = gk.summarize(k, runs=2, walls_ms=[0.5, 0.2, 0.3])
-    assert s["kernel_ms_per_run"] == pytest.approx(0.11) and s["wall_ms_median"] == 0.3
-    assert s["busy"] == pytest.approx(0.11 / 0.3) and s["kernels_per_run"] == 2
-    assert list(s["families"]) == ["gemm", "elementwise", "transpose/copy"]
-    assert s["top"][0] == {"kernel": "cutlass::Kernel2", "family": "gemm", "share": pytest.approx(160 / 220),
-                           "ms_per_run": pytest.approx(0.08), "per_run": 1}
-    assert "GPU kernels 0.11 ms a run" in gk.line("b vision at 2", s)
+    k, copies = gk.trace_kernels(trace)
+    assert sorted(k) == [("onnxruntime::cuda::_UnaryElementWise<half>", 40000.0, 1),
+                         ("void cutlass::Kernel2<x>(p)", 200000.0, 3)]
+    assert copies == 24000.0
+    s = gk.summarize(k, runs=2, walls_ms=[0.5, 0.2, 0.3], copies_ns=copies)
+    assert s["kernel_ms_per_run"] == pytest.approx(0.12) and s["wall_ms_median"] == 0.3
+    assert s["copy_ms_per_run"] == pytest.approx(0.012)
+    assert s["busy"] == pytest.approx(0.12 / 0.3) and s["kernels_per_run"] == 2
+    assert list(s["families"]) == ["gemm", "elementwise"]
+    assert s["top"][0] == {"kernel": "cutlass::Kernel2", "family": "gemm", "share": pytest.approx(200 / 240),
+                           "ms_per_run": pytest.approx(0.1), "per_run": 1.5}
+    assert "GPU kernels 0.12 ms a run (2 kernels; copies 0.01 ms)" in gk.line("b vision at 2", s)
 
 
 def test_refusals(capsys):
