@@ -23,6 +23,7 @@ onnxruntime/core/framework/fallback_cpu_capability.cc for these graphs' ops.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -54,23 +55,46 @@ def with_external_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
     return m
 
 
-def placement(model: onnx.ModelProto) -> tuple[set, set, set]:
-    """Where ONNX Runtime's CUDA provider runs each node of model's graph, every node given a CUDA
-    kernel: (folded, cpu, host). folded and cpu are node indices: folded into constants (a Shape
-    of a fully known shape, and whatever then has only constant inputs), run on the CPU (a node
-    that reads a host tensor, where each of its inputs is a host tensor it does not read as a
-    host input, a small initializer (<= 100 elements) or a graph input). host names the tensors
-    in host memory. Every other node runs on the device."""
-    m = with_external_as_inputs(model)
-    g = m.graph
-    graph_inputs = {i.name for i in model.graph.input}
+def _inferred(model: onnx.ModelProto) -> dict:
+    """Shape inference's type of each tensor it types: name -> TypeProto.Tensor (of a copy with
+    external initializers as inputs: model's weights need not be loaded)."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(m).graph.value_info
-    except Exception:  # noqa: BLE001 - without shapes nothing folds, which only errs towards the device
-        inferred = []
-    static_shape = {v.name for v in inferred
-                    if v.type.tensor_type.HasField("shape")
-                    and all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)}
+        g = onnx.shape_inference.infer_shapes(with_external_as_inputs(model)).graph
+    except Exception:  # noqa: BLE001 - untyped: nothing folds, every check errs towards the device, staged
+        return {}
+    return {v.name: v.type.tensor_type for v in list(g.value_info) + list(g.input) + list(g.output)}
+
+
+class Placement(NamedTuple):
+    """Where ONNX Runtime's CUDA provider runs each node of a graph (placement): node indices
+    folded into constants or run on the CPU, the tensors in host memory, and shape inference's
+    types, which the checks read too."""
+    folded: set
+    cpu: set
+    host: set
+    types: dict
+
+    def on_device(self, model: onnx.ModelProto):
+        """(index, node) of each node that runs on the device."""
+        for k, n in enumerate(model.graph.node):
+            if k not in self.folded and k not in self.cpu and n.op_type not in CPU_OUTPUTS:
+                yield k, n
+
+
+def placement(model: onnx.ModelProto) -> Placement:
+    """Where ONNX Runtime's CUDA provider runs each node of model's graph, every node given a CUDA
+    kernel: folded into constants (a Shape of a fully known shape, and whatever then has only
+    constant inputs), on the CPU (a node that reads a host tensor, where each of its inputs is a
+    host tensor it does not read as a host input, a small initializer (<= 100 elements) or a
+    graph input), else on the device; and which tensors are in host memory."""
+    g = model.graph
+    graph_inputs = {i.name for i in g.input}
+    types = _inferred(model)
+    # intermediate tensors only: the graph's inputs and outputs, and its external weights (inputs to
+    # inference), are not folded by their shapes
+    io = graph_inputs | {o.name for o in g.output} | {t.name for t in g.initializer if t.data_location == TensorProto.EXTERNAL}
+    static_shape = {name for name, t in types.items() if name not in io and t.HasField("shape")
+                    and all(d.HasField("dim_value") for d in t.shape.dim)}
     const = {t.name for t in g.initializer}
     small = {t.name for t in g.initializer if int(np.prod(t.dims)) <= SMALL_INITIALIZER}
     folded = set()
@@ -93,26 +117,18 @@ def placement(model: onnx.ModelProto) -> tuple[set, set, set]:
         if all(x in small or x in graph_inputs or (x in host and j not in cpu_in) for j, x in enumerate(n.input) if x):
             cpu.add(k)
             host.update(n.output)
-    return folded, cpu, host
+    return Placement(folded, cpu, host, types)
 
 
-def _on_device(model: onnx.ModelProto):
-    """(index, node) of each node placement runs on the device."""
-    folded, cpu, _ = placement(model)
-    for k, n in enumerate(model.graph.node):
-        if k not in folded and k not in cpu and n.op_type not in CPU_OUTPUTS:
-            yield k, n
-
-
-def memcpy_edges(model: onnx.ModelProto) -> list:
+def memcpy_edges(model: onnx.ModelProto, placed: Placement | None = None) -> list:
     """Where ONNX Runtime's CUDA provider would copy between host and device: each (node, input)
     where a tensor in host memory is read on the device as data. A CUDA-graph capture refuses a
-    session with such a copy."""
-    _, _, host = placement(model)
+    session with such a copy. placed: model's placement, where the caller has it."""
+    placed = placed or placement(model)
     edges = []
-    for _, n in _on_device(model):
+    for _, n in placed.on_device(model):
         cpu_in = CPU_INPUTS.get(n.op_type, set())
-        edges += [(n.name or n.op_type, x) for j, x in enumerate(n.input) if x in host and j not in cpu_in]
+        edges += [(n.name or n.op_type, x) for j, x in enumerate(n.input) if x in placed.host and j not in cpu_in]
     return edges
 
 
@@ -127,15 +143,6 @@ def _split_sizes(model: onnx.ModelProto, n: onnx.NodeProto):
                 return numpy_helper.to_array(t).tolist()
         return None
     return []  # no sizes: equal parts
-
-
-def _inferred(model: onnx.ModelProto) -> dict:
-    """Shape inference's type of each tensor it types: name -> TypeProto.Tensor."""
-    try:
-        g = onnx.shape_inference.infer_shapes(with_external_as_inputs(model)).graph
-    except Exception:  # noqa: BLE001 - untyped: every check below then errs towards staged
-        return {}
-    return {v.name: v.type.tensor_type for v in list(g.value_info) + list(g.input) + list(g.output)}
 
 
 def _dims(t) -> list | None:
@@ -158,22 +165,21 @@ def _pointer_batched(a: list | None, b: list | None) -> bool:
                                      for x, y in zip(ba, bb))
 
 
-def host_staged(model: onnx.ModelProto) -> list[str]:
+def host_staged(model: onnx.ModelProto, placed: Placement | None = None) -> list[str]:
     """The device nodes of model whose CUDA kernels stage arguments in host memory (the module's
     doc): every Concat (its inputs' lengths along the axis are runtime values here; ORT passes
     them by value only when all are equal, and then up to 32), a Split of unequal or unknown
     sizes or more than 32 outputs, a MatMul batched over unequal batch dims (_pointer_batched),
-    and ALWAYS_STAGED. One "name (op)" each."""
-    types = None
+    and ALWAYS_STAGED. One "name (op)" each. placed: model's placement, where the caller has it."""
+    placed = placed or placement(model)
     out = []
-    for _, n in _on_device(model):
+    for _, n in placed.on_device(model):
         staged = n.op_type in ALWAYS_STAGED or n.op_type == "Concat"
         if n.op_type == "Split":
             sizes = _split_sizes(model, n)
             staged = sizes is None or len(set(sizes)) > 1 or len(n.output) > MAX_BY_VALUE
         if n.op_type == "MatMul":
-            types = _inferred(model) if types is None else types
-            staged = _pointer_batched(_dims(types.get(n.input[0])), _dims(types.get(n.input[1])))
+            staged = _pointer_batched(_dims(placed.types.get(n.input[0])), _dims(placed.types.get(n.input[1])))
         if staged:
             out.append(f"{n.name or '?'} ({n.op_type})")
     return out
@@ -235,11 +241,12 @@ def stage_free(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     out = onnx.ModelProto()
     out.CopyFrom(model)
     g = out.graph
-    targets = [k for k, n in _on_device(out) if n.op_type == "Concat"]
+    placed = placement(out)
+    types = placed.types
+    targets = [k for k, n in placed.on_device(out) if n.op_type == "Concat"]
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 0)
     if targets and opset < 11:
         raise CaptureError(f"opset {opset}: Pad takes its pads as an input from opset 11")
-    types = _inferred(out) if targets else {}
     for k in reversed(targets):
         n = g.node[k]
         known = [types[x] for x in list(n.input) + list(n.output) if x in types]
@@ -255,7 +262,7 @@ def stage_free(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
         for j, new in enumerate(nodes):
             g.node.insert(k + j, new)
         g.initializer.extend(inits)
-    left = host_staged(out)
+    left = host_staged(out, placement(out) if targets else placed)
     if left:
         raise CaptureError(f"still staged in host memory after the rewrite: {', '.join(left)}")
     return out, len(targets)
@@ -281,9 +288,10 @@ DEVICE_OPS = {
 }
 
 
-def unmarked_ops(model: onnx.ModelProto) -> list[str]:
+def unmarked_ops(model: onnx.ModelProto, placed: Placement | None = None) -> list[str]:
     """The op types model runs on the device that DEVICE_OPS does not hold."""
-    return sorted({n.op_type for _, n in _on_device(model)} - DEVICE_OPS)
+    placed = placed or placement(model)
+    return sorted({n.op_type for _, n in placed.on_device(model)} - DEVICE_OPS)
 
 
 def mark(role: str, entry: dict, model: onnx.ModelProto) -> None:
@@ -291,8 +299,10 @@ def mark(role: str, entry: dict, model: onnx.ModelProto) -> None:
     model (its graph) runs only DEVICE_OPS on the device, none staged in host memory, and copies
     nothing between host and device; else leave it out."""
     entry.pop("capture_safe", None)
-    if (role in MARKED_ROLES and not unmarked_ops(model) and not host_staged(model)
-            and not memcpy_edges(model)):
+    if role not in MARKED_ROLES:
+        return
+    placed = placement(model)
+    if not unmarked_ops(model, placed) and not host_staged(model, placed) and not memcpy_edges(model, placed):
         entry["capture_safe"] = True
 
 
