@@ -306,18 +306,23 @@ def mark(role: str, entry: dict, model: onnx.ModelProto) -> None:
         entry["capture_safe"] = True
 
 
-def rewrite_file(path: str) -> int:
+def rewrite_file(path: str, check=None) -> tuple[int, object]:
     """Rewrite the graph file at path in place by stage_free, its proto alone (external data
     untouched, inline weights kept inline): how many Concats were rewritten (0: the file is left
-    as it was)."""
+    as it was), and what check returned. check(path, new_path), when given, sees the rewritten
+    graph beside the old one first (external data resolves the same); what it raises leaves the
+    file as it was."""
     model = onnx.load(path, load_external_data=False)
     new, n = stage_free(model)
+    checked = None
     if n:
-        tmp = path + ".tmp"
+        tmp = path + ".capture.tmp"
         try:
             onnx.save_model(new, tmp)
+            if check is not None:
+                checked = check(path, tmp)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
-    return n
+    return n, checked

@@ -133,21 +133,13 @@ def _upgrade_vision(bundle: str) -> str:
     if entry.get("capture_safe"):
         return "vision graph already capture-safe"
     path = os.path.join(bundle, entry["path"])
-    model = onnx.load(path, load_external_data=False)
     try:
-        new, n = cuda_capture.stage_free(model)
+        n, worst = cuda_capture.rewrite_file(path, lambda old, tmp: _check_vision(old, tmp, manifest["vision"]["image_size"]))
     except cuda_capture.CaptureError as e:
         return f"vision graph left as it is, not capture-safe ({e}): the engine runs its tower uncaptured"
+    new = onnx.load(path, load_external_data=False)
     said = "vision graph"
     if n:
-        tmp = path + ".capture.tmp"  # beside it: external data is found relative to the graph
-        try:
-            onnx.save_model(new, tmp)
-            worst = _check_vision(path, tmp, manifest["vision"]["image_size"])
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
         entry.update({k: v for k, v in file_entry(bundle, entry["path"]).items() if k != "path"})
         entry["inputs"], entry["outputs"] = graph_io(new)
         said += f": {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
