@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from .bundle_files import read_manifest
-from .kernel_profile import family, short
+from .kernel_profile import shares, short
 
 # Symbolic dims at a bench batch of 64 on base-vitg: the verify width of a speculative call at 64
 # rows (13), a prompt bucket (320), a past midway through a typical answer, the static cache's
@@ -108,21 +108,17 @@ def trace_kernels(trace: dict) -> tuple[list[tuple[str, float, int]], float]:
 
 def summarize(kernel_list: list[tuple[str, float, int]], runs: int, walls_ms: list[float], top: int = 8,
               copies_ns: float = 0.0) -> dict:
-    total = sum(t for _, t, _ in kernel_list)
     wall = statistics.median(walls_ms)
-    fams: dict[str, float] = {}
-    for name, t, _ in kernel_list:
-        fams[family(name)] = fams.get(family(name), 0.0) + t
-    ranked = sorted(kernel_list, key=lambda k: -k[1])[:top]
-    per_run = total / runs / 1e6
+    fams, ranked = shares(kernel_list, top)
+    per_run = sum(t for _, t, _ in kernel_list) / runs / 1e6
     return {
         "runs": runs, "kernel_ms_per_run": per_run, "copy_ms_per_run": copies_ns / runs / 1e6,
         "wall_ms_median": wall,
         "busy": per_run / wall if wall else None,
         "kernels_per_run": sum(c for _, _, c in kernel_list) / runs,
-        "families": {f: t / total for f, t in sorted(fams.items(), key=lambda x: -x[1])} if total else {},
-        "top": [{"kernel": short(n), "family": family(n), "share": t / total, "ms_per_run": t / runs / 1e6,
-                 "per_run": c / runs} for n, t, c in ranked] if total else [],
+        "families": fams,
+        "top": [{"kernel": short(n), "family": f, "share": share, "ms_per_run": t / runs / 1e6, "per_run": c / runs}
+                for n, f, share, t, c in ranked],
     }
 
 

@@ -80,23 +80,34 @@ def batches_run(bench: dict) -> int:
     return measured + measured * int(bench.get("warmup") or 0) // runs
 
 
-def summarize(bench: dict, kernels: list[tuple[str, float, int]], top: int = 8) -> dict:
-    n = batches_run(bench)
+def shares(kernels: list[tuple[str, float, int]], top: int) -> tuple[dict, list]:
+    """The kernel families' shares of the kernels' total time, largest first, and the top
+    kernels, each (name, family, share, total ns, instances); both empty without time."""
     total = sum(t for _, t, _ in kernels)
-    walls = sorted(b["wall_ms"] for b in bench["batches"])
-    wall = walls[len(walls) // 2]
+    if not total:
+        return {}, []
     fams: dict[str, float] = {}
     for name, t, _ in kernels:
         f = family(name)
         fams[f] = fams.get(f, 0.0) + t
     ranked = sorted(kernels, key=lambda k: -k[1])[:top]
+    return ({f: t / total for f, t in sorted(fams.items(), key=lambda x: -x[1])},
+            [(name, family(name), t / total, t, c) for name, t, c in ranked])
+
+
+def summarize(bench: dict, kernels: list[tuple[str, float, int]], top: int = 8) -> dict:
+    n = batches_run(bench)
+    total = sum(t for _, t, _ in kernels)
+    walls = sorted(b["wall_ms"] for b in bench["batches"])
+    wall = walls[len(walls) // 2]
+    fams, ranked = shares(kernels, top)
     return {
         "batches": n, "batch_size": bench["batches"][0]["screens"],
         "kernel_ms_per_batch": total / n / 1e6, "wall_ms_median": wall,
         "busy": total / n / 1e6 / wall if wall else None,
-        "families": {f: t / total for f, t in sorted(fams.items(), key=lambda x: -x[1])} if total else {},
-        "top": [{"kernel": short(name), "family": family(name), "share": t / total, "instances": c}
-                for name, t, c in ranked] if total else [],
+        "families": fams,
+        "top": [{"kernel": short(name), "family": f, "share": share, "instances": c}
+                for name, f, share, _, c in ranked],
     }
 
 
