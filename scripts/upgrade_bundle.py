@@ -36,6 +36,7 @@ import sys
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 
 from . import cuda_capture
 from . import graph_check as gc
@@ -137,6 +138,8 @@ def _upgrade_vision(bundle: str) -> str:
         n, worst = cuda_capture.rewrite_file(path, lambda old, tmp: _check_vision(old, tmp, manifest["vision"]["image_size"]))
     except cuda_capture.CaptureError as e:
         return f"vision graph left as it is, not capture-safe ({e}): the engine runs its tower uncaptured"
+    except DecodeError as e:
+        raise UpgradeError(f"{path}: not a readable ONNX graph ({e})") from None
     new = onnx.load(path, load_external_data=False)
     said = "vision graph"
     if n:
@@ -355,6 +358,9 @@ def main(argv=None) -> int:
             print(upgrade(b, args.static_check), flush=True)
         except (UpgradeError, OSError, KeyError, TypeError) as e:
             print(f"upgrade_bundle: {e}", file=sys.stderr)
+            return 1
+        except DecodeError as e:  # a decoder graph that is not ONNX
+            print(f"upgrade_bundle: {b}: a graph is not readable ONNX ({e})", file=sys.stderr)
             return 1
     return 0
 

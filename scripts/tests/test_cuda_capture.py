@@ -197,3 +197,23 @@ def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
     with pytest.raises(ub.UpgradeError, match="off by 1"):
         ub._upgrade_vision(b)
     assert {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)} == before
+
+
+def test_upgrade_refuses_corrupt_vision_graph(tmp_path, capsys):
+    """A vision graph that is not ONNX: a one-line error, exit 1, the bundle as it was."""
+    b = str(tmp_path / "b")
+    shutil.copytree(TINY, b)
+    manifest = read_manifest(b)
+    manifest["files"]["vision"].pop("capture_safe")
+    from scripts.bundle_files import save_manifest
+    save_manifest(b, manifest)
+    path = os.path.join(b, "vision_model.onnx")
+    with open(path, "rb") as f:
+        head = f.read(3000)
+    with open(path, "wb") as f:
+        f.write(head)
+    before = {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)}
+    assert ub.main(["--static-check", "none", b]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"upgrade_bundle: {path}: not a readable ONNX graph") and "\n" not in err
+    assert {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)} == before
