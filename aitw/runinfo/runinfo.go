@@ -80,6 +80,9 @@ type Options struct {
 	// are, and the manifest hash covers the bundle.
 	Preset    string `json:"preset,omitempty"`
 	ScrollMap string `json:"scroll_map,omitempty"`
+	// Replay is eval run's --replay (benchmarking: every prediction is the
+	// replayed action, not the model's), "" for none; compared.
+	Replay string `json:"replay,omitempty"`
 }
 
 // AutoUIPreset is what Auto-GUI's main.py predicts with (its README's
@@ -173,6 +176,7 @@ func Diff(a, b *Info, sameShard bool) []string {
 	add("provider", ao.Provider, bo.Provider)
 	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
 	add("exact_fp32", ao.ExactFP32, bo.ExactFP32)
+	add("replay", ao.Replay, bo.Replay)
 	if ao.Provider == "cuda" && bo.Provider == "cuda" && !ao.ExactFP32 && !bo.ExactFP32 {
 		// TF32's products depend on the matrix shapes: on an H200, 2 of
 		// 1483 outputs differed between batches of 8 and 64

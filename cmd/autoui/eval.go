@@ -24,7 +24,9 @@ import (
 	"github.com/autoui/autoui/aitw/runner"
 	"github.com/autoui/autoui/aitw/score"
 	"github.com/autoui/autoui/atomicfile"
+	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/predict"
 )
 
 func init() {
@@ -152,6 +154,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
 	preset := fs.String("preset", "", "autoui: predict as Auto-GUI's main.py does, for the paper's number ("+presetFlags()+"); other values of these flags are refused")
+	replay := fs.String("replay", "", "benchmarking only: every step decodes this action text ('typical' for a typical Auto-UI tap; 'mixed' for answers of several lengths in turn) instead of the model's choices, through real decoder calls, so that a random-weight bundle runs as a trained one would (bench --replay's rule); run.json records it and eval score refuses the predictions")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] [--preset autoui] --out DIR [flags]")
 		fs.PrintDefaults()
@@ -211,6 +214,15 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	defer closeModel()
 	set := p.Settings()
+	var pred predict.Predictor = p
+	if *replay != "" {
+		r, err := bench.NewReplayer(p.Tokenizer(), *replay, set.MaxNewTokens)
+		if err != nil {
+			return usageErrorf("--replay: %w", err)
+		}
+		pred = r.Wrap(p)
+		fmt.Fprintln(os.Stderr, "autoui eval run: --replay: every prediction is the replayed action, not the model's (benchmarking)")
+	}
 	if *batch == 0 {
 		*batch = runner.DefaultBatch(string(set.Provider))
 	}
@@ -220,6 +232,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	info.Options.Preset = *preset
 	info.Options.Continuous = *continuous
+	info.Options.Replay = *replay
 	if err := runinfo.Start(*out, info); err != nil {
 		return err
 	}
@@ -235,7 +248,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 		}
 		opts.CacheKey = modelFingerprint(mf.model)
 	}
-	sum, err := runner.Run(ctx, p, opts)
+	sum, err := runner.Run(ctx, pred, opts)
 	err = skipHint(err)
 	ended := time.Now().UTC()
 	info.Ended = &ended
@@ -404,6 +417,11 @@ func runEvalScore(ctx context.Context, args []string) error {
 	ps, err := runinfo.ReadPredictions(splitList(preds))
 	if err != nil {
 		return err
+	}
+	for _, src := range ps.Sources {
+		if src.Info != nil && src.Info.Options.Replay != "" {
+			return fmt.Errorf("%s was made with eval run --replay %q (benchmarking: every prediction is the replayed action, not the model's): not scored", src.Path, src.Info.Options.Replay)
+		}
 	}
 	for _, n := range ps.Notes {
 		fmt.Fprintln(os.Stderr, n)

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/runinfo"
+	"github.com/autoui/autoui/bench"
 )
 
 // TestEvalScoreCommand runs `autoui eval score` on the AITW fixtures and
@@ -234,6 +236,64 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 		"--no-feature-cache", "--cuda-graph", "--continuous")
 	if code != 0 || !regexp.MustCompile(`continuous decode on 4 rows: [0-9.]+ tokens per action; [1-9][0-9]* joins of [0-9.]+ requests, [1-9][0-9]* decoder calls of [0-9.]+ busy rows on [0-9.]+, [0-9]+ moves, 0 decoder graphs captured; time: joins [0-9.]+ s, decoder calls [0-9.]+ s, moves [0-9.]+ s`).MatchString(stderr) {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// eval run --replay (benchmarking): every step decodes the replayed action,
+// in batches and in a continuous decode; run.json records it, a resume
+// without it is refused, and eval score refuses the predictions.
+func TestEvalRunReplay(t *testing.T) {
+	data := "../../aitw/testdata/records/general"
+	raws := func(out string) []string {
+		ps, err := aitw.ReadPredictions(filepath.Join(out, runinfo.PredictionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r []string
+		for _, p := range ps.ByStep {
+			r = append(r, p.Raw)
+		}
+		return r
+	}
+	for _, extra := range [][]string{{"--replay", "typical"}, {"--replay", "mixed", "--cuda-graph", "--continuous"}} {
+		out := t.TempDir()
+		args := append([]string{"eval", "run", "--model", tinyBundle, "--data", data, "--out", out, "--batch", "4", "--no-feature-cache"}, extra...)
+		_, stderr, code := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stderr, "not the model's (benchmarking)") {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		got := raws(out)
+		want := map[string]bool{bench.TypicalAction: true}
+		if extra[1] == "mixed" {
+			for _, a := range bench.MixedActions {
+				want[a] = true
+			}
+		}
+		seen := map[string]bool{}
+		for _, r := range got {
+			if !want[r] {
+				t.Errorf("%v: raw %q, not a replayed action", extra, r)
+			}
+			seen[r] = true
+		}
+		if len(got) == 0 || (extra[1] == "mixed" && len(seen) < 2) {
+			t.Errorf("%v: %d predictions of %d actions", extra, len(got), len(seen))
+		}
+		if info, err := runinfo.Read(out); err != nil || info.Options.Replay != extra[1] {
+			t.Fatalf("%v: run.json %+v %v", extra, info, err)
+		}
+		_, stderr, code = runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", out, "--no-feature-cache")
+		if code != exitError || !strings.Contains(stderr, "replay: "+extra[1]+" vs ") {
+			t.Errorf("%v: resumed without --replay: exit %d: %s", extra, code, stderr)
+		}
+		_, stderr, code = runCLI(t, "eval", "score", "--gold", data, "--pred", out)
+		if code != exitError || !strings.Contains(stderr, "--replay") || !strings.Contains(stderr, "not scored") {
+			t.Errorf("%v: scored: exit %d: %s", extra, code, stderr)
+		}
+	}
+	_, stderr, code := runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", t.TempDir(), "--replay", strings.Repeat("tap ", 200))
+	if code != exitUsage || !strings.Contains(stderr, "do not fit") {
+		t.Errorf("a replay over the token limit: exit %d: %s", code, stderr)
 	}
 }
 

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/autoui/autoui/bench"
@@ -206,72 +202,16 @@ func readTokenFile(path string) (string, error) {
 }
 
 // replayModel is m with every request decoding the --replay value
-// (bench.ReplayTokens) in place of the model's choices
-// (predict.Request.Replay).
+// (bench.Replayer) in place of the model's choices.
 func replayModel(m serve.Model, p *engine.Predictor, replay string) (serve.Model, error) {
-	texts := []string{replay}
-	if replay == bench.MixedReplay {
-		texts = bench.MixedActions
+	r, err := bench.NewReplayer(p.Tokenizer(), replay, p.Settings().MaxNewTokens)
+	if err != nil {
+		return m, usageErrorf("--replay: %w", err)
 	}
-	var all [][]int64
-	for _, text := range texts {
-		_, ids, err := bench.ReplayTokens(p.Tokenizer(), text)
-		if err != nil {
-			return m, fmt.Errorf("--replay: %w", err)
-		}
-		if n := p.Settings().MaxNewTokens; len(ids) >= n {
-			return m, usageErrorf("--replay: %d tokens do not fit the %d-token limit with their </s>", len(ids), n)
-		}
-		all = append(all, ids)
-	}
-	with := func(r predict.Request, ids []int64) predict.Request {
-		r.Replay = ids
-		if r.MaxNewTokens != 0 && r.MaxNewTokens <= len(ids) {
-			r.MaxNewTokens = len(ids) + 1 // the replay decides the length
-		}
-		return r
-	}
-	longest := slices.MaxFunc(all, func(a, b []int64) int { return cmp.Compare(len(a), len(b)) })
-	var turn atomic.Uint64 // mixed: the requests take the actions in turn, as they reach the engine
 	check := m.Check
-	m.Check = func(r predict.Request) error { return check(with(r, longest)) }
-	m.Engine = replaying{m.Engine, func(r predict.Request) predict.Request {
-		return with(r, all[(turn.Add(1)-1)%uint64(len(all))])
-	}}
+	m.Check = func(q predict.Request) error { return check(r.Longest(q)) }
+	m.Engine = r.Wrap(m.Engine)
 	return m, nil
-}
-
-// replaying sets each request's replay before the engine sees it.
-type replaying struct {
-	predict.Predictor
-	set func(predict.Request) predict.Request
-}
-
-func (r replaying) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
-	return r.Predictor.Predict(ctx, r.set(req))
-}
-
-func (r replaying) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
-	out := make([]predict.Request, len(reqs))
-	for i, q := range reqs {
-		out[i] = r.set(q)
-	}
-	return r.Predictor.PredictBatch(ctx, out)
-}
-
-// Stream is the engine's continuous decode with each job's replay set.
-func (r replaying) Stream(ctx context.Context, rows int, next func(int, bool) ([]predict.Job, bool)) error {
-	st, ok := r.Predictor.(predict.Streamer)
-	if !ok {
-		return errors.New("this engine has no continuous decode")
-	}
-	return st.Stream(ctx, rows, func(free int, wait bool) ([]predict.Job, bool) {
-		jobs, more := next(free, wait)
-		for i := range jobs {
-			jobs[i].Req = r.set(jobs[i].Req)
-		}
-		return jobs, more
-	})
 }
 
 // defaultJoinMin is --join-min's value (serve, eval run), 0 giving the
