@@ -15,10 +15,12 @@ import (
 type Batch struct {
 	Run     int
 	Screens int
-	Start   time.Time
-	Decode  time.Duration // the batch's screens decoded (pipelined: and resized), spread over the cores
-	Resize  time.Duration // inside PredictBatch: the screens resized to the vision input
-	Wall    time.Duration // Decode + PredictBatch
+	// Start is when its screens' decoding began, End when PredictBatch
+	// returned; pipelined, a batch's decoding overlaps the batch before.
+	Start, End time.Time
+	Decode     time.Duration // the batch's screens decoded (pipelined: and resized), spread over the cores
+	Resize     time.Duration // inside PredictBatch: the screens resized to the vision input
+	Wall       time.Duration // Decode + PredictBatch
 }
 
 // ScreensPerSecond is the batch's throughput, decoding included.
@@ -121,6 +123,7 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 type prepared struct {
 	items  []Case
 	imgs   []image.Image
+	start  time.Time
 	decode time.Duration
 	err    error
 }
@@ -143,13 +146,13 @@ func prepareBatch(cases []Case, opts Options) prepared {
 		imgs[i] = img
 		return err
 	})
-	return prepared{items: items, imgs: imgs, decode: time.Since(t), err: err}
+	return prepared{items: items, imgs: imgs, start: t, decode: time.Since(t), err: err}
 }
 
 // predictBatch predicts RunBatch's batch r (negative: a warm-up one). Its
-// Batch starts its decoding's time before the call: where the pipeline
-// decoded it during the previous batch, the run's rate counts that time
-// once (Report.RunThroughput).
+// Batch starts where its decoding did: where the pipeline decoded it during
+// the previous batch, the run's rate counts that time once
+// (Report.RunThroughput).
 func predictBatch(ctx context.Context, p predict.Predictor, opts Options, r int, b prepared) ([]Action, Batch, error) {
 	if b.err != nil {
 		return nil, Batch{}, b.err
@@ -163,7 +166,8 @@ func predictBatch(ctx context.Context, p predict.Predictor, opts Options, r int,
 	if err != nil {
 		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %w", len(reqs), r, err)
 	}
-	wall := b.decode + time.Since(t)
+	end := time.Now()
+	wall := b.decode + end.Sub(t)
 	if len(res) != len(b.items) {
 		return nil, Batch{}, fmt.Errorf("batch of %d, run %d: %d results", len(b.items), r, len(res))
 	}
@@ -177,6 +181,6 @@ func predictBatch(ctx context.Context, p predict.Predictor, opts Options, r int,
 		actions = append(actions, a)
 	}
 	// every screen carries the batch's resize (engine.PredictBatch's convention)
-	return actions, Batch{Run: r, Screens: len(b.items), Start: t.Add(-b.decode), Decode: b.decode,
+	return actions, Batch{Run: r, Screens: len(b.items), Start: b.start, End: end, Decode: b.decode,
 		Resize: res[0].Timings.Preprocess, Wall: wall}, nil
 }

@@ -165,13 +165,16 @@ func TestRunBatchConcurrent(t *testing.T) {
 		t.Fatalf("%v, %v screens/s over the run: %s", err, r.RunThroughput(), table.String())
 	}
 	// the rate over the run: 12 screens from the first start to the last end
-	first, last := batches[0].Start, batches[0].Start.Add(batches[0].Wall)
+	first, last := batches[0].Start, batches[0].End
 	for _, b := range batches {
 		if b.Start.Before(first) {
 			first = b.Start
 		}
-		if e := b.Start.Add(b.Wall); e.After(last) {
-			last = e
+		if b.End.After(last) {
+			last = b.End
+		}
+		if got := b.End.Sub(b.Start); got < b.Wall {
+			t.Errorf("batch %d: %v from its start to its end, shorter than its wall time %v", b.Run, got, b.Wall)
 		}
 	}
 	if want := 12 / last.Sub(first).Seconds(); r.RunThroughput() != want {

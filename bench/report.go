@@ -197,14 +197,14 @@ func (r *Report) RunThroughput() float64 {
 	if len(r.Batches) == 0 {
 		return 0
 	}
-	first, last := r.Batches[0].Start, r.Batches[0].Start
+	first, last := r.Batches[0].Start, r.Batches[0].End
 	screens := 0
 	for _, b := range r.Batches {
 		if b.Start.Before(first) {
 			first = b.Start
 		}
-		if end := b.Start.Add(b.Wall); end.After(last) {
-			last = end
+		if b.End.After(last) {
+			last = b.End
 		}
 		screens += b.Screens
 	}
