@@ -30,7 +30,8 @@
 # fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont,
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
-# ATTN_CASES the attention A/B's cases (the attn step says how they read), EVALC_CFGS evalc's (batches graph64 cont
+# ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
+# fp16attnsn-cont; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -39,7 +40,7 @@ out=${OUT:-/tmp/gpu-check}; mkdir -p "$out"
 res=$(mktemp -d)
 kit=${KIT:-/tmp/kit}
 extra=${EXTRA:-.gpuextra}
-steps=${STEPS:-env tests attn kprof graph action batch step profile tf32 evalc serve host peers fp16}
+steps=${STEPS:-env tests attn kprof graph action batch step profile tf32 e2e evalc serve host peers fp16}
 batches=${BATCHES:-8 32 64}
 budget=${BUDGET_S:-540}
 prov=${PROVIDER:-cuda}   # cpu: a dry run of the plumbing on a machine without a GPU
@@ -431,6 +432,32 @@ if want tf32 && fits 90 tf32; then
     fits 20 "eval batch 64" && run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" \
       --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps/s|text path' "$out/log.txt" | tail -2 | tr '\n' ' ')"
   fi
+  save
+fi
+
+if want e2e && fits 60 e2e; then
+  # batched eval end to end (issue 21's >= 300 screens/s): eval run of a base-vitg bundle over full-size
+  # (1080x2400) synthetic AITW records, every step replaying the typical action (--replay: random weights
+  # decode as a trained model would), so that reading, resizing ahead on the host's cores and the engine
+  # run as one run does; steps/s from eval's own last progress line (model load excluded, the first
+  # batches' captures included)
+  d=/tmp/e2e-data
+  [ -d $d/test ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-300}" --seed 1 --size 1080x2400 >/dev/null
+  log "e2e: $(grep -h -A4 '"steps"' $d/dataset.json 2>/dev/null | tr -d ' \n') full-size steps"
+  for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont}; do
+    case $cfg in
+      fp16attnsn-graph64) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64) ;;
+      fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
+      fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
+      fp32-graph64) bd=$b32 fl=(--cuda-graph --capture-rows 64) ;;
+      *) log "e2e: no configuration $cfg"; continue ;; esac
+    [ -d "$bd" ] || { log "e2e $cfg: no bundle $bd"; continue; }
+    fits 60 "e2e $cfg" || break
+    run timeout 200 autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
+      --replay typical --no-feature-cache --out "$res/e2e-$cfg" >/dev/null
+    rc=$?
+    log "e2e $cfg (rc $rc): $(grep -h -E 'steps/s' "$out/log.txt" | tail -1) | $(grep -h -E 'text path|continuous decode on' "$out/log.txt" | tail -1)"
+  done
   save
 fi
 
