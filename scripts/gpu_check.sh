@@ -442,7 +442,7 @@ if want e2e && fits 60 e2e; then
   # run as one run does; steps/s from eval's own last progress line (model load excluded, the first
   # batches' captures included)
   d=/tmp/e2e-data
-  [ -d $d/test ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-300}" --seed 1 --size 1080x2400 >/dev/null
+  [ -d $d/test ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
   log "e2e: $(grep -h -A4 '"steps"' $d/dataset.json 2>/dev/null | tr -d ' \n') full-size steps"
   for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont}; do
     case $cfg in
