@@ -25,7 +25,10 @@ import (
 const File = "run.json"
 
 // FormatVersion is the newest run.json layout this code writes and reads.
-const FormatVersion = 1
+// Format 2 is a run made with --replay (Options.Replay), which a reader of
+// format 1 would take for the model's predictions and resume; every other
+// run is written as format 1.
+const FormatVersion = 2
 
 // Info is run.json.
 type Info struct {
@@ -148,6 +151,10 @@ func Read(dir string) (*Info, error) {
 
 // Write replaces DIR/run.json atomically.
 func (in *Info) Write(dir string) error {
+	in.Format = 1
+	if in.Options.Replay != "" {
+		in.Format = 2
+	}
 	b, err := json.MarshalIndent(in, "", "  ")
 	if err != nil {
 		return err
@@ -176,7 +183,7 @@ func Diff(a, b *Info, sameShard bool) []string {
 	add("provider", ao.Provider, bo.Provider)
 	add("graph_opt", ao.GraphOpt, bo.GraphOpt)
 	add("exact_fp32", ao.ExactFP32, bo.ExactFP32)
-	add("replay", ao.Replay, bo.Replay)
+	add("replay", orNone(ao.Replay), orNone(bo.Replay))
 	if ao.Provider == "cuda" && bo.Provider == "cuda" && !ao.ExactFP32 && !bo.ExactFP32 {
 		// TF32's products depend on the matrix shapes: on an H200, 2 of
 		// 1483 outputs differed between batches of 8 and 64
@@ -200,6 +207,13 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func orAll(shard string) string {

@@ -154,7 +154,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")
 	preset := fs.String("preset", "", "autoui: predict as Auto-GUI's main.py does, for the paper's number ("+presetFlags()+"); other values of these flags are refused")
-	replay := fs.String("replay", "", "benchmarking only: every step decodes this action text ('typical' for a typical Auto-UI tap; 'mixed' for answers of several lengths in turn) instead of the model's choices, through real decoder calls, so that a random-weight bundle runs as a trained one would (bench --replay's rule); run.json records it and eval score refuses the predictions")
+	replay := fs.String("replay", "", "benchmarking only: every step decodes this action text ('typical' for a typical Auto-UI tap; 'mixed' for answers of several lengths in turn) instead of the model's choices, through real decoder calls, so that a random-weight bundle runs as a trained one would (serve --replay's rule); run.json records it and eval score refuses the predictions")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: autoui eval run --model DIR --data PATHS [--splits FILE --split test] [--preset autoui] --out DIR [flags]")
 		fs.PrintDefaults()

@@ -279,11 +279,13 @@ func TestEvalRunReplay(t *testing.T) {
 		if len(got) == 0 || (extra[1] == "mixed" && len(seen) < 2) {
 			t.Errorf("%v: %d predictions of %d actions", extra, len(got), len(seen))
 		}
-		if info, err := runinfo.Read(out); err != nil || info.Options.Replay != extra[1] {
+		// format 2: an autoui that reads format 1 only refuses it rather
+		// than taking it for the model's predictions
+		if info, err := runinfo.Read(out); err != nil || info.Options.Replay != extra[1] || info.Format != 2 {
 			t.Fatalf("%v: run.json %+v %v", extra, info, err)
 		}
 		_, stderr, code = runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", out, "--no-feature-cache")
-		if code != exitError || !strings.Contains(stderr, "replay: "+extra[1]+" vs ") {
+		if code != exitError || !strings.Contains(stderr, "replay: "+extra[1]+" vs none") {
 			t.Errorf("%v: resumed without --replay: exit %d: %s", extra, code, stderr)
 		}
 		_, stderr, code = runCLI(t, "eval", "score", "--gold", data, "--pred", out)
