@@ -52,6 +52,12 @@ want() { [[ " $steps " == *" $1 "* ]]; }
 fits() { (( SECONDS - t0 + $1 <= budget )) && return 0; log "skip $2: about $1 s, $((budget - SECONDS + t0)) s left"; return 1; }
 exec 3>>"$out/log.txt"
 run() { echo "[$((SECONDS - t0))s] \$ $*" >&3; "$@" 2>&3; }
+# logmark, then since MARK PATTERN: the last line matching PATTERN that the log got after the mark (what the
+# command run in between printed, not an earlier one's)
+logmark() { wc -l < "$out/log.txt"; }
+since() { tail -n +$(($1 + 1)) "$out/log.txt" | grep -h -E "$2" | tail -1; }
+# capped SECONDS: a command's timeout, at most the budget left (at least 30 s)
+capped() { local left=$((budget - SECONDS + t0)); (( left < $1 )) && set -- "$left"; echo $(( $1 < 30 ? 30 : $1 )); }
 
 # bundle DST BASE DELTA: BASE's files with DELTA's over them, as symbolic links (ORT reads a graph's
 # external data beside the link, which is a link too)
@@ -441,9 +447,9 @@ if want e2e && fits 60 e2e; then
   # decode as a trained model would), so that reading, resizing ahead on the host's cores and the engine
   # run as one run does; steps/s from eval's own last progress line (model load excluded, the first
   # batches' captures included)
-  d=/tmp/e2e-data
-  [ -d $d/test ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
-  log "e2e: $(grep -h -A4 '"steps"' $d/dataset.json 2>/dev/null | tr -d ' \n') full-size steps"
+  d=/tmp/e2e-data-${E2E_EPISODES:-400}
+  [ -f $d/dataset.json ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
+  log "e2e: $(python3 -c 'import json, sys; print(sum(json.load(open(sys.argv[1]))["steps"].values()))' $d/dataset.json 2>&1) full-size steps"
   for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont}; do
     case $cfg in
       fp16attnsn-graph64) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64) ;;
@@ -453,10 +459,11 @@ if want e2e && fits 60 e2e; then
       *) log "e2e: no configuration $cfg"; continue ;; esac
     [ -d "$bd" ] || { log "e2e $cfg: no bundle $bd"; continue; }
     fits 60 "e2e $cfg" || break
-    run timeout 200 autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
+    m=$(logmark)
+    run timeout "$(capped 200)" autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
       --replay typical --no-feature-cache --out "$res/e2e-$cfg" >/dev/null
     rc=$?
-    log "e2e $cfg (rc $rc): $(grep -h -E 'steps/s' "$out/log.txt" | tail -1) | $(grep -h -E 'text path|continuous decode on' "$out/log.txt" | tail -1)"
+    log "e2e $cfg (rc $rc): $(since "$m" 'steps/s') | $(since "$m" 'text path|continuous decode on')"
   done
   save
 fi
@@ -474,10 +481,11 @@ if want evalc && [ -d /tmp/bundles/default-static ]; then
       cont-j1) fl=(--cuda-graph --continuous --join-min 1) ;; cont-b128) fl=(--cuda-graph --continuous --batch 128) ;;
       *) log "evalc: no configuration $cfg"; continue ;; esac
     fits 40 "eval $cfg" || break
+    m=$(logmark)
     run timeout 150 autoui eval run --provider "$prov" --model /tmp/bundles/default-static --data "$split" --batch 64 "${fl[@]}" \
       --no-feature-cache --out "$res/evalc-$cfg" >/dev/null
     rc=$?
-    log "eval $cfg (rc $rc): $(grep -h -E 'steps/s' "$out/log.txt" | tail -1) | $(grep -h -E 'text path|continuous decode on' "$out/log.txt" | tail -1)"
+    log "eval $cfg (rc $rc): $(since "$m" 'steps/s') | $(since "$m" 'text path|continuous decode on')"
     [ -f /tmp/cpu-ref/predictions.jsonl ] && log "  against the CPU: $(same_outputs /tmp/cpu-ref "$res/evalc-$cfg")"
   done
   save
