@@ -211,8 +211,15 @@ func TestCUDAStreamGolden(t *testing.T) {
 		reqs = append(reqs, c.featureRequest(t),
 			predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
 	}
-	for _, dec := range []Decoding{DecodeSpeculative, DecodeGreedy} {
-		p := cudaPredictorWith(t, Options{Decoding: dec, CUDAGraph: true})
+	for _, tc := range []struct {
+		dec     Decoding
+		overlap bool
+	}{{DecodeSpeculative, false}, {DecodeGreedy, false}, {DecodeSpeculative, true}} {
+		dec := tc.dec
+		// OverlapJoins: the joins into a busy decode prefill on another
+		// thread beside captured calls, and the calls that capture wait
+		// for them
+		p := cudaPredictorWith(t, Options{Decoding: dec, CUDAGraph: true, OverlapJoins: tc.overlap})
 		var moves streamMoves
 		p.adoptHook = moves.record
 		for pass := range 2 {
@@ -226,7 +233,7 @@ func TestCUDAStreamGolden(t *testing.T) {
 					t.Fatalf("%s pass %d %s: %v", dec, pass, c.ID, f.errs[i])
 				}
 				if !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
-					t.Errorf("stream under capture, %s pass %d, %s (screen %v): ids differ from golden", dec, pass, c.ID, i%2 == 1)
+					t.Errorf("stream under capture, %s (overlap %v) pass %d, %s (screen %v): ids differ from golden", dec, tc.overlap, pass, c.ID, i%2 == 1)
 				}
 			}
 		}
@@ -236,7 +243,12 @@ func TestCUDAStreamGolden(t *testing.T) {
 		if longer == 0 || up == 0 || down == 0 {
 			t.Errorf("%s: busy rows moved to longer buffers %d times, to more rows %d, to fewer %d", dec, longer, up, down)
 		}
-		t.Logf("%s: %d decoder graphs captured; busy rows moved %d times, %d to longer buffers", dec, p.statics.graphs, len(moves), longer)
+		st := p.StreamStats()
+		if tc.overlap != (st.Beside > 0) {
+			t.Errorf("%s, overlap %v: %d joins prefilled beside the calls", dec, tc.overlap, st.Beside)
+		}
+		t.Logf("%s (overlap %v): %d decoder graphs captured; busy rows moved %d times, %d to longer buffers; %d joins beside the calls",
+			dec, tc.overlap, p.statics.graphs, len(moves), longer, st.Beside)
 	}
 }
 

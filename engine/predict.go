@@ -93,7 +93,7 @@ func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr)
+	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,9 +140,12 @@ func batchErrors(B int, what string) (itemErr func(int, error) error, batchErr f
 
 // prefill runs a batch's screens and prompts up to the fused states [B, n,
 // d] the decoder cross-attends, and their mask [B, n]; its errors are
-// wrapped by itemErr and batchErr as PredictBatch returns them.
+// wrapped by itemErr and batchErr as PredictBatch returns them. beside is a
+// prefill that runs beside the capture thread's decoder calls (a stream's
+// overlapped join): it runs no graph that may be captured, whatever its
+// thread.
 func (p *Predictor) prefill(ctx context.Context, reqs []predict.Request, res []*predict.Result,
-	itemErr func(int, error) error, batchErr func(error) error) (encoded, []int64, error) {
+	itemErr func(int, error) error, batchErr func(error) error, beside bool) (encoded, []int64, error) {
 	// The text's prefill needs no image: under overlapPrefill it runs while
 	// the screens are resized and the vision tower runs.
 	var text prefilled
@@ -164,7 +167,7 @@ func (p *Predictor) prefill(ctx context.Context, reqs []predict.Request, res []*
 		// are resized, and the tower waits for them.
 		gate = wg.Wait
 	}
-	featErr := p.features(ctx, reqs, res, gate)
+	featErr := p.features(ctx, reqs, res, gate, beside)
 	if p.overlapPrefill {
 		if featErr != nil {
 			stopText()
@@ -298,7 +301,7 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 	}
 	res := []*predict.Result{{}}
 	var err error
-	if cerr := p.engineCall(ctx, func() { err = p.features(ctx, []predict.Request{{Screen: img}}, res, nil) }); cerr != nil {
+	if cerr := p.engineCall(ctx, func() { err = p.features(ctx, []predict.Request{{Screen: img}}, res, nil, false) }); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
@@ -309,8 +312,9 @@ func (p *Predictor) ImageFeatures(ctx context.Context, img image.Image) ([]float
 
 // features fills res[i].Features: given features as they are, screens
 // preprocessed in parallel and run through the vision tower in one call
-// (after gate, when given, has returned).
-func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []*predict.Result, gate func()) error {
+// (after gate, when given, has returned); beside, never on the tower's
+// fixed buffers (prefill).
+func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []*predict.Result, gate func(), beside bool) error {
 	var need []int
 	for i, r := range reqs {
 		if r.Features != nil {
@@ -329,7 +333,8 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	per := p.prep.Len()
 	// Resizing a full screenshot is plain Go work: spread it over the cores,
 	// straight into the vision tower's input.
-	if !p.fixedVision(len(need)) || !p.visionFixed.mayCapture(len(need)) {
+	fixed := p.fixedVision(len(need)) && !beside
+	if !fixed || !p.visionFixed.mayCapture(len(need)) {
 		gate = nil // a replay or a plain run may overlap the encoder
 	}
 	var fillErr error
@@ -358,7 +363,7 @@ func (p *Predictor) features(ctx context.Context, reqs []predict.Request, res []
 	dim := p.bundle.Manifest.Vision.OutputDim
 	t := time.Now()
 	feat := make([]float32, len(need)*dim)
-	err = p.runVision(g, len(need), fill, feat)
+	err = p.runVision(g, len(need), fill, feat, fixed)
 	switch {
 	case fillErr != nil:
 		return fillErr
@@ -402,10 +407,10 @@ func (e encoded) value(B, n, d int) (ort.Value, func(), error) {
 }
 
 // runVision runs the vision tower on k screens, whose pixels fill writes
-// into its input, into their features: on fixed buffers under
-// Options.CUDAGraph (fixedGraph), else as any graph.
-func (p *Predictor) runVision(g *graph, k int, fill func(pix []float32) error, feat []float32) error {
-	if p.fixedVision(k) {
+// into its input, into their features: on fixed buffers (fixedGraph, where
+// fixedVision says) when fixed, else as any graph.
+func (p *Predictor) runVision(g *graph, k int, fill func(pix []float32) error, feat []float32, fixed bool) error {
+	if fixed {
 		return p.visionFixed.run(k, fill, feat)
 	}
 	pix := make([]float32, k*p.prep.Len())

@@ -77,6 +77,14 @@ type Options struct {
 	// the cpu provider). Streams run on fixed buffers at every row count.
 	// Only the time changes, never the tokens.
 	CaptureRows int
+	// OverlapJoins has a continuous decode (Stream) prefill the requests
+	// that join it (screens, prompts, fusion) beside its decoder calls,
+	// one join at a time, instead of pausing the busy rows for it: only
+	// the cross projection and the move onto the rows then come between
+	// two calls. On a GPU the prefill's kernels can run beside the calls'
+	// (each session has its own stream); on a CPU both share the cores.
+	// Only the time changes, never the tokens.
+	OverlapJoins bool
 }
 
 // CaptureRowsLimit bounds Options.CaptureRows: up to 64 a batch's rows are

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/autoui/autoui/engine/sample"
@@ -42,6 +44,14 @@ const StreamRowsLimit = 1024
 // should then block until work comes or none will (Stream asks again at
 // once). Every job's Done is called exactly once.
 //
+// With Options.OverlapJoins a join into a busy decode is prefilled beside
+// its calls, on another goroutine, one join at a time: the calls go on and
+// the joiners take their rows between two calls once their prefill is done
+// (an idle decode still prefills in place: there is nothing to overlap).
+// Under capture the prefill runs no graph that may be captured, and a call
+// that may capture (the first of new buffers) waits for it: a capture must
+// see no other CUDA work.
+//
 // Timings are PredictBatch's, per request: the join's prefill stages, Cross
 // its cross projection (and the move onto new buffers, when it made one),
 // the first decoder call with the cross projection in it as in decode, and
@@ -72,16 +82,22 @@ type StreamStats struct {
 	BusyRows      int64 // summed over the calls
 	Rows          int64 // the buffers' rows, summed over the calls
 	Moves         int
-	// Prefill is the joins' time (screens, prompts, fusion, cross
-	// projection) but their moves, Decode the decoder calls', Move the
-	// moves'.
+	// Prefill is the time the joins held the decode (screens, prompts,
+	// fusion, cross projection) but their moves, Decode the decoder
+	// calls', Move the moves'.
 	Prefill, Decode, Move time.Duration
+	// Beside counts the joins prefilled beside the calls
+	// (Options.OverlapJoins), BesideTime their prefills' time, which is in
+	// no other.
+	Beside     int
+	BesideTime time.Duration
 }
 
 func (a *StreamStats) add(b StreamStats) {
 	a.Joins, a.Joined, a.Calls, a.Moves = a.Joins+b.Joins, a.Joined+b.Joined, a.Calls+b.Calls, a.Moves+b.Moves
 	a.BusyRows, a.Rows = a.BusyRows+b.BusyRows, a.Rows+b.Rows
 	a.Prefill, a.Decode, a.Move = a.Prefill+b.Prefill, a.Decode+b.Decode, a.Move+b.Move
+	a.Beside, a.BesideTime = a.Beside+b.Beside, a.BesideTime+b.BesideTime
 }
 
 // StreamStats is what every Stream of the predictor did so far (a server's
@@ -112,6 +128,29 @@ type streamState struct {
 	maxRows  int         // Stream's rows: what next is offered
 	capacity int         // every set's: a row keeps its positions when it moves
 	stats    StreamStats // since the last flush into the predictor's
+	overlap  bool        // Options.OverlapJoins
+	pending  *pendingJoin
+	// gate is held shared by a pending join's prefill, and alone by a
+	// call that may capture.
+	gate sync.RWMutex
+}
+
+// pendingJoin is a join prefilling beside the decoder calls
+// (Options.OverlapJoins); the stream places it between two calls once done
+// is closed.
+type pendingJoin struct {
+	jobs  []predict.Job
+	seqs  []*sequence
+	res   []*predict.Result
+	start time.Time
+	done  chan struct{}
+	fused encoded
+	mask  []int64
+	err   error
+	took  time.Duration
+	// panicked is a panic of the prefill, re-raised on the stream's
+	// goroutine with the stack where it happened
+	panicked any
 }
 
 // flush adds what the stream did since the last flush to the predictor's
@@ -130,14 +169,25 @@ const streamEncBucket = 64
 
 func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wait bool) ([]predict.Job, bool)) error {
 	_, widest := p.streamWidth(1)
-	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + widest}
+	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + widest, overlap: p.opts.OverlapJoins}
 	broken := false
 	defer func() { s.release(broken); s.flush() }()
 	more := true
 	for calls := 0; ; {
 		s.flush()
 		s.leave()
-		if free := s.maxRows - s.busy; more && free > 0 {
+		if pj := s.pending; pj != nil {
+			if s.busy == 0 {
+				<-pj.done // nothing to decode meanwhile
+			}
+			select {
+			case <-pj.done:
+				s.pending = nil
+				s.timed(func() { s.land(ctx, pj) })
+			default:
+			}
+		}
+		if free := s.maxRows - s.busy; more && free > 0 && s.pending == nil {
 			var jobs []predict.Job
 			jobs, more = next(free, s.busy == 0)
 			if len(jobs) > free {
@@ -146,38 +196,114 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 				}
 				jobs = jobs[:free]
 			}
-			if len(jobs) > 0 {
-				t, moved, joined := time.Now(), s.stats.Move, s.stats.Joined
-				s.join(ctx, jobs, t)
-				if s.stats.Joined > joined { // not when every job was cancelled or refused
-					s.stats.Joins++
-				}
-				s.stats.Prefill += time.Since(t) - (s.stats.Move - moved)
+			switch {
+			case len(jobs) == 0:
+			case s.overlap && s.busy > 0:
+				s.begin(ctx, jobs, time.Now())
+			default:
+				t := time.Now()
+				s.timed(func() { s.join(ctx, jobs, t) })
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			s.failAll(err)
+			s.abandon(err)
 			return err
 		}
 		if s.busy == 0 {
-			if !more {
+			if !more && s.pending == nil {
 				return nil
 			}
 			continue
 		}
-		if R := len(s.rows); R > 1 && 4*s.busy <= R {
+		if R := len(s.rows); R > 1 && 4*s.busy <= R && s.pending == nil {
 			// a quarter full, with this call's joiners: onto buffers of
 			// fewer rows, whose calls cost less (on a CPU by the row).
-			// Should that fail, the decode goes on where it is.
+			// Should that fail, the decode goes on where it is. Not while
+			// a join prefills: its rows would move back at once.
 			_ = s.resize(streamRows(2*s.busy, s.maxRows), s.key.enc)
 		}
 		if err := s.step(); err != nil {
 			broken = true
 			err = fmt.Errorf("decoder call %d: %w", calls, err)
 			s.failAll(err)
+			s.abandon(err)
 			return err
 		}
 		calls++
+	}
+}
+
+// timed runs a join's work on the stream (join, land), counting a join when
+// it started a request and its time, but its moves', as the joins'.
+func (s *streamState) timed(f func()) {
+	t, moved, joined := time.Now(), s.stats.Move, s.stats.Joined
+	f()
+	if s.stats.Joined > joined { // not when every job was cancelled or refused
+		s.stats.Joins++
+	}
+	s.stats.Prefill += time.Since(t) - (s.stats.Move - moved)
+}
+
+// begin starts prefilling jobs beside the calls (Options.OverlapJoins).
+func (s *streamState) begin(ctx context.Context, jobs []predict.Job, start time.Time) {
+	jobs, seqs, res := s.p.admit(jobs)
+	if len(jobs) == 0 {
+		return
+	}
+	pj := &pendingJoin{jobs: jobs, seqs: seqs, res: res, start: start, done: make(chan struct{})}
+	reqs := make([]predict.Request, len(jobs))
+	for i, j := range jobs {
+		reqs[i] = j.Req
+	}
+	itemErr, batchErr := batchErrors(len(jobs), "join")
+	s.pending = pj
+	s.gate.RLock() // here, so that no call that may capture starts before the prefill does
+	go func() {
+		defer close(pj.done)
+		defer s.gate.RUnlock()
+		defer func() {
+			if r := recover(); r != nil {
+				pj.panicked = fmt.Sprintf("%v [prefilling a join beside the calls]\n%s", r, debug.Stack())
+			}
+		}()
+		t := time.Now()
+		pj.fused, pj.mask, pj.err = s.p.prefill(ctx, reqs, res, itemErr, batchErr, true)
+		pj.took = time.Since(t)
+	}()
+}
+
+// land places a join whose prefill ran beside the calls on free rows, or
+// answers it as a join in place would.
+func (s *streamState) land(ctx context.Context, pj *pendingJoin) {
+	if pj.panicked != nil {
+		panic(pj.panicked)
+	}
+	defer pj.fused.release()
+	s.stats.Beside++
+	s.stats.BesideTime += pj.took
+	err := pj.err
+	if err == nil {
+		err = s.place(pj.jobs, pj.seqs, pj.res, pj.fused, pj.mask, pj.start)
+	}
+	s.settle(ctx, pj.jobs, pj.start, err)
+}
+
+// abandon answers a join still prefilling beside the calls with err, once
+// its prefill has returned: the stream ends.
+func (s *streamState) abandon(err error) {
+	pj := s.pending
+	if pj == nil {
+		return
+	}
+	s.pending = nil
+	<-pj.done
+	if pj.panicked != nil {
+		panic(pj.panicked)
+	}
+	pj.fused.release()
+	for _, j := range pj.jobs {
+		j.Done(nil, err)
 	}
 }
 
@@ -287,9 +413,19 @@ func (s *streamState) failAll(err error) {
 }
 
 // join prefills jobs and starts them on free rows; a failed join of several
-// is tried again one job at a time. A job's nil Ctx is the background.
+// is tried again one job at a time.
 func (s *streamState) join(ctx context.Context, jobs []predict.Job, start time.Time) {
-	p := s.p
+	jobs, seqs, res := s.p.admit(jobs)
+	if len(jobs) == 0 {
+		return
+	}
+	s.settle(ctx, jobs, start, s.start(ctx, jobs, seqs, res, start))
+}
+
+// admit answers the jobs that cannot join (cancelled, or a request the
+// engine refuses) and returns the others with their sequences and results.
+// A job's nil Ctx is the background.
+func (p *Predictor) admit(jobs []predict.Job) ([]predict.Job, []*sequence, []*predict.Result) {
 	var live []predict.Job
 	var seqs []*sequence
 	var res []*predict.Result
@@ -309,38 +445,50 @@ func (s *streamState) join(ctx context.Context, jobs []predict.Job, start time.T
 		}
 		live, seqs, res = append(live, j), append(seqs, seq), append(res, r)
 	}
-	if len(live) == 0 {
-		return
-	}
-	err := s.start(ctx, live, seqs, res, start)
+	return live, seqs, res
+}
+
+// settle answers a failed join's jobs: with err, one job or the stream's
+// end, else each tried again alone, so that a request the engine refuses
+// fails only itself.
+func (s *streamState) settle(ctx context.Context, jobs []predict.Job, start time.Time, err error) {
 	if err == nil {
 		return
 	}
-	if len(live) == 1 || ctx.Err() != nil {
-		for _, j := range live {
+	if len(jobs) == 1 || ctx.Err() != nil {
+		for _, j := range jobs {
 			j.Done(nil, err)
 		}
 		return
 	}
-	for _, j := range live {
+	for _, j := range jobs {
 		s.join(ctx, []predict.Job{j}, start)
 	}
 }
 
 // start prefills the joining requests and places them on free rows.
 func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*sequence, res []*predict.Result, start time.Time) error {
-	p := s.p
 	B := len(jobs)
 	itemErr, batchErr := batchErrors(B, "join")
 	reqs := make([]predict.Request, B)
 	for i, j := range jobs {
 		reqs[i] = j.Req
 	}
-	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr)
+	fused, mask, err := s.p.prefill(ctx, reqs, res, itemErr, batchErr, false)
 	if err != nil {
 		return err
 	}
 	defer fused.release()
+	return s.place(jobs, seqs, res, fused, mask, start)
+}
+
+// place starts prefilled requests (fused states, mask) on free rows: their
+// cross projection into the buffers, moved onto more rows or longer ones
+// first when they need it.
+func (s *streamState) place(jobs []predict.Job, seqs []*sequence, res []*predict.Result, fused encoded, mask []int64, start time.Time) error {
+	p := s.p
+	B := len(jobs)
+	_, batchErr := batchErrors(B, "join")
 	t := time.Now()
 	states, done, err := fused.value(B, len(mask)/B, p.cfg.DModel)
 	if err != nil {
@@ -422,7 +570,17 @@ func (s *streamState) step() error {
 		p.stepHook(alignUp(k, p.align))
 	}
 	t := time.Now()
-	if err := st.Step(logits); err != nil {
+	var err error
+	if s.set.captured && st.Runs() < capturingRuns {
+		// a call that may capture sees no other CUDA work: a join
+		// prefilling beside the calls finishes first
+		s.gate.Lock()
+		err = st.Step(logits)
+		s.gate.Unlock()
+	} else {
+		err = st.Step(logits)
+	}
+	if err != nil {
 		return fmt.Errorf("run %s graph %s: %w", p.decoderStatic.role, p.decoderStatic.path, err)
 	}
 	dt := time.Since(t)

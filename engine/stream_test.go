@@ -65,8 +65,15 @@ func (f *streamFeed) ask(free int, wait bool) ([]predict.Job, bool) {
 // have left, each get the golden tokens, greedy and speculative, whatever
 // the join sizes, while the busy rows move to longer buffers and to more
 // and fewer rows; a join asks for no more rows than are free, and waits
-// only when no row is busy (streamFeed checks).
+// only when no row is busy (streamFeed checks). The same with the joins
+// prefilled beside the calls (Options.OverlapJoins).
 func TestStreamGolden(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprint("overlap=", overlap), func(t *testing.T) { testStreamGolden(t, overlap) })
+	}
+}
+
+func testStreamGolden(t *testing.T, overlap bool) {
 	cases := loadGolden(t)
 	var reqs []predict.Request
 	for range 2 {
@@ -75,7 +82,7 @@ func TestStreamGolden(t *testing.T) {
 		}
 	}
 	for _, dec := range []Decoding{DecodeGreedy, DecodeSpeculative} {
-		p := placed(t, placeStatic, Options{Decoding: dec})
+		p := placed(t, placeStatic, Options{Decoding: dec, OverlapJoins: overlap})
 		var moves streamMoves
 		p.adoptHook = moves.record
 		steps := 0
@@ -144,6 +151,11 @@ func TestStreamGolden(t *testing.T) {
 			st.Prefill <= 0 || st.Decode <= 0 || st.Move <= 0 {
 			t.Errorf("%s: stream stats %+v (%d requests, %d moves, %d calls)", dec, st, 4*len(reqs), len(moves), steps)
 		}
+		// beside the calls: every join into a busy decode (the rows 1
+		// stream never has one)
+		if overlap != (st.Beside > 0 && st.BesideTime > 0) || st.Beside >= st.Joins {
+			t.Errorf("%s, overlap %v: %d of %d joins prefilled beside the calls, in %v", dec, overlap, st.Beside, st.Joins, st.BesideTime)
+		}
 	}
 }
 
@@ -196,6 +208,12 @@ func TestStreamConstrained(t *testing.T) {
 // one request at a time), and a request cancelled while it decodes leaves
 // with its context's error, its row free; the others get their tokens.
 func TestStreamFailsAlone(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprint("overlap=", overlap), func(t *testing.T) { testStreamFailsAlone(t, overlap) })
+	}
+}
+
+func testStreamFailsAlone(t *testing.T, overlap bool) {
 	cases := loadGolden(t)
 	var reqs []predict.Request
 	for _, c := range cases[:5] {
@@ -205,7 +223,7 @@ func TestStreamFailsAlone(t *testing.T) {
 	reqs[4].Features, reqs[4].Screen = nil, image.NewRGBA(image.Rect(0, 0, 0, 0))
 	cancelled, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := placed(t, placeStatic, Options{})
+	p := placed(t, placeStatic, Options{OverlapJoins: overlap})
 	calls := 0
 	p.stepHook = func(int) {
 		if calls++; calls == 2 {
@@ -213,6 +231,9 @@ func TestStreamFailsAlone(t *testing.T) {
 		}
 	}
 	f := newStreamFeed(reqs, 5)
+	if overlap {
+		f = newStreamFeed(reqs, 1, 4) // the four join a busy decode
+	}
 	f.ctxs = []context.Context{nil, nil, cancelled, nil, nil}
 	if err := p.Stream(context.Background(), 5, f.ask); err != nil {
 		t.Fatal(err)
@@ -232,19 +253,29 @@ func TestStreamFailsAlone(t *testing.T) {
 			t.Errorf("%s: %v, %v", cases[i].ID, f.res[i], f.errs[i])
 		}
 	}
+	if st := p.StreamStats(); overlap && st.Beside != 1 {
+		t.Errorf("%d joins prefilled beside the calls, want 1", st.Beside)
+	}
 }
 
-// When the stream's context ends, the busy requests are answered with its
-// error and Stream returns it.
+// When the stream's context ends, the busy requests, and a join
+// prefilling beside the calls, are answered with its error and Stream
+// returns it.
 func TestStreamCancelled(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprint("overlap=", overlap), func(t *testing.T) { testStreamCancelled(t, overlap) })
+	}
+}
+
+func testStreamCancelled(t *testing.T, overlap bool) {
 	cases := loadGolden(t)
-	reqs := []predict.Request{cases[0].featureRequest(t), cases[1].featureRequest(t)}
-	p := placed(t, placeStatic, Options{})
+	reqs := []predict.Request{cases[0].featureRequest(t), cases[1].featureRequest(t), cases[2].featureRequest(t)}
+	p := placed(t, placeStatic, Options{OverlapJoins: overlap})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := newStreamFeed(reqs, 2)
+	f := newStreamFeed(reqs, 1, 2) // the two join (beside) after the first call
 	p.stepHook = func(int) { cancel() }
-	if err := p.Stream(ctx, 2, f.ask); !errors.Is(err, context.Canceled) {
+	if err := p.Stream(ctx, 3, f.ask); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 	for i, err := range f.errs {

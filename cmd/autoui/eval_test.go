@@ -96,6 +96,7 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--continuous"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "2000", "--cuda-graph", "--continuous"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--continuous", "--join-min", "-1"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--overlap-joins"},
 	} {
 		err := runEval(context.Background(), args)
 		want := exitUsage
@@ -226,6 +227,9 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	out, got := run("--cuda-graph", "--continuous")
 	if len(want) == 0 || string(got) != string(want) {
 		t.Fatalf("--continuous wrote\n%s\nbatches wrote\n%s", got, want)
+	}
+	if _, got := run("--cuda-graph", "--continuous", "--overlap-joins"); string(got) != string(want) {
+		t.Fatalf("--continuous --overlap-joins wrote\n%s\nbatches wrote\n%s", got, want)
 	}
 	info, err := runinfo.Read(out)
 	if err != nil || !info.Options.Continuous || info.Options.Batch != 4 {

@@ -36,6 +36,7 @@ type modelFlags struct {
 	cudaGraph  bool
 	capRows    int
 	profile    string // bench's --ort-profile
+	overlap    bool   // serve's and eval run's --overlap-joins (addOverlapFlag)
 	capWarned  bool   // the --threads cap warning was printed
 }
 
@@ -149,7 +150,14 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		PromptGroups:    m.groups,
 		CUDAGraph:       m.cudaGraph,
 		CaptureRows:     m.capRows,
+		OverlapJoins:    m.overlap,
 	}, nil
+}
+
+// addOverlapFlag adds --overlap-joins (engine.Options.OverlapJoins), for the
+// commands with --continuous.
+func (m *modelFlags) addOverlapFlag(fs *flag.FlagSet) {
+	fs.BoolVar(&m.overlap, "overlap-joins", false, "with --continuous: prefill the requests that join a busy decode (screens, prompts) beside its decoder calls, one join at a time, instead of pausing them; on a GPU the two run side by side; same tokens")
 }
 
 // decodeOptions is how screenshots are decoded: the --max-pixels cap.

@@ -30,6 +30,7 @@ func runServe(ctx context.Context, args []string) error {
 	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
+	mf.addOverlapFlag(fs)
 	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
 	joinWait := fs.Duration("join-wait", serve.DefaultJoinWait, "under --continuous: the longest fewer than --join-min waiting requests wait to join a busy decode")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
@@ -56,6 +57,8 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--queue %d: must be >= 1", *queue)
 	case *concurrent < 1 || *concurrent > *queue:
 		return usageErrorf("--concurrent-batches %d: want 1 to --queue (%d): each batch needs a queued request", *concurrent, *queue)
+	case mf.overlap && !*continuous:
+		return usageErrorf("--overlap-joins needs --continuous")
 	case *continuous && !mf.cudaGraph:
 		return usageErrorf("--continuous needs --cuda-graph: rows join at their own positions on the static decoder")
 	case *continuous && *concurrent > 1:
@@ -250,8 +253,12 @@ func streamLine(p *engine.Predictor) string {
 		return float64(a) / float64(b)
 	}
 	graphs, _ := p.CapturedGraphs()
-	return fmt.Sprintf("%d joins of %.1f requests, %d decoder calls of %.1f busy rows on %.1f, %d moves, %d decoder graphs captured; "+
+	line := fmt.Sprintf("%d joins of %.1f requests, %d decoder calls of %.1f busy rows on %.1f, %d moves, %d decoder graphs captured; "+
 		"time: joins %.2f s, decoder calls %.2f s, moves %.2f s",
 		st.Joins, per(int64(st.Joined), st.Joins), st.Calls, per(st.BusyRows, st.Calls), per(st.Rows, st.Calls), st.Moves, graphs,
 		st.Prefill.Seconds(), st.Decode.Seconds(), st.Move.Seconds())
+	if st.Beside > 0 {
+		line += fmt.Sprintf("; %d joins prefilled beside the calls in %.2f s", st.Beside, st.BesideTime.Seconds())
+	}
+	return line
 }

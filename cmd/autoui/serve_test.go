@@ -33,6 +33,7 @@ import (
 func TestServeCLI(t *testing.T) {
 	t.Run("batches", func(t *testing.T) { serveCLI(t, "--concurrent-batches", "2") })
 	t.Run("continuous", func(t *testing.T) { serveCLI(t, "--continuous", "--cuda-graph") })
+	t.Run("continuous-overlap", func(t *testing.T) { serveCLI(t, "--continuous", "--cuda-graph", "--overlap-joins") })
 }
 
 func serveCLI(t *testing.T, args ...string) {
@@ -172,6 +173,7 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--continuous"}, exitUsage, "--continuous needs --cuda-graph"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--concurrent-batches", "2"}, exitUsage, "one continuous decode"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "-1"}, exitUsage, "--join-min -1"},
+		{[]string{"serve", "--model", "x", "--cuda-graph", "--overlap-joins"}, exitUsage, "--overlap-joins needs --continuous"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-wait", "0s"}, exitUsage, "--join-wait 0s"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--max-batch", "5000"}, exitUsage, "at most 1024 rows"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},

@@ -55,6 +55,7 @@ type Static struct {
 	host                         [5]ortval.Pinned // over IDs, Pos, mask, Best, Logits
 	up, maskUp, down, downLogits *Transfer
 	shape                        ort.Shape
+	runs                         int // decoder calls made
 }
 
 // StaticConfig is what a Static is made for: its shapes are fixed for life.
@@ -333,6 +334,10 @@ func (s *Static) Adopt(old *Static, rows []int) error {
 	return s.setMask(at, old.maskHost, from, old.d.enc)
 }
 
+// Runs is how many decoder calls were made on the buffers (under capture,
+// the first ones are ORT's plain runs and its capture).
+func (s *Static) Runs() int { return s.runs }
+
 // Enc is the buffers' encoder length.
 func (s *Static) Enc() int { return int(s.d.enc) }
 
@@ -345,6 +350,7 @@ func (s *Static) Step(logits bool) error {
 	if err := s.up.Run(); err != nil {
 		return fmt.Errorf("decoder inputs: %w", err)
 	}
+	s.runs++
 	if err := s.decoder.RunWithBindingOptions(s.bind, s.run); err != nil {
 		return err
 	}
