@@ -28,10 +28,10 @@
 # as "64 64v320 64g1 32c2 64d24" (case_flags), FP16_BATCH_CASES the fp16-everywhere one; GRAPH_BATCHES and FP16_GRAPH_BATCHES
 # those of `graph`, FP16_GRAPH_DRAFTS its --max-draft values for fp16 (default 12); GRAPH_PROFILE=0 skips its profiles), SERVE_CFGS serve's configurations (graph plain c2 fp16 random by default; also
 # fp16all, fp16all-c2, fp16all-graph, fp16all-graph64, fp16attn, fp16mha-a8, fp16all-cont, fp16all-cont-j1, fp16attn-cont,
-# fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed), PEER_RUNNERS and PEER_BATCHES the peers'
+# fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-cont; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -450,11 +450,13 @@ if want e2e && fits 60 e2e; then
   d=/tmp/e2e-data-${E2E_EPISODES:-400}
   [ -f $d/dataset.json ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
   log "e2e: $(python3 -c 'import json, sys; print(sum(json.load(open(sys.argv[1]))["steps"].values()))' $d/dataset.json 2>&1) full-size steps"
-  for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont}; do
+  for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont fp16attnsn-cont-ov}; do
     case $cfg in
       fp16attnsn-graph64) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
+      # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them
+      fp16attnsn-cont-ov) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous --overlap-joins) ;;
       fp32-graph64) bd=$b32 fl=(--cuda-graph --capture-rows 64) ;;
       *) log "e2e: no configuration $cfg"; continue ;; esac
     [ -d "$bd" ] || { log "e2e $cfg: no bundle $bd"; continue; }
@@ -519,6 +521,7 @@ if want serve && fits 40 serve; then
       # answers of several lengths in turn (--replay mixed), batches against the continuous decode
       fp16attnsn-mixed) cfg="$kit/bundles/base-vitg-fp16attnsn:mixed::" ;;
       fp16attnsn-cont-mixed) cfg="$kit/bundles/base-vitg-fp16attnsn:mixed:graph::--continuous" ;;
+      fp16attnsn-cont-mixed-ov) cfg="$kit/bundles/base-vitg-fp16attnsn:mixed:graph::--continuous --overlap-joins" ;;
       *) log "serve: no configuration $name"; continue ;;
     esac
     IFS=: read -r b replay graph conc more <<< "$cfg"
