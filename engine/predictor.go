@@ -607,8 +607,11 @@ func (p *Predictor) visionGraph() (*graph, error) {
 		}
 		if p.visionErr == nil && fixed {
 			dim, H, W := int64(p.bundle.Manifest.Vision.OutputDim), int64(p.prep.Height), int64(p.prep.Width)
-			p.visionFixed = &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,
+			f := &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,
 				bucket: p.bucketRows, in: []int64{3, H, W}, out: []int64{dim}}
+			p.statics.mu.Lock() // CapturedGraphs reads it from any goroutine
+			p.visionFixed = f
+			p.statics.mu.Unlock()
 		}
 	})
 	return p.vision, p.visionErr

@@ -310,9 +310,9 @@ func (c *staticCall) close() {
 // and the vision tower's (one per batch size). 0, 0 without capture.
 func (p *Predictor) CapturedGraphs() (decoder, vision int) {
 	p.statics.mu.Lock()
-	decoder = p.statics.graphs
+	decoder, f := p.statics.graphs, p.visionFixed
 	p.statics.mu.Unlock()
-	if f := p.visionFixed; f != nil {
+	if f != nil {
 		f.mu.Lock()
 		vision = f.graphs
 		f.mu.Unlock()

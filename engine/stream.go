@@ -87,7 +87,8 @@ type StreamStats struct {
 	// calls', Move the moves'.
 	Prefill, Decode, Move time.Duration
 	// Beside counts the joins prefilled beside the calls
-	// (Options.OverlapJoins), BesideTime their prefills' time, which is in
+	// (Options.OverlapJoins) that started a request, as Joins counts,
+	// BesideTime the time of every such prefill that landed, which is in
 	// no other.
 	Beside     int
 	BesideTime time.Duration
@@ -171,7 +172,12 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 	_, widest := p.streamWidth(1)
 	s := &streamState{p: p, maxRows: rows, capacity: p.maxNew + widest, overlap: p.opts.OverlapJoins}
 	broken := false
-	defer func() { s.release(broken); s.flush() }()
+	defer func() {
+		// a join still prefilling beside the calls here: a panic unwinds
+		s.abandon(errors.New("continuous batching: the decode stopped"))
+		s.release(broken)
+		s.flush()
+	}()
 	more := true
 	for calls := 0; ; {
 		s.flush()
@@ -187,7 +193,9 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			default:
 			}
 		}
-		if free := s.maxRows - s.busy; more && free > 0 && s.pending == nil {
+		// Beside the calls, a join waits for the few calls of new buffers
+		// that may capture (which a prefill beside them would hold up).
+		if free := s.maxRows - s.busy; more && free > 0 && s.pending == nil && !(s.overlap && s.busy > 0 && s.mayCapture()) {
 			var jobs []predict.Job
 			jobs, more = next(free, s.busy == 0)
 			if len(jobs) > free {
@@ -220,7 +228,8 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 			// a quarter full, with this call's joiners: onto buffers of
 			// fewer rows, whose calls cost less (on a CPU by the row).
 			// Should that fail, the decode goes on where it is. Not while
-			// a join prefills: its rows would move back at once.
+			// a join prefills beside the calls: the first calls on new
+			// buffers may capture, and would wait for it.
 			_ = s.resize(streamRows(2*s.busy, s.maxRows), s.key.enc)
 		}
 		if err := s.step(); err != nil {
@@ -232,6 +241,12 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 		}
 		calls++
 	}
+}
+
+// mayCapture reports whether the next call on the buffers may be one that
+// captures (their first capturingRuns, under capture).
+func (s *streamState) mayCapture() bool {
+	return s.set.captured && s.set.st.Runs() < capturingRuns
 }
 
 // timed runs a join's work on the stream (join, land), counting a join when
@@ -280,11 +295,14 @@ func (s *streamState) land(ctx context.Context, pj *pendingJoin) {
 		panic(pj.panicked)
 	}
 	defer pj.fused.release()
-	s.stats.Beside++
 	s.stats.BesideTime += pj.took
+	joined := s.stats.Joined
 	err := pj.err
 	if err == nil {
 		err = s.place(pj.jobs, pj.seqs, pj.res, pj.fused, pj.mask, pj.start)
+	}
+	if s.stats.Joined > joined {
+		s.stats.Beside++
 	}
 	s.settle(ctx, pj.jobs, pj.start, err)
 }
@@ -298,12 +316,12 @@ func (s *streamState) abandon(err error) {
 	}
 	s.pending = nil
 	<-pj.done
-	if pj.panicked != nil {
-		panic(pj.panicked)
-	}
 	pj.fused.release()
 	for _, j := range pj.jobs {
 		j.Done(nil, err)
+	}
+	if pj.panicked != nil {
+		panic(pj.panicked)
 	}
 }
 
@@ -569,15 +587,19 @@ func (s *streamState) step() error {
 	if p.stepHook != nil {
 		p.stepHook(alignUp(k, p.align))
 	}
-	t := time.Now()
 	var err error
-	if s.set.captured && st.Runs() < capturingRuns {
+	var t time.Time
+	if s.mayCapture() {
 		// a call that may capture sees no other CUDA work: a join
-		// prefilling beside the calls finishes first
+		// prefilling beside the calls would finish first (none is begun
+		// while the buffers may capture, and they do not change while one
+		// prefills: this holds that)
 		s.gate.Lock()
+		t = time.Now()
 		err = st.Step(logits)
 		s.gate.Unlock()
 	} else {
+		t = time.Now()
 		err = st.Step(logits)
 	}
 	if err != nil {

@@ -253,8 +253,10 @@ func testStreamFailsAlone(t *testing.T, overlap bool) {
 			t.Errorf("%s: %v, %v", cases[i].ID, f.res[i], f.errs[i])
 		}
 	}
-	if st := p.StreamStats(); overlap && st.Beside != 1 {
-		t.Errorf("%d joins prefilled beside the calls, want 1", st.Beside)
+	// the four's join was prefilled beside the calls, failed as a whole
+	// (the empty screen) and was tried again in place: it started none
+	if st := p.StreamStats(); overlap && (st.BesideTime <= 0 || st.Beside != 0) {
+		t.Errorf("%d joins prefilled beside the calls in %v, want 0 in some time", st.Beside, st.BesideTime)
 	}
 }
 
