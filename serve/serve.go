@@ -78,8 +78,9 @@ type Config struct {
 	Continuous bool
 	// JoinMin is how many waiting requests (fewer when fewer rows are
 	// free) join a busy continuous decode at once (0: 1): each join
-	// pauses the decode for its prefill, which a GPU does in about the
-	// same time for one request as for several.
+	// pauses the decode for its prefill (or, prefilled beside the calls,
+	// holds up the next join), which a GPU does in about the same time
+	// for one request as for several.
 	JoinMin int
 	// JoinWait bounds how long fewer than JoinMin waiting requests wait
 	// to join a busy continuous decode (0: DefaultJoinWait).

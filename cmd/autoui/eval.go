@@ -150,7 +150,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
 	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
 	mf.addOverlapFlag(fs)
-	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill (0: 1 on the cpu, a quarter of --batch under cuda)")
+	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, a quarter of --batch under cuda)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
 	cache := fs.String("feature-cache", "", "vision feature cache directory (default OUT/feature_cache); keyed by model and pixels")
 	noCache := fs.Bool("no-feature-cache", false, "do not cache vision features")

@@ -31,7 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
 	mf.addOverlapFlag(fs)
-	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
+	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
 	joinWait := fs.Duration("join-wait", serve.DefaultJoinWait, "under --continuous: the longest fewer than --join-min waiting requests wait to join a busy decode")
 	batchWait := fs.Duration("batch-wait", serve.DefaultBatchWait, "how long a batch waits for more requests after its first (0: only those already waiting)")
 	queue := fs.Int("queue", serve.DefaultQueue, "requests admitted and not yet in an engine call (decoding or waiting); more are answered 429 with Retry-After before their body is read")
