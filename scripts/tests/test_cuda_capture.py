@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from scripts import cuda_capture as cc
 from scripts import graph_check as gc
 from scripts import upgrade_bundle as ub
-from scripts.bundle_files import read_manifest
+from scripts.bundle_files import read_manifest, save_manifest
 from scripts.tests.conftest import TINY
 
 
@@ -109,7 +109,7 @@ def test_upgrade_marks_vision(tmp_path):
     manifest = read_manifest(b)
     manifest["files"]["vision"].pop("capture_safe")
     manifest["exporter"]["graphs_revision"] = 5
-    from scripts.bundle_files import file_entry, save_manifest
+    from scripts.bundle_files import file_entry
     manifest["files"]["vision"].update({k: v for k, v in file_entry(b, "vision_model.onnx").items() if k != "path"})
     save_manifest(b, manifest)
     old = gc.session(path).run(None, {"pixel_values": np.ones((2, 3, 224, 224), np.float32)})[0]
@@ -173,14 +173,28 @@ def test_int8_tower_not_marked():
     assert entry == {} and cc.unmarked_ops(m) == ["DynamicQuantizeMatMul"]
 
 
-def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
-    """A rewrite that fails its check against the graph as it was replaces nothing."""
+def _unmarked_tiny(tmp_path):
+    """A copy of the tiny bundle whose vision graph is not marked capture_safe (upgrade_bundle's work)."""
     b = str(tmp_path / "b")
     shutil.copytree(TINY, b)
     manifest = read_manifest(b)
     manifest["files"]["vision"].pop("capture_safe")
-    from scripts.bundle_files import save_manifest
     save_manifest(b, manifest)
+    return b
+
+
+def _files(b):
+    """Every file of bundle b, by name: its bytes."""
+    out = {}
+    for f in os.listdir(b):
+        with open(os.path.join(b, f), "rb") as fh:
+            out[f] = fh.read()
+    return out
+
+
+def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
+    """A rewrite that fails its check against the graph as it was replaces nothing."""
+    b = _unmarked_tiny(tmp_path)
     # the committed graph is already rewritten: put a device Concat back in front of its output
     path = os.path.join(b, "vision_model.onnx")
     m = onnx.load(path, load_external_data=False)
@@ -189,31 +203,26 @@ def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
         n.output[:] = [x + "_pre" if x == out else x for x in n.output]
     m.graph.node.extend([helper.make_node("Concat", [out + "_pre"], [out], name="extra_cat", axis=1)])
     onnx.save_model(m, path)
-    before = {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)}
+    before = _files(b)
 
     def fail(*_):
         raise ub.UpgradeError("vision batch=1: off by 1 (test)")
     monkeypatch.setattr(ub, "_check_vision", fail)
     with pytest.raises(ub.UpgradeError, match="off by 1"):
         ub._upgrade_vision(b)
-    assert {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)} == before
+    assert _files(b) == before
 
 
 def test_upgrade_refuses_corrupt_vision_graph(tmp_path, capsys):
     """A vision graph that is not ONNX: a one-line error, exit 1, the bundle as it was."""
-    b = str(tmp_path / "b")
-    shutil.copytree(TINY, b)
-    manifest = read_manifest(b)
-    manifest["files"]["vision"].pop("capture_safe")
-    from scripts.bundle_files import save_manifest
-    save_manifest(b, manifest)
+    b = _unmarked_tiny(tmp_path)
     path = os.path.join(b, "vision_model.onnx")
     with open(path, "rb") as f:
         head = f.read(3000)
     with open(path, "wb") as f:
         f.write(head)
-    before = {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)}
+    before = _files(b)
     assert ub.main(["--static-check", "none", b]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"upgrade_bundle: {path}: not a readable ONNX graph") and "\n" not in err
-    assert {f: open(os.path.join(b, f), "rb").read() for f in os.listdir(b)} == before
+    assert _files(b) == before
