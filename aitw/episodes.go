@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -49,6 +50,16 @@ type ReadOptions struct {
 	Stop func() error
 	// MaxRecordSize bounds one record; <= 0 means DefaultMaxRecordSize.
 	MaxRecordSize int
+	// Interleave, above 1, reads that many record files at once, each
+	// inflated on a goroutine of its own: one gzip stream is read by one
+	// core (~4 ms per full-size AITW step), too slow to feed a GPU. The
+	// files take turns, in file order, each handing over its next records
+	// up to a change of episode (or 64 MB of pixels); a file
+	// that ends gives its place to the next one not yet begun. Episodes so
+	// come in an order that depends only on the files and Interleave, not
+	// on timing. Keep and Stop are then called from several goroutines.
+	// Pickles are always read one file after another.
+	Interleave int
 }
 
 // ReadStats count what a read saw.
@@ -197,38 +208,42 @@ func skippable(err error) error { return &SkippableError{Err: err} }
 // StreamEpisodes reads gold files (TFRecords or Auto-UI pickles, after
 // ExpandPaths) and calls fn with each episode once all its steps are read,
 // so only unfinished episodes are held in memory. AITW files keep an
-// episode's records together, so that is usually one episode.
+// episode's records together, so that is usually one episode. With
+// opts.Interleave above 1 several record files are read at once (see
+// ReadOptions.Interleave).
 func StreamEpisodes(files []string, opts ReadOptions, fn func(Episode) error) (ReadStats, error) {
 	var st ReadStats
 	asm := newAssembler(opts, &st)
+	if opts.Interleave > 1 && len(files) > 1 && !slices.ContainsFunc(files, IsPickle) {
+		if err := asm.interleave(files, fn); err != nil {
+			return st, err
+		}
+		return st, asm.finish(fn)
+	}
 	for _, f := range files {
 		st.Files++
-		subset := opts.Subset
-		if subset == "" {
-			subset = SubsetOf(f)
-		}
-		if subset == "" {
-			subset = opts.DefaultSubset
-		}
 		var err error
 		if IsPickle(f) {
-			err = readPickleFile(f, subset, opts, &st, fn)
+			err = readPickleFile(f, opts.subsetOf(f), opts, &st, fn)
 		} else {
-			err = readRecordFile(f, subset, opts, &st, asm, fn)
+			err = readRecordFile(f, opts.subsetOf(f), opts, func(r fileRecord) error { return asm.take(r, fn) })
 		}
-		if errors.Is(err, ErrEmptyFile) {
-			if !opts.SkipCorrupt {
-				return st, skippable(err)
-			}
-			st.Skipped++
-			st.problem("%v; skipped", err)
-			err = nil
-		}
-		if err != nil {
+		if err := asm.fileDone(err); err != nil {
 			return st, err
 		}
 	}
 	return st, asm.finish(fn)
+}
+
+// subsetOf is the subset of path's episodes.
+func (opts ReadOptions) subsetOf(path string) string {
+	switch {
+	case opts.Subset != "":
+		return opts.Subset
+	case SubsetOf(path) != "":
+		return SubsetOf(path)
+	}
+	return opts.DefaultSubset
 }
 
 // LoadEpisodes reads all episodes into memory, sorted by subset (in Subsets
@@ -269,7 +284,19 @@ func SortEpisodes(eps []Episode) {
 	})
 }
 
-func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *assembler, fn func(Episode) error) error {
+// fileRecord is what reading a record file found at one record, handed to
+// the assembler in reading order: a good record's step, or a reason.
+type fileRecord struct {
+	step    Step   // a good record's step (Pixels nil unless kept)
+	dropped bool   // opts.Keep left step's episode out; step holds only its id
+	skip    string // a bad record skipped (SkipCorrupt): why
+	warn    string // a fault that loses no data
+}
+
+// readRecordFile reads one TFRecord file and calls emit with each record
+// in order. It returns the error that ended the file early: a record that
+// is bad without SkipCorrupt, a failed read, or emit's or opts.Stop's error.
+func readRecordFile(path, subset string, opts ReadOptions, emit func(fileRecord) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("gold data: %w", err)
@@ -290,8 +317,7 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		payload, off, err := rr.Next()
 		if err == io.EOF {
 			if rr.TrailerMissing() {
-				st.Warnings++
-				st.problem("%s: gzip stream truncated (no trailer); %d intact records read", path, intact)
+				return emit(fileRecord{warn: fmt.Sprintf("%s: gzip stream truncated (no trailer); %d intact records read", path, intact)})
 			}
 			return nil
 		}
@@ -303,12 +329,10 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 			if !opts.SkipCorrupt {
 				return skippable(err)
 			}
-			st.Skipped++
-			st.problem("%v", err)
-			if re.Resumable {
-				continue
+			if err := emit(fileRecord{skip: err.Error()}); err != nil || !re.Resumable {
+				return err
 			}
-			return nil
+			continue
 		}
 		ex, err := DecodeExample(payload)
 		var s Step
@@ -320,14 +344,14 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 			if !opts.SkipCorrupt {
 				return skippable(err)
 			}
-			st.Skipped++
-			st.problem("%v", err)
+			if err := emit(fileRecord{skip: err.Error()}); err != nil {
+				return err
+			}
 			continue
 		}
-		st.Records++
 		intact++
 		if opts.Keep != nil && !opts.Keep(s.EpisodeID) {
-			if err := asm.emitHeldUnless(s.EpisodeID, fn); err != nil {
+			if err := emit(fileRecord{step: Step{EpisodeID: s.EpisodeID}, dropped: true}); err != nil {
 				return err
 			}
 			continue
@@ -339,7 +363,7 @@ func readRecordFile(path, subset string, opts ReadOptions, st *ReadStats, asm *a
 		} else {
 			s.Pixels = nil
 		}
-		if err := asm.add(s, fn); err != nil {
+		if err := emit(fileRecord{step: s}); err != nil {
 			return err
 		}
 	}
@@ -376,6 +400,39 @@ type assembler struct {
 func newAssembler(opts ReadOptions, st *ReadStats) *assembler {
 	return &assembler{opts: opts, st: st, pending: map[string]*Episode{},
 		emitted: map[string]bool{}, dropped: map[string]bool{}}
+}
+
+// take adds what one record held, in reading order.
+func (a *assembler) take(r fileRecord, fn func(Episode) error) error {
+	switch {
+	case r.skip != "":
+		a.st.Skipped++
+		a.st.problem("%s", r.skip)
+		return nil
+	case r.warn != "":
+		a.st.Warnings++
+		a.st.problem("%s", r.warn)
+		return nil
+	}
+	a.st.Records++
+	if r.dropped {
+		return a.emitHeldUnless(r.step.EpisodeID, fn)
+	}
+	return a.add(r.step, fn)
+}
+
+// fileDone takes how reading a file ended: an empty file is skipped with
+// SkipCorrupt, any other error ends the read.
+func (a *assembler) fileDone(err error) error {
+	if errors.Is(err, ErrEmptyFile) && a.opts.SkipCorrupt {
+		a.st.Skipped++
+		a.st.problem("%v; skipped", err)
+		return nil
+	}
+	if errors.Is(err, ErrEmptyFile) {
+		return skippable(err)
+	}
+	return err
 }
 
 func (a *assembler) add(s Step, fn func(Episode) error) error {

@@ -75,7 +75,7 @@ func TestEncodeExampleKinds(t *testing.T) {
 	}
 }
 
-func writeEpisodes(t *testing.T, path string, steps []Step) []byte {
+func writeEpisodes(t testing.TB, path string, steps []Step) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := NewRecordWriter(&buf, path)

@@ -76,9 +76,19 @@ func TestDiff(t *testing.T) {
 	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "batch") {
 		t.Errorf("cuda with TF32, batches 8 and 64: %q", d)
 	}
+	// and so are the files read at once, which choose the steps a call has;
+	// a run.json without read_files read one file at a time
+	b.Options.Batch, b.Options.ReadFiles = a.Options.Batch, 4
+	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "read_files") {
+		t.Errorf("cuda with TF32, read_files 0 and 4: %q", d)
+	}
+	if b.Options.ReadFiles = 1; len(Diff(a, b, false)) != 0 {
+		t.Errorf("cuda with TF32, read_files 0 and 1: %q", Diff(a, b, false))
+	}
+	b.Options.Batch, b.Options.ReadFiles = 64, 4
 	a.Options.ExactFP32, b.Options.ExactFP32 = true, true
 	if d := Diff(a, b, false); len(d) != 0 {
-		t.Errorf("cuda without TF32, batches 8 and 64: %q", d)
+		t.Errorf("cuda without TF32, batches 8 and 64, read_files 0 and 4: %q", d)
 	}
 	a = sample()
 	b = sample()

@@ -41,3 +41,22 @@ func DefaultBatch(provider string) int {
 	}
 	return DefaultBatchCPU
 }
+
+// How many record files `eval run` reads at once (aitw.ReadOptions.Interleave).
+// One gzip stream inflates 250-290 full-size AITW steps/s on one core
+// (docs/eval.md, reading ahead), under the 329 screens/s the engine takes
+// on an H200 at batch 64; four at once read about four times as many on a
+// host with the cores. On the cpu the engine takes a few steps/s: one file
+// at a time, in the files' order.
+const (
+	DefaultReadFilesCPU  = 1
+	DefaultReadFilesCUDA = 4
+)
+
+// DefaultReadFiles is the files `eval run` reads at once on a provider.
+func DefaultReadFiles(provider string) int {
+	if strings.EqualFold(provider, string(engine.ProviderCUDA)) {
+		return DefaultReadFilesCUDA
+	}
+	return DefaultReadFilesCPU
+}

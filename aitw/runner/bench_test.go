@@ -150,27 +150,37 @@ func fillCache(b *testing.B, files []string, dir string, dim int) int {
 // BenchmarkRunHost measures what `eval run` can feed an engine on this
 // host: full-size AITW steps (1080x2400 RGB; a third of each screen noise,
 // so that the records compress like screenshots with photos: ~2.7 MB per
-// step) read, hashed for the feature cache, and resized as the engine's
-// host side does, by a predictor that does only that: in its calls
-// (engine-resizes), or, as eval run does, in the read-ahead
-// (shrink-ahead, Options.Shrink; the predictor's resize is then a copy).
-// steps/s is the most eval run can reach on a GPU fast enough to wait for
-// the host.
+// step) in 4 files, read, hashed for the feature cache, and resized as the
+// engine's host side does, by a predictor that does only that: in its calls
+// (engine-resizes), or, as eval run does, in the read-ahead (shrink-ahead,
+// Options.Shrink; the predictor's resize is then a copy); the files one
+// after another, or 4 at once (read4: eval run --read-files 4, its cuda
+// default). steps/s is the most eval run can reach on a GPU fast enough to
+// wait for the host.
 //
 //	go test ./aitw/runner/ -run '^$' -bench RunHost -benchtime=3x -v
 func BenchmarkRunHost(b *testing.B) {
 	dir := b.TempDir()
-	steps := writeFullSizeRecords(b, filepath.Join(dir, "general", "general-0.tfrecord.gz"), 6, 8)
+	var files []string
+	steps := 0
+	for i := range 4 {
+		files = append(files, filepath.Join(dir, "general", fmt.Sprintf("general-%d.tfrecord.gz", i)))
+		steps += writeFullSizeRecords(b, files[i], 2*i, 2, 6)
+	}
 	hp := hostPredictor{cfg: preprocess.DefaultConfig()}
 	shrink := func(img image.Image) image.Image { return preprocess.ResizeBicubic(img, hp.cfg.Width, hp.cfg.Height) }
-	for _, ahead := range []bool{false, true} {
-		name := map[bool]string{false: "engine-resizes", true: "shrink-ahead"}[ahead]
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		ahead     bool
+		readFiles int
+	}{{"engine-resizes", false, 1}, {"shrink-ahead", true, 1}, {"shrink-ahead-read4", true, 4}} {
+		b.Run(c.name, func(b *testing.B) {
 			var elapsed time.Duration
 			for range b.N {
-				opts := Options{Files: []string{filepath.Join(dir, "general", "general-0.tfrecord.gz")}, OutDir: b.TempDir(), History: HistoryGold, Batch: 16}
+				opts := Options{Files: files, OutDir: b.TempDir(), History: HistoryGold, Batch: 16}
+				opts.Read.Interleave = c.readFiles
 				opts.CacheDir, opts.CacheKey = filepath.Join(opts.OutDir, "features"), "bench"
-				if ahead {
+				if c.ahead {
 					opts.Shrink = shrink
 				}
 				t := time.Now()
@@ -186,8 +196,9 @@ func BenchmarkRunHost(b *testing.B) {
 	}
 }
 
-// writeFullSizeRecords writes episodes x perEpisode full-size steps.
-func writeFullSizeRecords(b *testing.B, path string, episodes, perEpisode int) int {
+// writeFullSizeRecords writes episodes x perEpisode full-size steps, the
+// episodes numbered from first.
+func writeFullSizeRecords(b *testing.B, path string, first, episodes, perEpisode int) int {
 	const w, h = 1080, 2400
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		b.Fatal(err)
@@ -199,7 +210,7 @@ func writeFullSizeRecords(b *testing.B, path string, episodes, perEpisode int) i
 	defer f.Close()
 	rw := aitw.NewRecordWriter(f, path)
 	x := uint32(1)
-	for e := range episodes {
+	for e := first; e < first+episodes; e++ {
 		for s := range perEpisode {
 			pix := make([]byte, w*h*3)
 			for i := range pix[:len(pix)/3] { // flat UI: bands of colour

@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/runinfo"
+	"github.com/autoui/autoui/aitw/runner"
 	"github.com/autoui/autoui/bench"
 )
 
@@ -76,6 +79,7 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "3/3"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--history", "oracle"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "-1"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--read-files", "-1"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "auto"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "paper"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "autoui", "--scroll-map", "diagonal"},
@@ -240,6 +244,42 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 		"--no-feature-cache", "--cuda-graph", "--continuous")
 	if code != 0 || !regexp.MustCompile(`continuous decode on 4 rows: [0-9.]+ tokens per action; [1-9][0-9]* joins of [0-9.]+ requests, [1-9][0-9]* decoder calls of [0-9.]+ busy rows on [0-9.]+, [0-9]+ moves, 0 decoder graphs captured; time: joins [0-9.]+ s, decoder calls [0-9.]+ s, moves [0-9.]+ s`).MatchString(stderr) {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// eval run --read-files N reads N record files at once: the same
+// predictions in another (fixed) order, its setting in run.json, and a run
+// resumed with another N adds nothing.
+func TestEvalRunReadFiles(t *testing.T) {
+	data := "../../aitw/testdata/records"
+	run := func(out string, n int) []string {
+		args := []string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--batch", "4", "--no-feature-cache", "--read-files", strconv.Itoa(n)}
+		if s, err := captureStdout(t, func() error { return runEval(context.Background(), args) }); err != nil {
+			t.Fatalf("eval run --read-files %d: %v\n%s", n, err, s)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "predictions.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	want := run(t.TempDir(), 1)
+	out := t.TempDir()
+	got := run(out, 3)
+	if slices.Equal(got, want) {
+		t.Fatal("--read-files 3 wrote the lines in the order of one file after another: were the files interleaved?")
+	}
+	if len(got) != len(want) || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("--read-files 3 wrote %d lines, 1 wrote %d; they differ", len(got), len(want))
+	}
+	if again := run(t.TempDir(), 3); !slices.Equal(again, got) {
+		t.Fatal("--read-files 3 wrote its lines in another order the second time")
+	}
+	if info, err := runinfo.Read(out); err != nil || info.Options.ReadFiles != 3 {
+		t.Fatalf("run.json: %+v %v", info, err)
+	}
+	if resumed := run(out, 1); !slices.Equal(resumed, got) {
+		t.Fatalf("resumed with --read-files 1: %d lines, was %d", len(resumed), len(got))
 	}
 }
 
@@ -519,6 +559,7 @@ func TestEvalPresetAutoUIAndPaperWarning(t *testing.T) {
 	paper := run("paper", "--preset", "autoui", "--history-window", "8") // repeating the preset's value is fine
 	want := runinfo.AutoUIPreset
 	want.Decoding, want.Provider, want.GraphOpt, want.Batch, want.ScrollMap = paper.Options.Decoding, paper.Options.Provider, paper.Options.GraphOpt, paper.Options.Batch, "fixed"
+	want.ReadFiles = runner.DefaultReadFilesCPU
 	if paper.Options != want {
 		t.Errorf("run.json options %+v, want %+v", paper.Options, want)
 	}

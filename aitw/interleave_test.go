@@ -1,0 +1,245 @@
+package aitw
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stepsOf returns n steps of episode id.
+func stepsOf(id string, n int) []Step {
+	var out []Step
+	for i := range n {
+		out = append(out, writerStep(id, i, n))
+	}
+	return out
+}
+
+// streamIDs reads files with opts and returns the episodes' ids in the
+// order they were handed over, each with its step count.
+func streamIDs(t *testing.T, files []string, opts ReadOptions) ([]string, ReadStats, error) {
+	t.Helper()
+	var ids []string
+	st, err := StreamEpisodes(files, opts, func(ep Episode) error {
+		ids = append(ids, fmt.Sprintf("%s:%d", ep.ID, len(ep.Steps)))
+		return nil
+	})
+	return ids, st, err
+}
+
+// Files take turns an episode at a time, a file that ends giving its place
+// to the next; the order is the same however the goroutines run.
+func TestInterleaveOrder(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, steps ...[]Step) string {
+		path := filepath.Join(dir, name)
+		writeEpisodes(t, path, slices.Concat(steps...))
+		return path
+	}
+	files := []string{
+		write("a.tfrecord.gz", stepsOf("a1", 2), stepsOf("a2", 1), stepsOf("a3", 1)),
+		write("b.tfrecord.gz", stepsOf("b1", 3)),
+		write("c.tfrecord.gz", stepsOf("c1", 1), stepsOf("c2", 2)),
+	}
+	serial, _, err := streamIDs(t, files, ReadOptions{})
+	if want := []string{"a1:2", "a2:1", "a3:1", "b1:3", "c1:1", "c2:2"}; err != nil || !slices.Equal(serial, want) {
+		t.Fatalf("one file after another: %v %v, want %v", serial, err, want)
+	}
+	for _, tc := range []struct {
+		interleave int
+		want       []string
+	}{
+		// turns: a[a1] b[b1, ends: c takes its place] a[a2] c[c1] a[a3, ends] c[c2, ends]
+		{2, []string{"a1:2", "b1:3", "a2:1", "c1:1", "a3:1", "c2:2"}},
+		{3, []string{"a1:2", "b1:3", "c1:1", "a2:1", "c2:2", "a3:1"}},
+		{8, []string{"a1:2", "b1:3", "c1:1", "a2:1", "c2:2", "a3:1"}},
+	} {
+		for round := range 20 {
+			if round%2 == 1 {
+				runtime.Gosched()
+			}
+			got, st, err := streamIDs(t, files, ReadOptions{Interleave: tc.interleave, KeepPixels: true})
+			if err != nil || !slices.Equal(got, tc.want) || st.Files != 3 || st.Records != 10 {
+				t.Fatalf("interleave %d, round %d: %v %v, stats %+v; want %v", tc.interleave, round, got, err, st, tc.want)
+			}
+		}
+	}
+}
+
+// badFiles writes record files of episodes of their own, each with a fault:
+// a bad payload CRC in a plain file (the step is skipped, its episode left
+// incomplete), a gzip stream lacking its trailer (a warning) and an empty
+// file.
+func badFiles(t *testing.T) []string {
+	t.Helper()
+	var plain []byte
+	for i, s := range slices.Concat(stepsOf("q", 3), stepsOf("r", 1)) {
+		rec := AppendRecord(nil, EncodeExample(StepExample(s)))
+		if i == 1 {
+			rec[len(rec)-5] ^= 1 // the payload's last byte
+		}
+		plain = append(plain, rec...)
+	}
+	dir := t.TempDir()
+	cut := filepath.Join(dir, "cut.tfrecord.gz")
+	gz := writeEpisodes(t, cut, slices.Concat(stepsOf("s", 2), stepsOf("u", 1)))
+	return []string{
+		writeFixture(t, "bad.tfrecord", plain),
+		writeFixture(t, "cut.tfrecord.gz", gz[:len(gz)-4]),
+		writeFixture(t, "empty.tfrecord.gz", nil),
+	}
+}
+
+// Interleaved or not, the same episodes with the same steps are read, and
+// the same records counted, skipped and warned about.
+func TestInterleaveSameEpisodes(t *testing.T) {
+	good, err := ExpandPaths([]string{"testdata/records"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := badFiles(t)
+	files := []string{good[0], bad[0], good[1], bad[1], good[2], bad[2], good[3], good[4]}
+	keep := func(id string) bool { return !strings.HasSuffix(id, "5") && id != "u" }
+	all := 0
+	for _, opts := range []ReadOptions{
+		{SkipCorrupt: true, KeepPixels: true, Subset: "general"},
+		{SkipCorrupt: true, Subset: "general", Keep: keep},
+	} {
+		load := func(interleave int) ([]Episode, ReadStats) {
+			o := opts
+			o.Interleave = interleave
+			eps, st, err := LoadEpisodes(files, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(st.Problems)
+			return eps, st
+		}
+		want, wantSt := load(0)
+		if all == 0 {
+			all = len(want)
+		} else if len(want) >= all {
+			t.Fatalf("Keep should leave episodes out: %d of %d read", len(want), all)
+		}
+		if wantSt.Skipped != 2 || wantSt.Warnings != 1 || wantSt.Incomplete != 1 || len(want) < 8 {
+			t.Fatalf("the files should hold good episodes, a bad record, an incomplete episode, an empty file and a warning: %d episodes, %+v", len(want), wantSt)
+		}
+		for _, n := range []int{2, 3, 16} {
+			got, st := load(n)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(st, wantSt) {
+				t.Fatalf("interleave %d: %d episodes, stats %+v; want %d, %+v", n, len(got), st, len(want), wantSt)
+			}
+		}
+	}
+}
+
+// A turn holds at most interleaveTurnBytes of pixels: a long episode comes
+// in several turns, with other files' in between, and is assembled whole.
+func TestInterleaveLongEpisode(t *testing.T) {
+	defer func(n int) { interleaveTurnBytes = n }(interleaveTurnBytes)
+	interleaveTurnBytes = 40 // a turn closes after 3 steps of 18 bytes
+	dir := t.TempDir()
+	x, yz := filepath.Join(dir, "x.tfrecord.gz"), filepath.Join(dir, "yz.tfrecord.gz")
+	writeEpisodes(t, x, stepsOf("x", 5))
+	writeEpisodes(t, yz, slices.Concat(stepsOf("y", 1), stepsOf("z", 1)))
+	// turns: x[x0-x2] yz[y] x[x3, x4, ends] yz[z, ends]
+	got, _, err := streamIDs(t, []string{x, yz}, ReadOptions{Interleave: 2, KeepPixels: true})
+	if want := []string{"y:1", "x:5", "z:1"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("%v %v, want %v", got, err, want)
+	}
+}
+
+// A bad record ends an interleaved read with the error one file after
+// another gives, once the episodes taken before it are handed over; an
+// error from fn or Stop ends it at once, and no reader is left running.
+func TestInterleaveErrors(t *testing.T) {
+	good, err := ExpandPaths([]string{"testdata/records"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{good[0], badFiles(t)[0]}, good[1:]...)
+	_, _, want := LoadEpisodes(files, ReadOptions{})
+	var se *SkippableError
+	if !errors.As(want, &se) {
+		t.Fatalf("one file after another: %v", want)
+	}
+	before := runtime.NumGoroutine()
+	if _, _, err := LoadEpisodes(files, ReadOptions{Interleave: 3}); err == nil || err.Error() != want.Error() {
+		t.Fatalf("interleaved: %v, want %v", err, want)
+	}
+	stop := errors.New("stop")
+	handed := 0
+	_, err = StreamEpisodes(good, ReadOptions{Interleave: 3, KeepPixels: true}, func(Episode) error {
+		if handed++; handed == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || handed != 2 {
+		t.Fatalf("fn's error: %v after %d episodes", err, handed)
+	}
+	_, err = StreamEpisodes(good, ReadOptions{Interleave: 3, Stop: func() error { return stop }}, func(Episode) error {
+		t.Fatal("an episode was handed over")
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Stop: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left running, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkStreamEpisodes reads 48 full-size AITW steps (1080x2400 RGB, a
+// third of each screen noise: ~2.7 MB a record) in 4 files, one file after
+// another and 2 or 4 at once (Interleave): inflating a gzip stream is one
+// core's work, so steps/s should grow with the files read at once up to
+// the cores.
+//
+//	go test ./aitw -run '^$' -bench StreamEpisodes -benchtime 4x
+func BenchmarkStreamEpisodes(b *testing.B) {
+	const w, h, perFile = 1080, 2400, 12
+	dir := b.TempDir()
+	var files []string
+	x := uint32(1)
+	for f := range 4 {
+		var steps []Step
+		for i := range perFile {
+			pix := make([]byte, w*h*3)
+			for j := range pix[:len(pix)/3] { // flat UI: bands of colour
+				pix[j] = byte(j/(w*3*40)*37 + f + i)
+			}
+			for j := len(pix) / 3; j < 2*len(pix)/3; j++ { // photo-like: noise over a gradient
+				x = x*1664525 + 1013904223
+				pix[j] = byte(int(pix[j-3]) + int(x>>29) - 4)
+			}
+			s := writerStep(fmt.Sprintf("f%d-e%d", f, i/6), i%6, 6)
+			s.Height, s.Width, s.Pixels = h, w, pix
+			steps = append(steps, s)
+		}
+		files = append(files, filepath.Join(dir, fmt.Sprintf("general-%d.tfrecord.gz", f)))
+		writeEpisodes(b, files[f], steps)
+	}
+	for _, n := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("files%d", n), func(b *testing.B) {
+			for range b.N {
+				st, err := StreamEpisodes(files, ReadOptions{KeepPixels: true, Interleave: n}, func(Episode) error { return nil })
+				if err != nil || st.Records != 4*perFile {
+					b.Fatal(st, err)
+				}
+			}
+			b.ReportMetric(float64(b.N*4*perFile)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
