@@ -17,6 +17,10 @@ func readAheadBytes(batch int) int64 {
 	return max(least, int64(batch)*perStep)
 }
 
+// prepareAhead bounds the episodes prepared at once (hashed for the feature
+// cache, shrunk): on top of the read-ahead's budget.
+const prepareAhead = 4
+
 // readEpisode is an episode as the read-ahead hands it over, with the
 // feature cache's answer for each step the engine would otherwise see
 // (found is nil without a cache). Screens not needed any more (a cache hit,
@@ -56,11 +60,11 @@ func (e *readEpisode) lookup(i int) lookup {
 
 // readAhead calls fn with every episode of files in reading order, as
 // aitw.StreamEpisodes does, but reads them in a goroutine of its own up to
-// budget bytes of screens ahead of fn. A second goroutine hashes every
-// screen for the feature cache (spread over the cores) while the next
-// episode is read. Inflating the records and hashing the screens, ~9 ms of
-// one core per full-size step, so overlap the engine's calls instead of
-// following them. An error from fn stops the reading and is returned; a
+// budget bytes of screens ahead of fn. Read episodes are prepared (their
+// screens hashed for the feature cache and shrunk, spread over the cores)
+// up to prepareAhead at once while the next ones are read. Inflating the
+// records, hashing and shrinking the screens, ~15 ms of one core per
+// full-size step, so overlap the engine's calls instead of following them. An error from fn stops the reading and is returned; a
 // read error is returned after fn has had every episode read before it.
 func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn func(readEpisode) error) (aitw.ReadStats, error) {
 	q := newEpisodeQueue(budget)
@@ -95,12 +99,29 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		close(read)
 		done <- result{st, err}
 	}()
+	// Up to prepareAhead episodes are prepared at once, each on a goroutine
+	// of its own, and queued in reading order: one episode's few steps
+	// would leave a many-core host's cores idle.
+	prepared := make(chan chan readEpisode, prepareAhead-1)
+	go func() {
+		defer close(prepared)
+		for ep := range read {
+			f := make(chan readEpisode, 1)
+			select {
+			case prepared <- f:
+			case <-q.quit:
+				return
+			}
+			go func() { f <- r.prepare(ep) }()
+		}
+	}()
 	hashed := make(chan struct{})
 	go func() {
 		defer close(hashed)
-		for ep := range read {
-			if !q.put(r.prepare(ep)) {
-				break
+		stopped := false
+		for f := range prepared { // every future, so none is left running
+			if ep := <-f; !stopped && !q.put(ep) {
+				stopped = true
 			}
 		}
 		q.close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -103,37 +104,47 @@ func testRun(t *testing.T, ctx context.Context) (*run, []string) {
 // returned, with the reading goroutine gone.
 func TestReadAheadOrderAndStop(t *testing.T) {
 	r, files := testRun(t, context.Background())
-	var want []string
-	if _, err := aitw.StreamEpisodes(files, aitw.ReadOptions{}, func(ep aitw.Episode) error {
-		want = append(want, ep.ID)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, budget := range []int64{1, readAheadBytes(64)} {
-		var got []string
-		st, err := r.readAhead(files, aitw.ReadOptions{KeepPixels: true}, budget, func(ep readEpisode) error {
-			for _, s := range ep.Steps {
-				if len(s.Pixels) == 0 {
-					t.Fatalf("episode %s step %d: no screen", ep.ID, s.StepID)
-				}
-			}
-			got = append(got, ep.ID)
+	before := runtime.NumGoroutine()
+	for _, interleave := range []int{0, 3} {
+		var want []string
+		if _, err := aitw.StreamEpisodes(files, aitw.ReadOptions{Interleave: interleave}, func(ep aitw.Episode) error {
+			want = append(want, ep.ID)
 			return nil
-		})
-		if err != nil || !slices.Equal(got, want) || st.Files != len(files) {
-			t.Fatalf("budget %d: %v %v (%d files), want %v", budget, got, err, st.Files, want)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		broke := errors.New("broke")
-		n := 0
-		_, err = r.readAhead(files, aitw.ReadOptions{KeepPixels: true}, budget, func(ep readEpisode) error {
-			if n++; n == 2 {
-				return broke
+		ro := aitw.ReadOptions{KeepPixels: true, Interleave: interleave}
+		for _, budget := range []int64{1, readAheadBytes(64)} {
+			var got []string
+			st, err := r.readAhead(files, ro, budget, func(ep readEpisode) error {
+				for _, s := range ep.Steps {
+					if len(s.Pixels) == 0 {
+						t.Fatalf("episode %s step %d: no screen", ep.ID, s.StepID)
+					}
+				}
+				got = append(got, ep.ID)
+				return nil
+			})
+			if err != nil || !slices.Equal(got, want) || st.Files != len(files) {
+				t.Fatalf("interleave %d, budget %d: %v %v (%d files), want %v", interleave, budget, got, err, st.Files, want)
 			}
-			return nil
-		})
-		if !errors.Is(err, broke) || n != 2 {
-			t.Fatalf("budget %d: stopped with %v after %d episodes, want broke after 2", budget, err, n)
+			broke := errors.New("broke")
+			n := 0
+			_, err = r.readAhead(files, ro, budget, func(ep readEpisode) error {
+				if n++; n == 2 {
+					return broke
+				}
+				return nil
+			})
+			if !errors.Is(err, broke) || n != 2 {
+				t.Fatalf("interleave %d, budget %d: stopped with %v after %d episodes, want broke after 2", interleave, budget, err, n)
+			}
+		}
+	}
+	// nothing is left reading or preparing
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines running, %d before", runtime.NumGoroutine(), before)
 		}
 	}
 }
