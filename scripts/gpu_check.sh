@@ -31,7 +31,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -450,9 +450,11 @@ if want e2e && fits 60 e2e; then
   d=/tmp/e2e-data-${E2E_EPISODES:-400}
   [ -f $d/dataset.json ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
   log "e2e: $(python3 -c 'import json, sys; print(sum(json.load(open(sys.argv[1]))["steps"].values()))' $d/dataset.json 2>&1) full-size steps"
-  for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-cont fp16attnsn-cont-ov}; do
+  for cfg in ${E2E_CFGS:-fp16attnsn-graph64 fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov}; do
     case $cfg in
       fp16attnsn-graph64) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64) ;;
+      # one record file at a time (cuda's default reads 4 at once): what the reading alone allows
+      fp16attnsn-graph64-read1) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --read-files 1) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
       # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them
