@@ -32,3 +32,22 @@ func BenchmarkResizeBicubic(b *testing.B) {
 		ResizeBicubic(img, 224, 224)
 	}
 }
+
+// BenchmarkResizeRaw is the resize of an AITW step's raw 1080x2400 RGB
+// screen (FromRaw), which eval run does for every step.
+func BenchmarkResizeRaw(b *testing.B) {
+	src := ResizeBicubic(benchImage(b), 1080, 2400) // same size: its RGB, as NRGBA
+	pix := make([]byte, 0, 1080*2400*3)
+	for i := 0; i < len(src.Pix); i += 4 {
+		pix = append(pix, src.Pix[i:i+3]...)
+	}
+	img, err := FromRaw(pix, 2400, 1080, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ResizeBicubic(img, 224, 224)
+	}
+}

@@ -358,3 +358,33 @@ func TestParallelResizeMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// A raw RGB screen (AITW's layout) resizes to the same bytes as the same
+// pixels in an NRGBA image, at every width: its rows are widened four
+// pixels at a time, the rest one by one.
+func TestRawRGBResizesAsNRGBA(t *testing.T) {
+	x := uint32(7)
+	for _, w := range []int{1, 2, 3, 4, 5, 7, 8, 9, 13, 64, 67} {
+		h := 5 + w%3
+		rgb := make([]byte, w*h*3)
+		nrgba := image.NewNRGBA(image.Rect(0, 0, w, h))
+		for i := range w * h {
+			for c := range 3 {
+				x = x*1664525 + 1013904223
+				rgb[3*i+c] = byte(x >> 24)
+				nrgba.Pix[4*i+c] = byte(x >> 24)
+			}
+			nrgba.Pix[4*i+3] = 255
+		}
+		img, err := FromRaw(rgb, h, w, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range [][2]int{{3, 2}, {w, h}, {2 * w, 3}} {
+			got, want := ResizeBicubic(img, out[0], out[1]), ResizeBicubic(nrgba, out[0], out[1])
+			if !bytes.Equal(got.Pix, want.Pix) {
+				t.Fatalf("width %d to %dx%d: raw RGB resized to %v, NRGBA to %v", w, out[0], out[1], got.Pix, want.Pix)
+			}
+		}
+	}
+}
