@@ -138,6 +138,9 @@ func (d *dataFlags) report(w io.Writer, st aitw.ReadStats) {
 	}
 }
 
+// scoreReadFiles is the record files eval score reads at once.
+const scoreReadFiles = 4
+
 func runEvalRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("eval run", flag.ContinueOnError)
 	mf := addModelFlags(fs)
@@ -454,6 +457,11 @@ func runEvalScore(ctx context.Context, args []string) error {
 	if ids != nil {
 		ro.Keep = func(id string) bool { return ids[id] }
 	}
+	// The episodes are sorted and the report's screens looked up by step,
+	// so reading files at once changes nothing but the time: a gzip stream
+	// inflates on one core. A fixed count, so that the first problems
+	// listed do not depend on the machine.
+	ro.Interleave = scoreReadFiles
 	eps, st, err := aitw.LoadEpisodes(files, ro)
 	if err != nil {
 		return skipHint(err)
