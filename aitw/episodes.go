@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -57,8 +56,11 @@ type ReadOptions struct {
 	// up to a change of episode (or 64 MB of pixels); a file
 	// that ends gives its place to the next one not yet begun. Episodes so
 	// come in an order that depends only on the files and Interleave, not
-	// on timing. Keep and Stop are then called from several goroutines.
-	// Pickles are always read one file after another.
+	// on timing (FilesAtOnce says how many are read at once). Keep and
+	// Stop are then called from several goroutines. Pickles are always
+	// read one file after another. Each file being read holds up to a turn
+	// and a record beyond what fn has been given, and the assembler up to
+	// one unfinished episode of each.
 	Interleave int
 }
 
@@ -214,7 +216,7 @@ func skippable(err error) error { return &SkippableError{Err: err} }
 func StreamEpisodes(files []string, opts ReadOptions, fn func(Episode) error) (ReadStats, error) {
 	var st ReadStats
 	asm := newAssembler(opts, &st)
-	if opts.Interleave > 1 && len(files) > 1 && !slices.ContainsFunc(files, IsPickle) {
+	if FilesAtOnce(files, opts.Interleave) > 1 {
 		if err := asm.interleave(files, fn); err != nil {
 			return st, err
 		}
@@ -329,8 +331,11 @@ func readRecordFile(path, subset string, opts ReadOptions, emit func(fileRecord)
 			if !opts.SkipCorrupt {
 				return skippable(err)
 			}
-			if err := emit(fileRecord{skip: err.Error()}); err != nil || !re.Resumable {
+			if err := emit(fileRecord{skip: err.Error()}); err != nil {
 				return err
+			}
+			if !re.Resumable {
+				return nil // the rest of the file cannot be read; skipped with it
 			}
 			continue
 		}
@@ -424,15 +429,15 @@ func (a *assembler) take(r fileRecord, fn func(Episode) error) error {
 // fileDone takes how reading a file ended: an empty file is skipped with
 // SkipCorrupt, any other error ends the read.
 func (a *assembler) fileDone(err error) error {
-	if errors.Is(err, ErrEmptyFile) && a.opts.SkipCorrupt {
-		a.st.Skipped++
-		a.st.problem("%v; skipped", err)
-		return nil
-	}
-	if errors.Is(err, ErrEmptyFile) {
+	switch {
+	case !errors.Is(err, ErrEmptyFile):
+		return err
+	case !a.opts.SkipCorrupt:
 		return skippable(err)
 	}
-	return err
+	a.st.Skipped++
+	a.st.problem("%v; skipped", err)
+	return nil
 }
 
 func (a *assembler) add(s Step, fn func(Episode) error) error {

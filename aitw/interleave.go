@@ -2,6 +2,7 @@ package aitw
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -21,8 +22,26 @@ type fileTurn struct {
 // errQuit ends a file's reader when the read it feeds is over.
 var errQuit = errors.New("read over")
 
+// FilesAtOnce is how many of files a read with ReadOptions.Interleave n
+// reads at once: 1 (one after another) with pickles among them, never more
+// than there are files. The order of the episodes depends on it alone.
+func FilesAtOnce(files []string, n int) int {
+	if slices.ContainsFunc(files, IsPickle) {
+		return 1
+	}
+	return max(1, min(n, len(files)))
+}
+
+// place is a file being read, in its place in the turns.
+type place struct {
+	index int // in the files
+	turns <-chan fileTurn
+}
+
 // interleave reads the record files opts.Interleave at a time and takes
-// their records in turns (ReadOptions.Interleave).
+// their records in turns (ReadOptions.Interleave). A file that fails ends
+// the read as it would one file after another: the files before it are
+// read to their end, and no file after it is begun or read on.
 func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
@@ -30,7 +49,9 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 		close(quit)
 		wg.Wait()
 	}()
-	begin := func(path string) <-chan fileTurn {
+	next := 0
+	begin := func() place {
+		path := files[next]
 		a.st.Files++
 		turns := make(chan fileTurn)
 		wg.Add(1)
@@ -38,37 +59,73 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 			defer wg.Done()
 			readTurns(path, a.opts, turns, quit)
 		}()
-		return turns
+		next++
+		return place{next - 1, turns}
 	}
-	var open []<-chan fileTurn // by place in the turns
-	next := 0
-	for ; next < len(files) && len(open) < a.opts.Interleave; next++ {
-		open = append(open, begin(files[next]))
+	var stopped error // fn's: it ends the read at once
+	emit := func(ep Episode) error {
+		stopped = fn(ep)
+		return stopped
 	}
-	for k := 0; len(open) > 0; {
-		t := <-open[k]
+	var open []place // in the order of their turns
+	for next < len(files) && len(open) < a.opts.Interleave {
+		open = append(open, begin())
+	}
+	var failed error // of the first file in the list that failed
+	failedAt := len(files)
+	for k := 0; len(open) > 0; k %= max(len(open), 1) {
+		p := open[k]
+		t := <-p.turns
+		var err error
 		for _, r := range t.records {
-			if err := a.take(r, fn); err != nil {
-				return err
+			if err = a.take(r, emit); err != nil {
+				break
 			}
 		}
-		if t.end {
-			if err := a.fileDone(t.err); err != nil {
-				return err
-			}
+		if err == nil && t.end {
+			err = a.fileDone(t.err)
+		}
+		switch {
+		case stopped != nil:
+			return stopped
+		case err != nil && p.index < failedAt:
+			failed, failedAt, next = err, p.index, len(files)
+			open, k = placesBefore(open, k, failedAt)
+		case t.end:
+			open = slices.Delete(open, k, k+1)
 			if next < len(files) {
-				open[k] = begin(files[next])
-				next++
-			} else {
-				open = append(open[:k], open[k+1:]...)
-				k-- // the next place is now k
+				open = slices.Insert(open, k, begin())
+				k++
 			}
-		}
-		if len(open) > 0 {
-			k = (k + 1) % len(open)
+		default:
+			k++
 		}
 	}
-	return nil
+	if failed != nil {
+		// One file after another, the failed file's first record would
+		// have let the last file's held episode go; here other files' turns
+		// came between.
+		if err := a.emitHeld(fn); err != nil {
+			return err
+		}
+	}
+	return failed
+}
+
+// placesBefore keeps the places of the files before index i. k, a position
+// in open, moves to the first place kept at or after it.
+func placesBefore(open []place, k, i int) ([]place, int) {
+	var kept []place
+	nk := 0
+	for j, p := range open {
+		if p.index < i {
+			if j < k {
+				nk++
+			}
+			kept = append(kept, p)
+		}
+	}
+	return kept, nk
 }
 
 // readTurns reads one record file into turns: a turn ends before a record
@@ -91,6 +148,11 @@ func readTurns(path string, opts ReadOptions, turns chan<- fileTurn, quit <-chan
 		}
 	}
 	err := readRecordFile(path, opts.subsetOf(path), opts, func(r fileRecord) error {
+		select {
+		case <-quit: // not a turn later: a turn may be an episode of a thousand records
+			return errQuit
+		default:
+		}
 		isStep := r.skip == "" && r.warn == ""
 		if isStep && hasSteps && (r.step.EpisodeID != episode || bytes >= interleaveTurnBytes) {
 			if !send() {

@@ -3,12 +3,13 @@ package aitw
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -62,10 +63,9 @@ func TestInterleaveOrder(t *testing.T) {
 		{8, []string{"a1:2", "b1:3", "c1:1", "a2:1", "c2:2", "a3:1"}},
 	} {
 		for round := range 20 {
-			if round%2 == 1 {
-				runtime.Gosched()
-			}
-			got, st, err := streamIDs(t, files, ReadOptions{Interleave: tc.interleave, KeepPixels: true})
+			// the readers' timing scrambled: Keep runs on them, before each record is handed over
+			keep := func(string) bool { time.Sleep(rand.N(300 * time.Microsecond)); return true }
+			got, st, err := streamIDs(t, files, ReadOptions{Interleave: tc.interleave, KeepPixels: true, Keep: keep})
 			if err != nil || !slices.Equal(got, tc.want) || st.Files != 3 || st.Records != 10 {
 				t.Fatalf("interleave %d, round %d: %v %v, stats %+v; want %v", tc.interleave, round, got, err, st, tc.want)
 			}
@@ -105,7 +105,13 @@ func TestInterleaveSameEpisodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := badFiles(t)
-	files := []string{good[0], bad[0], good[1], bad[1], good[2], bad[2], good[3], good[4]}
+	// episode v's three steps in three files, with whole episodes around them
+	v := stepsOf("v", 3)
+	split := []string{filepath.Join(t.TempDir(), "v0.tfrecord.gz"), filepath.Join(t.TempDir(), "v1.tfrecord.gz"), filepath.Join(t.TempDir(), "v2.tfrecord.gz")}
+	writeEpisodes(t, split[0], slices.Concat(stepsOf("w", 2), v[:1]))
+	writeEpisodes(t, split[1], v[1:2])
+	writeEpisodes(t, split[2], slices.Concat(v[2:], stepsOf("y", 1)))
+	files := []string{good[0], split[0], bad[0], split[1], good[1], bad[1], good[2], split[2], bad[2], good[3], good[4]}
 	keep := func(id string) bool { return !strings.HasSuffix(id, "5") && id != "u" }
 	all := 0
 	for _, opts := range []ReadOptions{
@@ -127,6 +133,9 @@ func TestInterleaveSameEpisodes(t *testing.T) {
 			all = len(want)
 		} else if len(want) >= all {
 			t.Fatalf("Keep should leave episodes out: %d of %d read", len(want), all)
+		}
+		if !slices.ContainsFunc(want, func(ep Episode) bool { return ep.ID == "v" && len(ep.Steps) == 3 && !ep.Incomplete }) {
+			t.Fatal("episode v, split across three files, was not read whole")
 		}
 		if wantSt.Skipped != 2 || wantSt.Warnings != 1 || wantSt.Incomplete != 1 || len(want) < 8 {
 			t.Fatalf("the files should hold good episodes, a bad record, an incomplete episode, an empty file and a warning: %d episodes, %+v", len(want), wantSt)
@@ -157,26 +166,62 @@ func TestInterleaveLongEpisode(t *testing.T) {
 }
 
 // A bad record ends an interleaved read with the error one file after
-// another gives, once the episodes taken before it are handed over; an
-// error from fn or Stop ends it at once, and no reader is left running.
+// another gives, once the files before it are read to their end; an error
+// from fn or Stop ends it at once. No reader is left running.
 func TestInterleaveErrors(t *testing.T) {
 	good, err := ExpandPaths([]string{"testdata/records"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := append([]string{good[0], badFiles(t)[0]}, good[1:]...)
-	_, _, want := LoadEpisodes(files, ReadOptions{})
-	var se *SkippableError
-	if !errors.As(want, &se) {
-		t.Fatalf("one file after another: %v", want)
+	files := []string{good[0], good[1], badFiles(t)[0], good[2], good[3], good[4]}
+	var inside, after atomic.Int32 // readers in Keep; Keep calls after the read returned
+	var returned atomic.Bool
+	keep := func(string) bool {
+		if returned.Load() {
+			after.Add(1)
+		}
+		inside.Add(1)
+		defer inside.Add(-1)
+		time.Sleep(rand.N(200 * time.Microsecond))
+		return true
 	}
-	before := runtime.NumGoroutine()
-	if _, _, err := LoadEpisodes(files, ReadOptions{Interleave: 3}); err == nil || err.Error() != want.Error() {
-		t.Fatalf("interleaved: %v, want %v", err, want)
+	read := func(opts ReadOptions, fn func(Episode) error) ([]string, error) {
+		t.Helper()
+		var ids []string
+		returned.Store(false)
+		opts.Keep = keep
+		_, err := StreamEpisodes(files, opts, func(ep Episode) error {
+			ids = append(ids, ep.ID)
+			return fn(ep)
+		})
+		returned.Store(true)
+		if n := inside.Load(); n != 0 {
+			t.Fatalf("%d readers still running when the read returned", n)
+		}
+		sort.Strings(ids)
+		return ids, err
+	}
+	handOver := func(Episode) error { return nil }
+	// one file after another: the episodes of the two files before the bad one
+	wantIDs, want := read(ReadOptions{}, handOver)
+	var se *SkippableError
+	if !errors.As(want, &se) || len(wantIDs) == 0 {
+		t.Fatalf("one file after another: %v after %v", want, wantIDs)
+	}
+	for _, n := range []int{2, 3, 6} {
+		ids, err := read(ReadOptions{Interleave: n}, handOver)
+		if err == nil || err.Error() != want.Error() {
+			t.Fatalf("interleave %d: %v, want %v", n, err, want)
+		}
+		for _, id := range wantIDs {
+			if _, found := slices.BinarySearch(ids, id); !found {
+				t.Fatalf("interleave %d: episode %s of a file before the bad one was not handed over (got %v)", n, id, ids)
+			}
+		}
 	}
 	stop := errors.New("stop")
 	handed := 0
-	_, err = StreamEpisodes(good, ReadOptions{Interleave: 3, KeepPixels: true}, func(Episode) error {
+	_, err = read(ReadOptions{Interleave: 3, KeepPixels: true}, func(Episode) error {
 		if handed++; handed == 2 {
 			return stop
 		}
@@ -185,18 +230,16 @@ func TestInterleaveErrors(t *testing.T) {
 	if !errors.Is(err, stop) || handed != 2 {
 		t.Fatalf("fn's error: %v after %d episodes", err, handed)
 	}
-	_, err = StreamEpisodes(good, ReadOptions{Interleave: 3, Stop: func() error { return stop }}, func(Episode) error {
+	_, err = read(ReadOptions{Interleave: 3, Stop: func() error { return stop }}, func(Episode) error {
 		t.Fatal("an episode was handed over")
 		return nil
 	})
 	if !errors.Is(err, stop) {
 		t.Fatalf("Stop: %v", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines left running, %d before", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(10 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	if n := after.Load(); n != 0 {
+		t.Fatalf("Keep was called %d times after a read returned", n)
 	}
 }
 
@@ -241,5 +284,21 @@ func BenchmarkStreamEpisodes(b *testing.B) {
 			b.ReportMetric(float64(b.N*4*perFile)/b.Elapsed().Seconds(), "steps/s")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+func TestFilesAtOnce(t *testing.T) {
+	recs := []string{"a.tfrecord.gz", "b.tfrecord.gz", "c.tfrecord"}
+	for _, tc := range []struct {
+		files []string
+		n     int
+		want  int
+	}{
+		{recs, 0, 1}, {recs, 1, 1}, {recs, 2, 2}, {recs, 8, 3}, {recs[:1], 4, 1},
+		{append(recs, "general_blip_test.obj"), 4, 1}, // pickles: one file after another
+	} {
+		if got := FilesAtOnce(tc.files, tc.n); got != tc.want {
+			t.Errorf("FilesAtOnce(%v, %d) = %d, want %d", tc.files, tc.n, got, tc.want)
+		}
 	}
 }

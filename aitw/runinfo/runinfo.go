@@ -77,10 +77,11 @@ type Options struct {
 	// Continuous is the latest run's --continuous (one continuous decode on
 	// Batch rows), recorded, not compared, as Batch is.
 	Continuous bool `json:"continuous,omitempty"`
-	// ReadFiles is the latest run's --read-files (record files read at once,
-	// their episodes taken in turns: the predictions' line order and the
-	// steps that share a call), recorded, not compared, as Batch is (0 in
-	// runs before it: one file at a time).
+	// ReadFiles is the record files the latest run read at once (its
+	// --read-files, or fewer where fewer apply: aitw.FilesAtOnce), which
+	// sets the predictions' line order and the steps that share a call;
+	// recorded, not compared, as Batch is (0 in runs before it: one file
+	// at a time).
 	ReadFiles int `json:"read_files,omitempty"`
 	// Preset is the --preset that set the options above ("autoui": Auto-GUI's
 	// main.py), "" for none. ScrollMap is the map the prompts' gold swipes
@@ -194,7 +195,7 @@ func Diff(a, b *Info, sameShard bool) []string {
 		// 1483 outputs differed between batches of 8 and 64
 		add("batch (under TF32 the outputs depend on it)", ao.Batch, bo.Batch)
 		add("continuous (under TF32 the outputs depend on the rows a call has)", ao.Continuous, bo.Continuous)
-		add("read_files (under TF32 the outputs depend on the steps a call has)", max(ao.ReadFiles, 1), max(bo.ReadFiles, 1))
+		add("read_files (--read-files; under TF32 the outputs depend on the steps a call has)", max(ao.ReadFiles, 1), max(bo.ReadFiles, 1))
 	}
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))

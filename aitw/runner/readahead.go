@@ -12,6 +12,10 @@ import (
 // batch of full-size AITW screenshots (1080x2400 RGB, 7.8 MB each), so the
 // next batch is read while one is predicted: 640 MB at the cuda default of
 // 64, 64 MB at the cpu's 4. (The Go heap may grow to twice what is live.)
+// On top of it: the episodes being prepared (prepareAhead, and one passed
+// on each way) and, with --read-files N, N files' next turns and unfinished
+// episodes (aitw.ReadOptions.Interleave): ~10 episodes at cuda's defaults,
+// ~0.6 GB of full-size AITW episodes of 8 steps.
 func readAheadBytes(batch int) int64 {
 	const perStep, least = 10 << 20, 64 << 20
 	return max(least, int64(batch)*perStep)
@@ -64,8 +68,10 @@ func (e *readEpisode) lookup(i int) lookup {
 // screens hashed for the feature cache and shrunk, spread over the cores)
 // up to prepareAhead at once while the next ones are read. Inflating the
 // records, hashing and shrinking the screens, ~15 ms of one core per
-// full-size step, so overlap the engine's calls instead of following them. An error from fn stops the reading and is returned; a
-// read error is returned after fn has had every episode read before it.
+// full-size step, so overlap the engine's calls instead of following them.
+// An error from fn stops the reading and is returned; a read error is
+// returned after fn has had every episode read before it. Nothing is left
+// reading or preparing when it returns.
 func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn func(readEpisode) error) (aitw.ReadStats, error) {
 	q := newEpisodeQueue(budget)
 	type result struct {
@@ -73,22 +79,20 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		err error
 	}
 	done := make(chan result, 1)
-	read := make(chan aitw.Episode) // to the hashing; what it holds is not counted
+	read := make(chan aitw.Episode) // to the preparing; what it holds is not counted
 	// Asked before every record, so that a stopped run does not wait for the
 	// reader to find the next episode its split or shard keeps.
 	ro.Stop = func() error {
-		select {
-		case <-q.quit:
-			return errStop
-		default:
-		}
-		if r.ctx.Err() != nil {
+		if q.quitting() || r.ctx.Err() != nil {
 			return errStop
 		}
 		return nil
 	}
 	go func() {
 		st, err := aitw.StreamEpisodes(files, ro, func(ep aitw.Episode) error {
+			if q.quitting() {
+				return errStop
+			}
 			select {
 			case read <- ep:
 				return nil
@@ -107,6 +111,9 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		defer close(prepared)
 		for ep := range read {
 			f := make(chan readEpisode, 1)
+			if q.quitting() {
+				return
+			}
 			select {
 			case prepared <- f:
 			case <-q.quit:
@@ -115,9 +122,9 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 			go func() { f <- r.prepare(ep) }()
 		}
 	}()
-	hashed := make(chan struct{})
+	queued := make(chan struct{})
 	go func() {
-		defer close(hashed)
+		defer close(queued)
 		stopped := false
 		for f := range prepared { // every future, so none is left running
 			if ep := <-f; !stopped && !q.put(ep) {
@@ -130,7 +137,7 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 	defer func() {
 		if !finished { // fn panicked: stop the readers before going on up
 			q.stop()
-			<-hashed
+			<-queued
 			<-done
 		}
 	}()
@@ -141,21 +148,22 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		}
 		if err := fn(ep); err != nil {
 			q.stop()
-			<-hashed
+			<-queued
 			res := <-done
 			finished = true
 			return res.st, err
 		}
 	}
-	<-hashed
+	<-queued
 	res := <-done
 	finished = true
 	return res.st, res.err
 }
 
-// prepare looks up the steps' screens in the feature cache and drops the
-// screens that will not be used. It runs on the hashing goroutine: it reads
-// only what does not change during a run (the predictions found at its
+// prepare looks up the steps' screens in the feature cache, shrinks them
+// (Options.Shrink) and drops the screens that will not be used. It runs on
+// up to prepareAhead goroutines at once: it reads only what does not change
+// during a run (the predictions found at its
 // start, the cache's key and directory). A screen seen again within the
 // read-ahead misses the features this run has not stored yet, and is
 // computed again.
@@ -266,6 +274,16 @@ func (q *episodeQueue) close() {
 	q.closed = true
 	q.cond.Broadcast()
 	q.mu.Unlock()
+}
+
+// quitting reports whether the taker gave up (stop), without waiting.
+func (q *episodeQueue) quitting() bool {
+	select {
+	case <-q.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop drops what is queued and makes every later put fail.

@@ -3,10 +3,11 @@ package runner
 import (
 	"context"
 	"errors"
+	"image"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,7 +105,6 @@ func testRun(t *testing.T, ctx context.Context) (*run, []string) {
 // returned, with the reading goroutine gone.
 func TestReadAheadOrderAndStop(t *testing.T) {
 	r, files := testRun(t, context.Background())
-	before := runtime.NumGoroutine()
 	for _, interleave := range []int{0, 3} {
 		var want []string
 		if _, err := aitw.StreamEpisodes(files, aitw.ReadOptions{Interleave: interleave}, func(ep aitw.Episode) error {
@@ -141,11 +141,46 @@ func TestReadAheadOrderAndStop(t *testing.T) {
 			}
 		}
 	}
-	// nothing is left reading or preparing
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines running, %d before", runtime.NumGoroutine(), before)
+}
+
+// Whether the read-ahead ends by itself or stops, nothing is left
+// preparing when it returns: no Shrink runs then or later.
+func TestReadAheadLeavesNothingRunning(t *testing.T) {
+	r, files := testRun(t, context.Background())
+	var inside, after atomic.Int32
+	var returned atomic.Bool
+	r.opts.Shrink = func(img image.Image) image.Image {
+		if returned.Load() {
+			after.Add(1)
 		}
+		inside.Add(1)
+		defer inside.Add(-1)
+		time.Sleep(time.Millisecond)
+		return image.NewNRGBA(image.Rect(0, 0, 2, 2))
+	}
+	broke := errors.New("broke")
+	for _, stopAt := range []int{0, 1, 3} {
+		for _, interleave := range []int{0, 3} {
+			returned.Store(false)
+			n := 0
+			_, err := r.readAhead(files, aitw.ReadOptions{KeepPixels: true, Interleave: interleave}, readAheadBytes(64), func(readEpisode) error {
+				if n++; n == stopAt {
+					return broke
+				}
+				return nil
+			})
+			returned.Store(true)
+			if (stopAt > 0) != errors.Is(err, broke) {
+				t.Fatalf("stop at %d, interleave %d: %v", stopAt, interleave, err)
+			}
+			if k := inside.Load(); k != 0 {
+				t.Fatalf("stop at %d, interleave %d: %d screens still shrinking when the read-ahead returned", stopAt, interleave, k)
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if k := after.Load(); k != 0 {
+		t.Fatalf("%d screens shrunk after the read-ahead returned", k)
 	}
 }
 

@@ -138,8 +138,13 @@ func (d *dataFlags) report(w io.Writer, st aitw.ReadStats) {
 	}
 }
 
-// scoreReadFiles is the record files eval score reads at once.
-const scoreReadFiles = 4
+// scoreReadFiles is the record files eval score reads at once;
+// maxReadFiles bounds eval run's --read-files (each file read at once holds
+// a goroutine, an open file and about an episode of screens).
+const (
+	scoreReadFiles = 4
+	maxReadFiles   = 64
+)
 
 func runEvalRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("eval run", flag.ContinueOnError)
@@ -152,7 +157,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	shards := fs.Int("shards", 0, "with --shard auto: the number of shards (needed for a Kubernetes Indexed Job; checked against a Slurm array's size)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
 	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
-	readFiles := fs.Int("read-files", 0, fmt.Sprintf("record files read at once, each inflated on a core of its own, their episodes taken in turns (a fixed order; predictions are the same) (0: %d on CPU, %d on CUDA)", runner.DefaultReadFiles("cpu"), runner.DefaultReadFiles("cuda")))
+	readFiles := fs.Int("read-files", 0, fmt.Sprintf("record files read at once, each inflated on a core of its own, their episodes taken in turns: a fixed order, the same predictions (but under --tf32, where the steps that share a call matter) (0: %d on CPU, %d on CUDA; at most %d)", runner.DefaultReadFiles("cpu"), runner.DefaultReadFiles("cuda"), maxReadFiles))
 	mf.addOverlapFlag(fs)
 	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, a quarter of --batch under cuda)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
@@ -190,8 +195,8 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if *batch < 0 {
 		return usageErrorf("--batch %d: must be >= 0", *batch)
 	}
-	if *readFiles < 0 {
-		return usageErrorf("--read-files %d: must be >= 1 (or 0, the provider's default)", *readFiles)
+	if *readFiles < 0 || *readFiles > maxReadFiles {
+		return usageErrorf("--read-files %d: want 1 to %d (or 0, the provider's default)", *readFiles, maxReadFiles)
 	}
 	if mf.overlap && !*continuous {
 		return usageErrorf("--overlap-joins needs --continuous")
@@ -240,14 +245,15 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if *readFiles == 0 {
 		*readFiles = runner.DefaultReadFiles(string(set.Provider))
 	}
-	ro.Interleave = *readFiles
+	// what applies, which alone sets the order (one file, or pickles: 1)
+	ro.Interleave = aitw.FilesAtOnce(files, *readFiles)
 	info, err := newRunInfo(mf.model, set, hist, *batch, files, df, sh)
 	if err != nil {
 		return err
 	}
 	info.Options.Preset = *preset
 	info.Options.Continuous = *continuous
-	info.Options.ReadFiles = *readFiles
+	info.Options.ReadFiles = ro.Interleave
 	info.Options.Replay = *replay
 	if err := runinfo.Start(*out, info); err != nil {
 		return err

@@ -80,6 +80,7 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--history", "oracle"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "-1"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--read-files", "-1"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--read-files", "65"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--shard", "auto"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "paper"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", "../../aitw/testdata/predictions.jsonl", "--protocol", "autoui", "--scroll-map", "diagonal"},
@@ -277,6 +278,16 @@ func TestEvalRunReadFiles(t *testing.T) {
 	}
 	if info, err := runinfo.Read(out); err != nil || info.Options.ReadFiles != 3 {
 		t.Fatalf("run.json: %+v %v", info, err)
+	}
+	// one file: one at a time, whatever was asked
+	one := t.TempDir()
+	if s, err := captureStdout(t, func() error {
+		return runEval(context.Background(), []string{"run", "--model", tinyBundle, "--data", data + "/general", "--out", one, "--no-feature-cache", "--read-files", "8"})
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, s)
+	}
+	if info, err := runinfo.Read(one); err != nil || info.Options.ReadFiles != 1 {
+		t.Fatalf("run.json of one file read with --read-files 8: %+v %v", info, err)
 	}
 	if resumed := run(out, 1); !slices.Equal(resumed, got) {
 		t.Fatalf("resumed with --read-files 1: %d lines, was %d", len(resumed), len(got))
