@@ -446,7 +446,7 @@ if want e2e && fits 60 e2e; then
   # (1080x2400) synthetic AITW records, every step replaying the typical action (--replay: random weights
   # decode as a trained model would), so that reading, resizing ahead on the host's cores and the engine
   # run as one run does; steps/s from eval's own last progress line (model load excluded, the first
-  # batches' captures included)
+  # batches' captures included) and from its pace after the first 64 predictions (their warm-up excluded)
   d=/tmp/e2e-data-${E2E_EPISODES:-400}
   [ -f $d/dataset.json ] || run autoui dataset --out $d --episodes "${E2E_EPISODES:-400}" --seed 1 --size 1080x2400 >/dev/null
   log "e2e: $(python3 -c 'import json, sys; print(sum(json.load(open(sys.argv[1]))["steps"].values()))' $d/dataset.json 2>&1) full-size steps"

@@ -106,6 +106,13 @@ type Summary struct {
 	Read             aitw.ReadStats
 	Path             string
 	Decode           DecodeStats // over this run's new predictions
+	// AfterFirst is what followed the run's first Batch predictions: the
+	// run's pace without its first calls' warm-up (an engine's first runs,
+	// CUDA graphs captured), which a short run on a GPU would be all about.
+	AfterFirst struct {
+		Steps int
+		Time  time.Duration
+	}
 }
 
 // DecodeStats sums the text path of a run's predictions, so decoding
@@ -220,6 +227,9 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
+	if !r.warm.IsZero() {
+		sum.AfterFirst.Steps, sum.AfterFirst.Time = sum.Predicted-r.batch, time.Since(r.warm)
+	}
 	return sum, err
 }
 
@@ -257,6 +267,7 @@ type run struct {
 	sum     *Summary
 	prog    *progress.Bar
 	batch   int
+	warm    time.Time     // when the first batch predictions were written
 	cache   *featureCache // nil: no cache
 }
 
@@ -427,7 +438,9 @@ func (r *run) append(j *job, pred aitw.Prediction) error {
 		return err
 	}
 	r.written[j.key()] = pred
-	r.sum.Predicted++
+	if r.sum.Predicted++; r.sum.Predicted == r.batch {
+		r.warm = time.Now()
+	}
 	r.prog.Tick()
 	if j.last {
 		r.prog.Add(1) // the episode is finished

@@ -268,6 +268,10 @@ func TestLimitExact(t *testing.T) {
 				if err != nil || ps.Lines != limit || sum.Predicted != limit || sum.LimitHit != (limit < 55) || fp.predicts != limit {
 					t.Errorf("%s batch %d limit %d: %+v, %d lines, %d predicted by the engine, %v", mode, batch, limit, sum, ps.Lines, fp.predicts, err)
 				}
+				// the pace after the first batch's predictions counts the rest
+				if a := sum.AfterFirst; a.Steps != limit-batch || a.Time <= 0 {
+					t.Errorf("%s batch %d limit %d: after the first batch %+v, want %d steps", mode, batch, limit, a, limit-batch)
+				}
 			}
 		}
 	}

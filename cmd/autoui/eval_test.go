@@ -243,6 +243,9 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	// the closing line says where the continuous decode's time went
 	_, stderr, code := runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", t.TempDir(), "--batch", "4",
 		"--no-feature-cache", "--cuda-graph", "--continuous")
+	if !regexp.MustCompile(`\nafter the first 4 predictions: [0-9]+ in [0-9.]+ s, [0-9.]+ steps/s\n`).MatchString(stderr) {
+		t.Errorf("no pace after the first batch: %s", stderr)
+	}
 	if code != 0 || !regexp.MustCompile(`continuous decode on 4 rows: [0-9.]+ tokens per action; [1-9][0-9]* joins of [0-9.]+ requests, [1-9][0-9]* decoder calls of [0-9.]+ busy rows on [0-9.]+, [0-9]+ moves, 0 decoder graphs captured; time: joins [0-9.]+ s, decoder calls [0-9.]+ s, moves [0-9.]+ s`).MatchString(stderr) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
