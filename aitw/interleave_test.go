@@ -243,50 +243,6 @@ func TestInterleaveErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkStreamEpisodes reads 48 full-size AITW steps (1080x2400 RGB, a
-// third of each screen noise: ~2.7 MB a record) in 4 files, one file after
-// another and 2 or 4 at once (Interleave): inflating a gzip stream is one
-// core's work, so steps/s should grow with the files read at once up to
-// the cores.
-//
-//	go test ./aitw -run '^$' -bench StreamEpisodes -benchtime 4x
-func BenchmarkStreamEpisodes(b *testing.B) {
-	const w, h, perFile = 1080, 2400, 12
-	dir := b.TempDir()
-	var files []string
-	x := uint32(1)
-	for f := range 4 {
-		var steps []Step
-		for i := range perFile {
-			pix := make([]byte, w*h*3)
-			for j := range pix[:len(pix)/3] { // flat UI: bands of colour
-				pix[j] = byte(j/(w*3*40)*37 + f + i)
-			}
-			for j := len(pix) / 3; j < 2*len(pix)/3; j++ { // photo-like: noise over a gradient
-				x = x*1664525 + 1013904223
-				pix[j] = byte(int(pix[j-3]) + int(x>>29) - 4)
-			}
-			s := writerStep(fmt.Sprintf("f%d-e%d", f, i/6), i%6, 6)
-			s.Height, s.Width, s.Pixels = h, w, pix
-			steps = append(steps, s)
-		}
-		files = append(files, filepath.Join(dir, fmt.Sprintf("general-%d.tfrecord.gz", f)))
-		writeEpisodes(b, files[f], steps)
-	}
-	for _, n := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("files%d", n), func(b *testing.B) {
-			for range b.N {
-				st, err := StreamEpisodes(files, ReadOptions{KeepPixels: true, Interleave: n}, func(Episode) error { return nil })
-				if err != nil || st.Records != 4*perFile {
-					b.Fatal(st, err)
-				}
-			}
-			b.ReportMetric(float64(b.N*4*perFile)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric(0, "ns/op")
-		})
-	}
-}
-
 func TestFilesAtOnce(t *testing.T) {
 	recs := []string{"a.tfrecord.gz", "b.tfrecord.gz", "c.tfrecord"}
 	for _, tc := range []struct {

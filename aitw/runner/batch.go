@@ -36,10 +36,15 @@ const (
 // DefaultBatch is the batch size `eval run` uses on a provider (the
 // --provider value: "cpu", "cuda"; anything else is taken as cpu).
 func DefaultBatch(provider string) int {
+	return forProvider(provider, DefaultBatchCPU, DefaultBatchCUDA)
+}
+
+// forProvider is cuda's value under the cuda provider, else cpu's.
+func forProvider(provider string, cpu, cuda int) int {
 	if strings.EqualFold(provider, string(engine.ProviderCUDA)) {
-		return DefaultBatchCUDA
+		return cuda
 	}
-	return DefaultBatchCPU
+	return cpu
 }
 
 // How many record files `eval run` reads at once (aitw.ReadOptions.Interleave).
@@ -55,8 +60,5 @@ const (
 
 // DefaultReadFiles is the files `eval run` reads at once on a provider.
 func DefaultReadFiles(provider string) int {
-	if strings.EqualFold(provider, string(engine.ProviderCUDA)) {
-		return DefaultReadFilesCUDA
-	}
-	return DefaultReadFilesCPU
+	return forProvider(provider, DefaultReadFilesCPU, DefaultReadFilesCUDA)
 }

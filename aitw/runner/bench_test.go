@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
+	"github.com/autoui/autoui/aitw/aitwtest"
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -165,7 +165,11 @@ func BenchmarkRunHost(b *testing.B) {
 	steps := 0
 	for i := range 4 {
 		files = append(files, filepath.Join(dir, "general", fmt.Sprintf("general-%d.tfrecord.gz", i)))
-		steps += writeFullSizeRecords(b, files[i], 2*i, 2, 6)
+		n, err := aitwtest.WriteFullSize(files[i], 2*i, 2, 6)
+		if err != nil {
+			b.Fatal(err)
+		}
+		steps += n
 	}
 	hp := hostPredictor{cfg: preprocess.DefaultConfig()}
 	shrink := func(img image.Image) image.Image { return preprocess.ResizeBicubic(img, hp.cfg.Width, hp.cfg.Height) }
@@ -194,44 +198,6 @@ func BenchmarkRunHost(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-// writeFullSizeRecords writes episodes x perEpisode full-size steps, the
-// episodes numbered from first.
-func writeFullSizeRecords(b *testing.B, path string, first, episodes, perEpisode int) int {
-	const w, h = 1080, 2400
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	rw := aitw.NewRecordWriter(f, path)
-	x := uint32(1)
-	for e := first; e < first+episodes; e++ {
-		for s := range perEpisode {
-			pix := make([]byte, w*h*3)
-			for i := range pix[:len(pix)/3] { // flat UI: bands of colour
-				pix[i] = byte(i/(w*3*40)*37 + e + s)
-			}
-			for i := len(pix) / 3; i < 2*len(pix)/3; i++ { // photo-like: noise over a gradient
-				x = x*1664525 + 1013904223
-				pix[i] = byte(int(pix[i-3]) + int(x>>29) - 4)
-			}
-			st := aitw.Step{EpisodeID: fmt.Sprint("ep", e), StepID: s, EpisodeLength: perEpisode, Goal: "open the clock",
-				Height: h, Width: w, Channels: 3, Pixels: pix,
-				Action: action.Action{Type: action.PressHome, Touch: action.NoPoint, Lift: action.NoPoint}}
-			if err := rw.WriteExample(aitw.StepExample(st)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if err := rw.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return episodes * perEpisode
 }
 
 // hostPredictor does an engine's host work only: every screen resized to
