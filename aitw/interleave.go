@@ -13,8 +13,13 @@ var interleaveTurnBytes = 64 << 20 // a variable for tests
 
 // fileTurn is what one file hands over in its turn: records in reading
 // order, and, with end, how the file ended (err nil: read to its end).
+// A turn cut at interleaveTurnBytes inside an episode keeps the file's
+// turn: an episode's records are never split by another file's, so that
+// duplicates and conflicts are judged as one file after another judges
+// them.
 type fileTurn struct {
 	records []fileRecord
+	cut     bool
 	end     bool
 	err     error
 }
@@ -36,12 +41,17 @@ func FilesAtOnce(files []string, n int) int {
 type place struct {
 	index int // in the files
 	turns <-chan fileTurn
+	drop  chan struct{} // closed to stop this file's reader
 }
 
 // interleave reads the record files opts.Interleave at a time and takes
-// their records in turns (ReadOptions.Interleave). A file that fails ends
-// the read as it would one file after another: the files before it are
-// read to their end, and no file after it is begun or read on.
+// their records in turns (ReadOptions.Interleave).
+//
+// A file that fails ends the read, as one file after another does, but
+// for what came before the failure: the files before it are read to their
+// end and their last episode handed over; the failed file's episode held
+// complete is not (it may be the one its error names); files after it read
+// no further, but what their turns before the failure held is handed over.
 func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
@@ -51,16 +61,18 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 	}()
 	next := 0
 	begin := func() place {
-		path := files[next]
-		a.st.Files++
+		p := place{index: next, drop: make(chan struct{})}
 		turns := make(chan fileTurn)
+		p.turns = turns
+		path := files[next]
+		next++
+		a.st.Files++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readTurns(path, a.opts, turns, quit)
+			readTurns(path, a.opts, turns, quit, p.drop)
 		}()
-		next++
-		return place{next - 1, turns}
+		return p
 	}
 	var stopped error // fn's: it ends the read at once
 	emit := func(ep Episode) error {
@@ -73,6 +85,8 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 	}
 	var failed error // of the first file in the list that failed
 	failedAt := len(files)
+	var held *Episode // a.held as heldFrom's records left it
+	heldFrom := -1
 	for k := 0; len(open) > 0; k %= max(len(open), 1) {
 		p := open[k]
 		t := <-p.turns
@@ -80,6 +94,9 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 		for _, r := range t.records {
 			if err = a.take(r, emit); err != nil {
 				break
+			}
+			if a.held != held {
+				held, heldFrom = a.held, p.index
 			}
 		}
 		if err == nil && t.end {
@@ -90,21 +107,25 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 			return stopped
 		case err != nil && p.index < failedAt:
 			failed, failedAt, next = err, p.index, len(files)
-			open, k = placesBefore(open, k, failedAt)
+			if a.held != nil && heldFrom >= failedAt {
+				a.held = nil
+			}
+			var dropped []place
+			open, dropped, k = placesBefore(open, k, failedAt)
+			for _, d := range dropped {
+				close(d.drop)
+			}
 		case t.end:
 			open = slices.Delete(open, k, k+1)
 			if next < len(files) {
 				open = slices.Insert(open, k, begin())
 				k++
 			}
-		default:
+		case !t.cut:
 			k++
 		}
 	}
 	if failed != nil {
-		// One file after another, the failed file's first record would
-		// have let the last file's held episode go; here other files' turns
-		// came between.
 		if err := a.emitHeld(fn); err != nil {
 			return err
 		}
@@ -112,26 +133,29 @@ func (a *assembler) interleave(files []string, fn func(Episode) error) error {
 	return failed
 }
 
-// placesBefore keeps the places of the files before index i. k, a position
-// in open, moves to the first place kept at or after it.
-func placesBefore(open []place, k, i int) ([]place, int) {
-	var kept []place
-	nk := 0
+// placesBefore splits open into the places of the files before index i and
+// the others. k, a position in open, moves to the first place kept at or
+// after it.
+func placesBefore(open []place, k, i int) (kept, dropped []place, nk int) {
 	for j, p := range open {
-		if p.index < i {
-			if j < k {
-				nk++
-			}
+		switch {
+		case p.index >= i:
+			dropped = append(dropped, p)
+		case j < k:
+			nk++
+			fallthrough
+		default:
 			kept = append(kept, p)
 		}
 	}
-	return kept, nk
+	return kept, dropped, nk
 }
 
 // readTurns reads one record file into turns: a turn ends before a record
 // of another episode than its steps', or once it holds
-// interleaveTurnBytes of pixels. The last turn carries the file's end.
-func readTurns(path string, opts ReadOptions, turns chan<- fileTurn, quit <-chan struct{}) {
+// interleaveTurnBytes of pixels (cut). The last turn carries the file's
+// end. It stops at the next record once quit or drop is closed.
+func readTurns(path string, opts ReadOptions, turns chan<- fileTurn, quit, drop <-chan struct{}) {
 	var (
 		t        fileTurn
 		episode  string // of t's steps, once hasSteps
@@ -144,17 +168,21 @@ func readTurns(path string, opts ReadOptions, turns chan<- fileTurn, quit <-chan
 			t, hasSteps, bytes = fileTurn{}, false, 0
 			return true
 		case <-quit:
-			return false
+		case <-drop:
 		}
+		return false
 	}
 	err := readRecordFile(path, opts.subsetOf(path), opts, func(r fileRecord) error {
 		select {
 		case <-quit: // not a turn later: a turn may be an episode of a thousand records
 			return errQuit
+		case <-drop:
+			return errQuit
 		default:
 		}
 		isStep := r.skip == "" && r.warn == ""
 		if isStep && hasSteps && (r.step.EpisodeID != episode || bytes >= interleaveTurnBytes) {
+			t.cut = r.step.EpisodeID == episode
 			if !send() {
 				return errQuit
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -150,7 +151,9 @@ func TestInterleaveSameEpisodes(t *testing.T) {
 }
 
 // A turn holds at most interleaveTurnBytes of pixels: a long episode comes
-// in several turns, with other files' in between, and is assembled whole.
+// in several turns, but the file keeps its turn until the episode ends, so
+// no other file's records come between its steps and a duplicate after it
+// is judged as one file after another judges it.
 func TestInterleaveLongEpisode(t *testing.T) {
 	defer func(n int) { interleaveTurnBytes = n }(interleaveTurnBytes)
 	interleaveTurnBytes = 40 // a turn closes after 3 steps of 18 bytes
@@ -158,10 +161,18 @@ func TestInterleaveLongEpisode(t *testing.T) {
 	x, yz := filepath.Join(dir, "x.tfrecord.gz"), filepath.Join(dir, "yz.tfrecord.gz")
 	writeEpisodes(t, x, stepsOf("x", 5))
 	writeEpisodes(t, yz, slices.Concat(stepsOf("y", 1), stepsOf("z", 1)))
-	// turns: x[x0-x2] yz[y] x[x3, x4, ends] yz[z, ends]
+	// turns: x[x0-x2, cut] x[x3, x4, ends] yz[y] yz[z, ends]
 	got, _, err := streamIDs(t, []string{x, yz}, ReadOptions{Interleave: 2, KeepPixels: true})
-	if want := []string{"y:1", "x:5", "z:1"}; err != nil || !slices.Equal(got, want) {
+	if want := []string{"x:5", "y:1", "z:1"}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("%v %v, want %v", got, err, want)
+	}
+	// x complete, then its step 0 again: x is dropped either way
+	writeEpisodes(t, x, append(stepsOf("x", 3), writerStep("x", 0, 3)))
+	for _, n := range []int{1, 2} {
+		got, st, err := streamIDs(t, []string{x, yz}, ReadOptions{Interleave: n, KeepPixels: true, SkipCorrupt: true})
+		if want := []string{"y:1", "z:1"}; err != nil || !slices.Equal(got, want) || st.DroppedEpisodes != 1 {
+			t.Fatalf("interleave %d: %v %v, %+v; want %v and x dropped", n, got, err, st, want)
+		}
 	}
 }
 
@@ -216,6 +227,43 @@ func TestInterleaveErrors(t *testing.T) {
 		for _, id := range wantIDs {
 			if _, found := slices.BinarySearch(ids, id); !found {
 				t.Fatalf("interleave %d: episode %s of a file before the bad one was not handed over (got %v)", n, id, ids)
+			}
+		}
+	}
+	// The failed file's complete episode is not handed over: it may be the
+	// one its error names (x, then its step 0 again), or one its next,
+	// bad, record would have let go (b1).
+	dir := t.TempDir()
+	dup, a, b, c := filepath.Join(dir, "dup.tfrecord.gz"), filepath.Join(dir, "a.tfrecord.gz"), filepath.Join(dir, "b.tfrecord"), filepath.Join(dir, "c.tfrecord.gz")
+	writeEpisodes(t, dup, append(stepsOf("x", 3), writerStep("x", 0, 3)))
+	writeEpisodes(t, a, slices.Concat(stepsOf("a1", 1), stepsOf("a2", 1)))
+	var plain []byte
+	for i, s := range slices.Concat(stepsOf("b1", 1), stepsOf("b2", 1)) {
+		rec := AppendRecord(nil, EncodeExample(StepExample(s)))
+		if i == 1 {
+			rec[len(rec)-5] ^= 1
+		}
+		plain = append(plain, rec...)
+	}
+	if err := os.WriteFile(b, plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeEpisodes(t, c, stepsOf("c1", 1))
+	for _, tc := range []struct {
+		files []string
+		not   string
+	}{{[]string{dup, good[0]}, "x"}, {[]string{a, b, c}, "b1"}} {
+		want, _, wantErr := streamIDs(t, tc.files, ReadOptions{})
+		for _, n := range []int{2, 3} {
+			got, _, err := streamIDs(t, tc.files, ReadOptions{Interleave: n})
+			if err == nil || wantErr == nil || err.Error() != wantErr.Error() ||
+				slices.ContainsFunc(got, func(id string) bool { return strings.HasPrefix(id, tc.not+":") }) {
+				t.Fatalf("interleave %d: %v %v; one file after another %v %v", n, got, err, want, wantErr)
+			}
+			for _, id := range want {
+				if !slices.Contains(got, id) {
+					t.Fatalf("interleave %d: %v lacks %s (one file after another: %v)", n, got, id, want)
+				}
 			}
 		}
 	}

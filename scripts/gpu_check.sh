@@ -436,7 +436,7 @@ if want tf32 && fits 90 tf32; then
     done
     # eval's own default batch: 8 (above, tf32=true) against 64
     fits 20 "eval batch 64" && run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" \
-      --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps/s|text path' "$out/log.txt" | tail -2 | tr '\n' ' ')"
+      --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps predicted|after the first|text path' "$out/log.txt" | tail -3 | tr '\n' ' ')"
   fi
   save
 fi
@@ -467,7 +467,7 @@ if want e2e && fits 60 e2e; then
     run timeout "$(capped 200)" autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
       --replay typical --no-feature-cache --out "$res/e2e-$cfg" >/dev/null
     rc=$?
-    log "e2e $cfg (rc $rc): $(since "$m" 'steps/s') | $(since "$m" 'text path|continuous decode on')"
+    log "e2e $cfg (rc $rc): $(since "$m" 'steps predicted') | $(since "$m" 'after the first') | $(since "$m" 'text path|continuous decode on')"
   done
   save
 fi
@@ -489,7 +489,7 @@ if want evalc && [ -d /tmp/bundles/default-static ]; then
     run timeout 150 autoui eval run --provider "$prov" --model /tmp/bundles/default-static --data "$split" --batch 64 "${fl[@]}" \
       --no-feature-cache --out "$res/evalc-$cfg" >/dev/null
     rc=$?
-    log "eval $cfg (rc $rc): $(since "$m" 'steps/s') | $(since "$m" 'text path|continuous decode on')"
+    log "eval $cfg (rc $rc): $(since "$m" 'steps predicted') | $(since "$m" 'after the first') | $(since "$m" 'text path|continuous decode on')"
     [ -f /tmp/cpu-ref/predictions.jsonl ] && log "  against the CPU: $(same_outputs /tmp/cpu-ref "$res/evalc-$cfg")"
   done
   save

@@ -106,11 +106,13 @@ type Summary struct {
 	Read             aitw.ReadStats
 	Path             string
 	Decode           DecodeStats // over this run's new predictions
-	// AfterFirst is what followed the run's first Batch predictions: the
-	// run's pace without its first calls' warm-up (an engine's first runs,
-	// CUDA graphs captured), which a short run on a GPU would be all about.
+	// AfterFirst is what followed the run's first engine call (in a
+	// continuous decode, its first Batch predictions): the run's pace
+	// without the warm-up that call carries (an engine's first runs, CUDA
+	// graphs captured), which a short run on a GPU would be mostly about.
 	AfterFirst struct {
-		Steps int
+		First int // the predictions of the first call
+		Steps int // written after them
 		Time  time.Duration
 	}
 }
@@ -228,7 +230,8 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 		err = cerr
 	}
 	if !r.warm.IsZero() {
-		sum.AfterFirst.Steps, sum.AfterFirst.Time = sum.Predicted-r.batch, time.Since(r.warm)
+		a := &sum.AfterFirst
+		a.First, a.Steps, a.Time = r.warmN, sum.Predicted-r.warmN, time.Since(r.warm)
 	}
 	return sum, err
 }
@@ -267,7 +270,8 @@ type run struct {
 	sum     *Summary
 	prog    *progress.Bar
 	batch   int
-	warm    time.Time     // when the first batch predictions were written
+	warm    time.Time     // when the first call's predictions were written (warmedUp)
+	warmN   int           // how many they were
 	cache   *featureCache // nil: no cache
 }
 
@@ -371,7 +375,16 @@ func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
 			return nil, err
 		}
 	}
+	r.warmedUp()
 	return preds, nil
+}
+
+// warmedUp marks the end of the first engine call's predictions
+// (Summary.AfterFirst).
+func (r *run) warmedUp() {
+	if r.warm.IsZero() {
+		r.warm, r.warmN = time.Now(), r.sum.Predicted
+	}
 }
 
 // requests are the jobs' requests, with the screen decoded for those whose
@@ -438,9 +451,7 @@ func (r *run) append(j *job, pred aitw.Prediction) error {
 		return err
 	}
 	r.written[j.key()] = pred
-	if r.sum.Predicted++; r.sum.Predicted == r.batch {
-		r.warm = time.Now()
-	}
+	r.sum.Predicted++
 	r.prog.Tick()
 	if j.last {
 		r.prog.Add(1) // the episode is finished

@@ -332,6 +332,9 @@ func (q *streamQueue) write(st streamStep) bool {
 		return false
 	}
 	q.r.sum.Decode.Tokens += st.tokens
+	if q.r.sum.Predicted >= q.r.batch { // the stream's first rows: its first join
+		q.r.warmedUp()
+	}
 	return true
 }
 

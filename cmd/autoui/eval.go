@@ -285,8 +285,8 @@ func runEvalRun(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "%d new predictions (%d already done) in %s; %d episodes; %d outputs did not parse; vision cache %d hits, %d misses%s\n",
 		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses, cacheNotes(sum))
 	if a := sum.AfterFirst; a.Steps >= *batch && a.Time > 0 {
-		// the first batch carries the engine's warm-up; a short GPU run is mostly that
-		fmt.Fprintf(os.Stderr, "after the first %d predictions: %d in %.1f s, %.2f steps/s\n", *batch, a.Steps, a.Time.Seconds(), float64(a.Steps)/a.Time.Seconds())
+		// the first call carries the engine's warm-up; a short GPU run is mostly that
+		fmt.Fprintf(os.Stderr, "after the first %d predictions: %d in %.1f s, %.2f steps/s\n", a.First, a.Steps, a.Time.Seconds(), float64(a.Steps)/a.Time.Seconds())
 	}
 	if d, n := sum.Decode, sum.Predicted; n > 0 && d.Calls > 0 {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }

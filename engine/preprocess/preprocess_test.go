@@ -380,10 +380,21 @@ func TestRawRGBResizesAsNRGBA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// and the inner part of each, with its origin at (1, 1) and a
+		// stride past its width
+		r := image.Rect(1, 1, w, h)
+		inner := &RGB{Pix: rgb[3*w+3:], Stride: 3 * w, Rect: r}
 		for _, out := range [][2]int{{3, 2}, {w, h}, {2 * w, 3}} {
 			got, want := ResizeBicubic(img, out[0], out[1]), ResizeBicubic(nrgba, out[0], out[1])
 			if !bytes.Equal(got.Pix, want.Pix) {
 				t.Fatalf("width %d to %dx%d: raw RGB resized to %v, NRGBA to %v", w, out[0], out[1], got.Pix, want.Pix)
+			}
+			if r.Empty() {
+				continue
+			}
+			got, want = ResizeBicubic(inner, out[0], out[1]), ResizeBicubic(nrgba.SubImage(r), out[0], out[1])
+			if !bytes.Equal(got.Pix, want.Pix) {
+				t.Fatalf("width %d, inner %v, to %dx%d: raw RGB resized to %v, NRGBA to %v", w, r, out[0], out[1], got.Pix, want.Pix)
 			}
 		}
 	}
