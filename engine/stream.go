@@ -267,10 +267,7 @@ func (s *streamState) begin(ctx context.Context, jobs []predict.Job, start time.
 		return
 	}
 	pj := &pendingJoin{jobs: jobs, seqs: seqs, res: res, start: start, done: make(chan struct{})}
-	reqs := make([]predict.Request, len(jobs))
-	for i, j := range jobs {
-		reqs[i] = j.Req
-	}
+	reqs := requestsOf(jobs)
 	itemErr, batchErr := batchErrors(len(jobs), "join")
 	s.pending = pj
 	s.gate.RLock() // here, so that no call that may capture starts before the prefill does
@@ -486,18 +483,22 @@ func (s *streamState) settle(ctx context.Context, jobs []predict.Job, start time
 
 // start prefills the joining requests and places them on free rows.
 func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*sequence, res []*predict.Result, start time.Time) error {
-	B := len(jobs)
-	itemErr, batchErr := batchErrors(B, "join")
-	reqs := make([]predict.Request, B)
-	for i, j := range jobs {
-		reqs[i] = j.Req
-	}
-	fused, mask, err := s.p.prefill(ctx, reqs, res, itemErr, batchErr, false)
+	itemErr, batchErr := batchErrors(len(jobs), "join")
+	fused, mask, err := s.p.prefill(ctx, requestsOf(jobs), res, itemErr, batchErr, false)
 	if err != nil {
 		return err
 	}
 	defer fused.release()
 	return s.place(jobs, seqs, res, fused, mask, start)
+}
+
+// requestsOf is the jobs' requests.
+func requestsOf(jobs []predict.Job) []predict.Request {
+	reqs := make([]predict.Request, len(jobs))
+	for i, j := range jobs {
+		reqs[i] = j.Req
+	}
+	return reqs
 }
 
 // place starts prefilled requests (fused states, mask) on free rows: their
@@ -587,20 +588,18 @@ func (s *streamState) step() error {
 	if p.stepHook != nil {
 		p.stepHook(alignUp(k, p.align))
 	}
-	var err error
-	var t time.Time
-	if s.mayCapture() {
-		// a call that may capture sees no other CUDA work: a join
-		// prefilling beside the calls would finish first (none is begun
-		// while the buffers may capture, and they do not change while one
-		// prefills: this holds that)
+	// a call that may capture sees no other CUDA work: a join prefilling
+	// beside the calls would finish first (none is begun while the buffers
+	// may capture, and they do not change while one prefills: this holds
+	// that)
+	capturing := s.mayCapture()
+	if capturing {
 		s.gate.Lock()
-		t = time.Now()
-		err = st.Step(logits)
+	}
+	t := time.Now()
+	err := st.Step(logits)
+	if capturing {
 		s.gate.Unlock()
-	} else {
-		t = time.Now()
-		err = st.Step(logits)
 	}
 	if err != nil {
 		return fmt.Errorf("run %s graph %s: %w", p.decoderStatic.role, p.decoderStatic.path, err)
