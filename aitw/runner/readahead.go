@@ -110,10 +110,10 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 	go func() {
 		defer close(prepared)
 		for ep := range read {
-			f := make(chan readEpisode, 1)
 			if q.quitting() {
 				return
 			}
+			f := make(chan readEpisode, 1)
 			select {
 			case prepared <- f:
 			case <-q.quit:
@@ -163,10 +163,9 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 // prepare looks up the steps' screens in the feature cache, shrinks them
 // (Options.Shrink) and drops the screens that will not be used. It runs on
 // up to prepareAhead goroutines at once: it reads only what does not change
-// during a run (the predictions found at its
-// start, the cache's key and directory). A screen seen again within the
-// read-ahead misses the features this run has not stored yet, and is
-// computed again.
+// during a run (the predictions found at its start, the cache's key and
+// directory). A screen seen again within the read-ahead misses the
+// features this run has not stored yet, and is computed again.
 func (r *run) prepare(ep aitw.Episode) readEpisode {
 	e := readEpisode{Episode: ep}
 	steps := ep.Steps

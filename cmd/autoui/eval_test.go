@@ -256,7 +256,7 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 // resumed with another N adds nothing.
 func TestEvalRunReadFiles(t *testing.T) {
 	data := "../../aitw/testdata/records"
-	run := func(out string, n int) []string {
+	runOn := func(data, out string, n int) []string {
 		args := []string{"run", "--model", tinyBundle, "--data", data, "--out", out, "--batch", "4", "--no-feature-cache", "--read-files", strconv.Itoa(n)}
 		if s, err := captureStdout(t, func() error { return runEval(context.Background(), args) }); err != nil {
 			t.Fatalf("eval run --read-files %d: %v\n%s", n, err, s)
@@ -267,6 +267,7 @@ func TestEvalRunReadFiles(t *testing.T) {
 		}
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
+	run := func(out string, n int) []string { return runOn(data, out, n) }
 	want := run(t.TempDir(), 1)
 	out := t.TempDir()
 	got := run(out, 3)
@@ -284,11 +285,7 @@ func TestEvalRunReadFiles(t *testing.T) {
 	}
 	// one file: one at a time, whatever was asked
 	one := t.TempDir()
-	if s, err := captureStdout(t, func() error {
-		return runEval(context.Background(), []string{"run", "--model", tinyBundle, "--data", data + "/general", "--out", one, "--no-feature-cache", "--read-files", "8"})
-	}); err != nil {
-		t.Fatalf("%v\n%s", err, s)
-	}
+	runOn(data+"/general", one, 8)
 	if info, err := runinfo.Read(one); err != nil || info.Options.ReadFiles != 1 {
 		t.Fatalf("run.json of one file read with --read-files 8: %+v %v", info, err)
 	}
