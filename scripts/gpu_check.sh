@@ -56,6 +56,8 @@ run() { echo "[$((SECONDS - t0))s] \$ $*" >&3; "$@" 2>&3; }
 # command run in between printed, not an earlier one's)
 logmark() { wc -l < "$out/log.txt"; }
 since() { tail -n +$(($1 + 1)) "$out/log.txt" | grep -h -E "$2" | tail -1; }
+# eval_line MARK: what the eval run since MARK said of its pace (overall, after its first call) and text path
+eval_line() { echo "$(since "$1" 'steps predicted') | $(since "$1" 'after the first') | $(since "$1" 'text path|continuous decode on')"; }
 # capped SECONDS: a command's timeout, at most the budget left (at least 30 s)
 capped() { local left=$((budget - SECONDS + t0)); (( left < $1 )) && set -- "$left"; echo $(( $1 < 30 ? 30 : $1 )); }
 
@@ -435,8 +437,9 @@ if want tf32 && fits 90 tf32; then
         log "tf32=$flag vs the CPU: $(same_outputs /tmp/cpu-ref "$res/eval-tf32-$flag")"
     done
     # eval's own default batch: 8 (above, tf32=true) against 64
+    m=$(logmark)
     fits 20 "eval batch 64" && run timeout 100 autoui eval run --provider "$prov" --model models/default --data "$split" \
-      --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(grep -h -E 'steps predicted|after the first|text path' "$out/log.txt" | tail -3 | tr '\n' ' ')"
+      --batch 64 --out "$res/eval-b64" > /dev/null && log "eval batch 64: $(eval_line "$m")"
   fi
   save
 fi
@@ -467,7 +470,7 @@ if want e2e && fits 60 e2e; then
     run timeout "$(capped 200)" autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
       --replay typical --no-feature-cache --out "$res/e2e-$cfg" >/dev/null
     rc=$?
-    log "e2e $cfg (rc $rc): $(since "$m" 'steps predicted') | $(since "$m" 'after the first') | $(since "$m" 'text path|continuous decode on')"
+    log "e2e $cfg (rc $rc): $(eval_line "$m")"
   done
   save
 fi
@@ -489,7 +492,7 @@ if want evalc && [ -d /tmp/bundles/default-static ]; then
     run timeout 150 autoui eval run --provider "$prov" --model /tmp/bundles/default-static --data "$split" --batch 64 "${fl[@]}" \
       --no-feature-cache --out "$res/evalc-$cfg" >/dev/null
     rc=$?
-    log "eval $cfg (rc $rc): $(since "$m" 'steps predicted') | $(since "$m" 'after the first') | $(since "$m" 'text path|continuous decode on')"
+    log "eval $cfg (rc $rc): $(eval_line "$m")"
     [ -f /tmp/cpu-ref/predictions.jsonl ] && log "  against the CPU: $(same_outputs /tmp/cpu-ref "$res/evalc-$cfg")"
   done
   save
