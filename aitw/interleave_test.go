@@ -74,20 +74,27 @@ func TestInterleaveOrder(t *testing.T) {
 	}
 }
 
+// recordsWithBadCRC is steps as plain (uncompressed) records, the payload
+// of step bad with its last byte changed: a payload CRC mismatch.
+func recordsWithBadCRC(steps []Step, bad int) []byte {
+	var plain []byte
+	for i, s := range steps {
+		rec := AppendRecord(nil, EncodeExample(StepExample(s)))
+		if i == bad {
+			rec[len(rec)-5] ^= 1 // the payload's last byte, before its CRC
+		}
+		plain = append(plain, rec...)
+	}
+	return plain
+}
+
 // badFiles writes record files of episodes of their own, each with a fault:
 // a bad payload CRC in a plain file (the step is skipped, its episode left
 // incomplete), a gzip stream lacking its trailer (a warning) and an empty
 // file.
 func badFiles(t *testing.T) []string {
 	t.Helper()
-	var plain []byte
-	for i, s := range slices.Concat(stepsOf("q", 3), stepsOf("r", 1)) {
-		rec := AppendRecord(nil, EncodeExample(StepExample(s)))
-		if i == 1 {
-			rec[len(rec)-5] ^= 1 // the payload's last byte
-		}
-		plain = append(plain, rec...)
-	}
+	plain := recordsWithBadCRC(slices.Concat(stepsOf("q", 3), stepsOf("r", 1)), 1)
 	dir := t.TempDir()
 	cut := filepath.Join(dir, "cut.tfrecord.gz")
 	gz := writeEpisodes(t, cut, slices.Concat(stepsOf("s", 2), stepsOf("u", 1)))
@@ -237,15 +244,7 @@ func TestInterleaveErrors(t *testing.T) {
 	dup, a, b, c := filepath.Join(dir, "dup.tfrecord.gz"), filepath.Join(dir, "a.tfrecord.gz"), filepath.Join(dir, "b.tfrecord"), filepath.Join(dir, "c.tfrecord.gz")
 	writeEpisodes(t, dup, append(stepsOf("x", 3), writerStep("x", 0, 3)))
 	writeEpisodes(t, a, slices.Concat(stepsOf("a1", 1), stepsOf("a2", 1)))
-	var plain []byte
-	for i, s := range slices.Concat(stepsOf("b1", 1), stepsOf("b2", 1)) {
-		rec := AppendRecord(nil, EncodeExample(StepExample(s)))
-		if i == 1 {
-			rec[len(rec)-5] ^= 1
-		}
-		plain = append(plain, rec...)
-	}
-	if err := os.WriteFile(b, plain, 0o644); err != nil {
+	if err := os.WriteFile(b, recordsWithBadCRC(slices.Concat(stepsOf("b1", 1), stepsOf("b2", 1)), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	writeEpisodes(t, c, stepsOf("c1", 1))
