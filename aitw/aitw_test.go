@@ -516,6 +516,16 @@ func TestStepFromExampleErrors(t *testing.T) {
 		"touch kind":    func(e Example) { e["results/yx_touch"] = Feature{Kind: KindInt64, Ints: []int64{1, 2}} },
 		"bad type":      func(e Example) { e["results/action_type"] = Feature{Kind: KindInt64, Ints: []int64{9}} },
 		"boxes not 4xN": func(e Example) { e["image/ui_annotations_positions"] = Feature{Kind: KindFloat, Floats: []float32{1}} },
+		"size overflows": func(e Example) {
+			for _, k := range []string{"image/height", "image/width"} {
+				e[k] = Feature{Kind: KindInt64, Ints: []int64{1 << 32}}
+			}
+			e["image/encoded"] = Feature{Kind: KindBytes, Bytes: [][]byte{{}}}
+		},
+		"episode id not UTF-8": func(e Example) { e["episode_id"] = Feature{Kind: KindBytes, Bytes: [][]byte{{'e', 0xff}}} },
+		"goal not UTF-8":       func(e Example) { e["goal_info"] = Feature{Kind: KindBytes, Bytes: [][]byte{{0xc3}}} },
+		"text not UTF-8":       func(e Example) { e["results/type_action"] = Feature{Kind: KindBytes, Bytes: [][]byte{{0xfe}}} },
+		"touch NaN":            func(e Example) { e["results/yx_touch"] = Feature{Kind: KindFloat, Floats: []float32{float32(math.NaN()), 0}} },
 	} {
 		c := Example{}
 		for k, v := range ex {

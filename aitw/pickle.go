@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/pytorch"
@@ -47,13 +47,16 @@ func readPickleFile(path, subset string, opts ReadOptions, st *ReadStats, fn fun
 		return fmt.Errorf("gold data: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	if _, err := br.Peek(1); err == io.EOF {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("gold data: %w", err)
+	}
+	if fi.Size() == 0 {
 		return fmt.Errorf("%s: %w", path, ErrEmptyFile)
 	}
-	u := pickle.NewUnpickler(br)
+	u := pickle.NewUnpickler(bufio.NewReaderSize(f, 1<<20))
 	u.FindClass = findPickleClass
-	obj, err := u.Load()
+	obj, err := loadPickle(&u, f, 0, fi.Size())
 	if err != nil {
 		return fmt.Errorf("read Auto-UI pickle %s: %w", path, err)
 	}
@@ -93,6 +96,9 @@ func pickleEpisode(item any, subset string) (Episode, error) {
 	id, err := dictString(d, "episode_id")
 	if err != nil {
 		return Episode{}, err
+	}
+	if !utf8.ValidString(id) {
+		return Episode{}, fmt.Errorf("episode_id %q is not UTF-8", id)
 	}
 	raw, ok := d.Get("data")
 	if !ok {
@@ -172,7 +178,7 @@ func pickleStep(raw any) (Step, error) {
 		return s, fmt.Errorf("result_action: %w", err)
 	}
 	s.Action = action.Action{Type: t, Touch: touch, Lift: lift, Text: ra[1]}
-	return s, nil
+	return s, s.checkValues()
 }
 
 func dictString(d *types.Dict, key string) (string, error) {
@@ -245,21 +251,30 @@ func toInt(v any) (int, bool) {
 }
 
 // toFloat32s flattens a numpy array, torch tensor or (nested) list of numbers.
-func toFloat32s(v any) ([]float32, error) {
+func toFloat32s(v any) ([]float32, error) { return nestedFloat32s(v, 0) }
+
+// listDepth bounds the nesting of lists of numbers: features and boxes are
+// one or two deep, and a pickled list may hold itself.
+const listDepth = 8
+
+func nestedFloat32s(v any, depth int) ([]float32, error) {
+	if depth > listDepth {
+		return nil, fmt.Errorf("lists nested over %d deep", listDepth)
+	}
 	switch x := v.(type) {
 	case *ndarray:
 		return x.float32s()
 	case *pytorch.Tensor:
 		return tensorFloat32s(x)
 	case *types.List:
-		return listFloat32s(*x)
+		return listFloat32s(*x, depth+1)
 	case *types.Tuple:
-		return listFloat32s(*x)
+		return listFloat32s(*x, depth+1)
 	}
 	return nil, fmt.Errorf("unsupported value %T", v)
 }
 
-func listFloat32s(items []any) ([]float32, error) {
+func listFloat32s(items []any, depth int) ([]float32, error) {
 	out := make([]float32, 0, len(items))
 	for _, it := range items {
 		switch n := it.(type) {
@@ -270,7 +285,7 @@ func listFloat32s(items []any) ([]float32, error) {
 		case numpyScalar:
 			out = append(out, float32(n.f))
 		default:
-			inner, err := toFloat32s(it)
+			inner, err := nestedFloat32s(it, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -281,18 +296,6 @@ func listFloat32s(items []any) ([]float32, error) {
 }
 
 func tensorFloat32s(t *pytorch.Tensor) ([]float32, error) {
-	n := 1
-	for _, s := range t.Size {
-		n *= s
-	}
-	// Contiguous (row-major) tensors only; fetch_features.py stores 1-D ones.
-	want := 1
-	for i := len(t.Size) - 1; i >= 0; i-- {
-		if t.Size[i] > 1 && t.Stride[i] != want {
-			return nil, errors.New("non-contiguous torch tensor")
-		}
-		want *= t.Size[i]
-	}
 	var data []float32
 	switch s := t.Source.(type) {
 	case *pytorch.HalfStorage:
@@ -309,10 +312,35 @@ func tensorFloat32s(t *pytorch.Tensor) ([]float32, error) {
 	default:
 		return nil, fmt.Errorf("torch storage %T is not a float type", t.Source)
 	}
-	if t.StorageOffset < 0 || t.StorageOffset+n > len(data) {
+	n, ok := elements(t.Size, len(data))
+	if !ok || len(t.Stride) != len(t.Size) {
+		return nil, fmt.Errorf("torch tensor of size %v, stride %v does not fit its storage of %d", t.Size, t.Stride, len(data))
+	}
+	// Contiguous (row-major) tensors only; fetch_features.py stores 1-D ones.
+	want := 1
+	for i := len(t.Size) - 1; i >= 0; i-- {
+		if t.Size[i] > 1 && t.Stride[i] != want {
+			return nil, errors.New("non-contiguous torch tensor")
+		}
+		want *= t.Size[i]
+	}
+	if t.StorageOffset < 0 || t.StorageOffset > len(data)-n {
 		return nil, fmt.Errorf("torch tensor of %d elements at offset %d exceeds its storage of %d", n, t.StorageOffset, len(data))
 	}
 	return append([]float32(nil), data[t.StorageOffset:t.StorageOffset+n]...), nil
+}
+
+// elements is a shape's element count; false where a dimension is negative
+// or the count passes limit (what the data there can hold).
+func elements(shape []int, limit int) (int, bool) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 || d != 0 && n > limit/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, n <= limit
 }
 
 // findPickleClass resolves the globals Auto-UI pickles reference.
@@ -393,25 +421,17 @@ func (a *ndarray) PySetState(state any) error {
 	return nil
 }
 
-func (a *ndarray) size() int {
-	n := 1
-	for _, s := range a.shape {
-		n *= s
-	}
-	return n
-}
-
 func (a *ndarray) float32s() ([]float32, error) {
-	n := a.size()
 	if a.list != nil {
-		return listFloat32s(a.list)
+		return listFloat32s(a.list, 1)
 	}
 	w := a.dtype.width()
 	if w == 0 {
 		return nil, fmt.Errorf("numpy dtype %q is not numeric", a.dtype.kind)
 	}
-	if len(a.data) != n*w {
-		return nil, fmt.Errorf("numpy array has %d bytes, want %d x %d", len(a.data), n, w)
+	n, ok := elements(a.shape, len(a.data)/w)
+	if !ok || len(a.data) != n*w {
+		return nil, fmt.Errorf("numpy array of shape %v has %d bytes of %d-byte values", a.shape, len(a.data), w)
 	}
 	out := make([]float32, n)
 	for i := range out {
@@ -563,7 +583,7 @@ func (loadFromBytes) Call(args ...any) (any, error) {
 
 func unpickleOne(r *bytes.Reader) (any, error) {
 	u := pickle.NewUnpickler(r)
-	return u.Load()
+	return loadPickleBytes(&u, r)
 }
 
 const torchLegacyMagic = "1950a86a20f9469cfc6c"
@@ -624,7 +644,7 @@ func loadLegacyStorage(r *bytes.Reader) (any, error) {
 		}
 		return s, nil
 	}
-	obj, err := u.Load()
+	obj, err := loadPickleBytes(&u, r)
 	if err != nil {
 		return nil, fmt.Errorf("torch legacy storage: %w", err)
 	}

@@ -3,9 +3,11 @@ package aitw
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/autoui/autoui/action"
 )
@@ -107,6 +109,24 @@ type Step struct {
 	Source string
 }
 
+// checkValues refuses what no recorder writes and the run cannot use: an
+// episode id, goal or typed text that is not UTF-8 (the id would not
+// survive predictions.jsonl, so a resumed run would predict its steps
+// again), a gold point that is not a number.
+func (s *Step) checkValues() error {
+	for _, f := range []struct{ name, v string }{{"episode_id", s.EpisodeID}, {"goal", s.Goal}, {"typed text", s.Action.Text}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("%s %q is not UTF-8", f.name, f.v)
+		}
+	}
+	for _, p := range []action.Point{s.Action.Touch, s.Action.Lift} {
+		if math.IsNaN(p.Y) || math.IsNaN(p.X) || math.IsInf(p.Y, 0) || math.IsInf(p.X, 0) {
+			return fmt.Errorf("gold point [%v, %v] is not a number", p.Y, p.X)
+		}
+	}
+	return nil
+}
+
 // StepFromExample reads the AITW features of one tf.train.Example. Pixels
 // alias ex's buffers; copy them if the record buffer is reused.
 func StepFromExample(ex Example) (Step, error) {
@@ -142,9 +162,9 @@ func StepFromExample(ex Example) (Step, error) {
 	if s.Height <= 0 || s.Width <= 0 || (s.Channels != 3 && s.Channels != 4 && s.Channels != 1) {
 		return Step{}, fmt.Errorf("bad image shape %dx%dx%d", s.Height, s.Width, s.Channels)
 	}
-	if len(s.Pixels) != s.Height*s.Width*s.Channels {
-		return Step{}, fmt.Errorf("image/encoded has %d bytes, want %dx%dx%d = %d raw pixels",
-			len(s.Pixels), s.Height, s.Width, s.Channels, s.Height*s.Width*s.Channels)
+	if n, ok := elements([]int{s.Height, s.Width, s.Channels}, len(s.Pixels)); !ok || n != len(s.Pixels) {
+		return Step{}, fmt.Errorf("image/encoded has %d bytes, want %dx%dx%d raw pixels",
+			len(s.Pixels), s.Height, s.Width, s.Channels)
 	}
 	if len(pos)%4 != 0 {
 		return Step{}, fmt.Errorf("image/ui_annotations_positions has %d values, not a multiple of 4", len(pos))
@@ -159,6 +179,9 @@ func StepFromExample(ex Example) (Step, error) {
 		Touch: action.Point{Y: float64(touch[0]), X: float64(touch[1])},
 		Lift:  action.Point{Y: float64(lift[0]), X: float64(lift[1])},
 		Text:  string(b),
+	}
+	if err := s.checkValues(); err != nil {
+		return Step{}, err
 	}
 	// Optional device metadata.
 	if v, e := ex.bytes1("device_type"); e == nil {

@@ -355,6 +355,27 @@ def predictions(all_eps):
     return lines
 
 
+def opcode_pickles() -> bytes:
+    """One object that takes most opcodes, pickled under protocols 0 to 5 back to back: the
+    Go reader's opcode walk (aitw/pickleops.go) must end each one exactly where the next starts."""
+    shared = ["memo"]
+    obj = {
+        "text": "h\u00e9llo \u2603", "long text": "x" * 300, "empty": "",
+        "bytes": b"ab", "big bytes": bytes(range(256)) * 20, "bytearray": bytearray(b"cd"),
+        "ints": [0, 1, 255, 256, 65535, 65536, -1, -70000, 2**31, 2**40, 2**100, -(2**100), 2**3000],
+        "floats": [1.5, -0.0, 1e300], "tuples": [(), (1,), (1, 2), (1, 2, 3), (1, 2, 3, 4)],
+        "set": {1, 2}, "frozenset": frozenset({3}), "consts": [True, False, None],
+        "shared": [shared, shared], "nested": [[[[]]], {"k": {"v": [1]}}],
+    }
+    out = b""
+    for proto in range(6):
+        o = dict(obj)
+        if proto < 3:  # bytes and bytearray pickle through _codecs/builtins globals there
+            o.pop("bytearray")
+        out += pickle.dumps(o, protocol=proto)
+    return out
+
+
 # ---------------------------------------------------------------- main
 
 def build(out: str):
@@ -417,6 +438,7 @@ def build(out: str):
     put("autoui/general_blip_torch_test.obj", torch_pickle_episodes(np_eps))
     feats = {ep["episode_id"]: [d["image"].tolist() for d in ep["data"]] for ep in np_eps}
     put("autoui/general_features.json", (json.dumps(feats, sort_keys=True) + "\n").encode())
+    put("autoui/opcodes.pickles", opcode_pickles())
 
     # Predictions for the golden score report.
     lines = predictions(all_eps)

@@ -191,15 +191,15 @@ func DecodeFileWith(path string, opts DecodeOptions) (image.Image, error) {
 }
 
 // FromRaw wraps an AITW raw screenshot — uint8, height x width x channels,
-// row-major, channels 3 (RGB) or 4 (RGBA, straight alpha) — as an image
+// row-major, channels 1 (grey), 3 (RGB) or 4 (RGBA, straight alpha) — as an image
 // over pix itself: nothing is copied (a full screenshot is 8-10 MB and the
 // resize reads it once), so pix must not change while the image is used.
 func FromRaw(pix []byte, height, width, channels int) (image.Image, error) {
 	if height <= 0 || width <= 0 {
 		return nil, fmt.Errorf("raw image: size %dx%d must be positive", width, height)
 	}
-	if channels != 3 && channels != 4 {
-		return nil, fmt.Errorf("raw image: %d channels, want 3 or 4", channels)
+	if channels != 1 && channels != 3 && channels != 4 {
+		return nil, fmt.Errorf("raw image: %d channels, want 1, 3 or 4", channels)
 	}
 	want := height * width * channels
 	if want/channels/width != height {
@@ -209,7 +209,10 @@ func FromRaw(pix []byte, height, width, channels int) (image.Image, error) {
 		return nil, fmt.Errorf("raw image: %d bytes, want %dx%dx%d = %d", len(pix), height, width, channels, want)
 	}
 	r := image.Rect(0, 0, width, height)
-	if channels == 4 {
+	switch channels {
+	case 1: // grey, as PIL's Image.fromarray takes an (h, w, 1) array
+		return &image.Gray{Pix: pix, Stride: width, Rect: r}, nil
+	case 4:
 		return &image.NRGBA{Pix: pix, Stride: 4 * width, Rect: r}, nil
 	}
 	return &RGB{Pix: pix, Stride: 3 * width, Rect: r}, nil

@@ -62,12 +62,22 @@ func TestFromRaw(t *testing.T) {
 	if got := ResizeBicubic(img, 2, 1).NRGBAAt(0, 0); got != (color.NRGBA{1, 2, 3, 255}) {
 		t.Fatalf("resized transparent pixel = %v", got)
 	}
+	// One channel is grey, read as the same image with three.
+	grey, err := FromRaw([]byte{0, 64, 128, 255}, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRGB, _ := FromRaw([]byte{0, 0, 0, 64, 64, 64, 128, 128, 128, 255, 255, 255}, 2, 2, 3)
+	if g, c := ResizeBicubic(grey, 3, 5), ResizeBicubic(asRGB, 3, 5); !bytes.Equal(g.Pix, c.Pix) {
+		t.Fatalf("grey resized %v, as RGB %v", g.Pix, c.Pix)
+	}
 	for _, bad := range []struct {
 		pix        []byte
 		h, w, c    int
 		wantSubstr string
 	}{
 		{rgb, 2, 2, 4, "bytes"},
+		{rgb, 1 << 32, 1 << 32, 3, "overflows"},
 		{rgb, 2, 2, 2, "channels"},
 		{rgb, 0, 2, 3, "positive"},
 		{rgb[:11], 2, 2, 3, "11 bytes"},
