@@ -232,11 +232,23 @@ func parseActionForm(s string) (action.Action, error) {
 	return action.Action{}, fmt.Errorf("--prev %q: want tap:Y,X, swipe:DIR, swipe:Y1,X1,Y2,X2, type:TEXT, back, home, enter, complete, impossible or a JSON object", s)
 }
 
+// historyFileLimit bounds a --history file: predict.MaxHistory actions of
+// the largest typed text fit with room to spare, and /dev/zero does not.
+const historyFileLimit = 16 << 20
+
 // readHistory reads a JSON array or JSON lines of actions.
 func readHistory(path string) ([]action.Action, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, historyFileLimit+1))
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	if len(raw) > historyFileLimit {
+		return nil, fmt.Errorf("history %s: over %d MiB (at most %d actions)", path, historyFileLimit>>20, predict.MaxHistory)
 	}
 	return parseHistory(raw, path)
 }
@@ -244,7 +256,7 @@ func readHistory(path string) ([]action.Action, error) {
 // parseHistory reads a JSON array or JSON lines of actions (name labels
 // errors); every action must pass action.Validate.
 func parseHistory(raw []byte, name string) ([]action.Action, error) {
-	trimmed := strings.TrimSpace(string(raw))
+	trimmed := strings.TrimSpace(strings.TrimPrefix(string(raw), "\ufeff"))
 	var out []action.Action
 	if strings.HasPrefix(trimmed, "[") {
 		var all []action.Strict
@@ -265,6 +277,9 @@ func parseHistory(raw []byte, name string) ([]action.Action, error) {
 		}
 		var a action.Strict
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			if !strings.HasPrefix(strings.TrimSpace(line), "{") {
+				return nil, fmt.Errorf("history %s line %d: not a JSON action (a line holds one, as predict --json prints; tap:Y,X is --prev's form)", name, i+1)
+			}
 			return nil, fmt.Errorf("history %s line %d: %w", name, i+1, err)
 		}
 		if err := a.Validate(); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,6 +41,28 @@ func TestPrevAndHistoryValidate(t *testing.T) {
 	_, err = parseHistory([]byte("{\"action_type\": \"PRESS_BACK\"}\n{\"action_type\": \"DUAL_POINT\", \"touch_point\": [0.5, 1.01], \"lift_point\": [0.5, 0.5]}\n"), "h.jsonl")
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("JSONL history with a bad line 2: %v", err)
+	}
+	if h, err := parseHistory([]byte("\ufeff{\"action_type\": \"PRESS_BACK\"}\n"), "bom.jsonl"); err != nil || len(h) != 1 {
+		t.Errorf("history after a byte-order mark: %v %v", h, err)
+	}
+	if _, err := parseHistory([]byte("tap:0.5,0.5\n"), "prev.txt"); err == nil || !strings.Contains(err.Error(), "--prev") {
+		t.Errorf("a --prev line in a history file: %v", err)
+	}
+}
+
+// TestReadHistoryBounded: a history file is read up to a limit, so an
+// endless one (/dev/zero) is an error, not the machine's memory.
+func TestReadHistoryBounded(t *testing.T) {
+	_, err := readHistory("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
+		t.Fatalf("/dev/zero: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Repeat("{\"action_type\": \"PRESS_HOME\"}\n", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readHistory(f); err != nil || len(h) != 3 {
+		t.Fatalf("%v %v", h, err)
 	}
 }
 
