@@ -128,6 +128,9 @@ func TestDatasetAndSimEvalFlagErrors(t *testing.T) {
 		{runSimEval, []string{"--model", tinyBundle, "--families", "nope"}},
 		{runSimEval, []string{"--model", tinyBundle, "--split", "holdout"}},
 		{runSimEval, []string{"--model", tinyBundle, "--tasks", "-1"}},
+		{runSimEval, []string{"--model", tinyBundle, "--tasks", "1000000000"}},
+		{runSimEval, []string{"--model", tinyBundle, "--families", "open_app,open_app"}},
+		{runDataset, []string{"--families", "navigate,navigate", "--out", t.TempDir()}},
 		{runSimEval, []string{"--tasks", "1"}},
 	} {
 		_, err := captureStdout(t, func() error { return c.run(context.Background(), c.args) })

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,6 +65,10 @@ func runDataset(ctx context.Context, args []string) error {
 	return nil
 }
 
+// maxSimEvalTasks bounds simeval's --tasks: a family has about 10% of the
+// seeds in its test split, and each task plays for seconds.
+const maxSimEvalTasks = 100000
+
 func runSimEval(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("simeval", flag.ContinueOnError)
 	mf := addModelFlags(fs)
@@ -72,7 +77,8 @@ func runSimEval(ctx context.Context, args []string) error {
 	start := fs.Int64("seed-start", 0, "first seed to consider")
 	size := fs.String("size", "360x800", "screen size WIDTHxHEIGHT in pixels")
 	families := fs.String("families", "", "comma-separated task families (default: all)")
-	out := fs.String("out", "", "write one JSON line per episode here")
+	out := fs.String("out", "", "write one JSON line per episode here (an existing file is refused without --overwrite)")
+	overwrite := fs.Bool("overwrite", false, "replace the --out file if it exists")
 	verbose := fs.Bool("v", false, "print every episode")
 	onNoEffect := fs.String("on-no-effect", "continue", "when an action leaves the screen unchanged: continue, retry (send it once more) or stop (end the episode)")
 	fs.Usage = func() {
@@ -88,8 +94,8 @@ func runSimEval(ctx context.Context, args []string) error {
 	if !screendiff.ValidOnNoEffect(*onNoEffect) {
 		return usageErrorf("--on-no-effect %q: want continue, retry or stop", *onNoEffect)
 	}
-	if *perFamily < 1 {
-		return usageErrorf("--tasks %d: want 1 or more", *perFamily)
+	if *perFamily < 1 || *perFamily > maxSimEvalTasks {
+		return usageErrorf("--tasks %d: want 1 to %d", *perFamily, maxSimEvalTasks)
 	}
 	w, h, fams, err := parseScreenAndFamilies(*size, *families)
 	if err != nil {
@@ -109,7 +115,14 @@ func runSimEval(ctx context.Context, args []string) error {
 	defer closeModel()
 	var jl *json.Encoder
 	if *out != "" {
-		f, err := os.Create(*out)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if *overwrite {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		}
+		f, err := os.OpenFile(*out, flags, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			return usageErrorf("--out %s exists: --overwrite replaces it", *out)
+		}
 		if err != nil {
 			return err
 		}
@@ -121,6 +134,13 @@ func runSimEval(ctx context.Context, args []string) error {
 	for _, fam := range fams {
 		for _, seed := range seeds {
 			ep, err := dataset.RunOnline(ctx, p, tasks.Generate(fam, seed), dataset.OnlineOptions{Width: w, Height: h, OnNoEffect: *onNoEffect})
+			if err != nil && ctx.Err() != nil {
+				fmt.Printf("%d of %d tasks played before the interruption\n", len(eps), len(fams)*len(seeds))
+				if werr := dataset.WriteTable(os.Stdout, dataset.Summarize(eps)); werr != nil {
+					return werr
+				}
+				return interruptedError{"the tasks played so far are in the table above"}
+			}
 			if err != nil {
 				return err
 			}
@@ -158,10 +178,15 @@ func parseFamilies(s string) ([]string, error) {
 		return nil, nil
 	}
 	fams := strings.Split(s, ",")
+	seen := map[string]bool{}
 	for _, f := range fams {
 		if !tasks.KnownFamily(f) {
 			return nil, fmt.Errorf("--families: unknown task family %q (have %s)", f, strings.Join(tasks.Families, ", "))
 		}
+		if seen[f] { // each family's file is written once
+			return nil, fmt.Errorf("--families: %q given twice", f)
+		}
+		seen[f] = true
 	}
 	return fams, nil
 }

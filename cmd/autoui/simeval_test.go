@@ -47,6 +47,32 @@ func TestSimEvalOnNoEffect(t *testing.T) {
 	}
 }
 
+// TestSimEvalOutAndInterrupt: an existing --out is kept unless --overwrite,
+// and an interrupted simeval prints the tasks it played and exits 130.
+func TestSimEvalOutAndInterrupt(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "eps.jsonl")
+	if err := os.WriteFile(out, []byte("earlier results\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--model", tinyBundle, "--tasks", "1", "--families", "open_app", "--out", out}
+	_, err := captureStdout(t, func() error { return runSimEval(context.Background(), args) })
+	if b, _ := os.ReadFile(out); exitCode(err) != exitUsage || string(b) != "earlier results\n" {
+		t.Fatalf("existing --out: %v (exit %d), file now %q", err, exitCode(err), b)
+	}
+	if _, err := captureStdout(t, func() error { return runSimEval(context.Background(), append(args, "--overwrite")) }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); strings.Count(string(b), "\n") != 1 || strings.Contains(string(b), "earlier") {
+		t.Fatalf("--overwrite: %q", b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stdout, err := captureStdout(t, func() error { return runSimEval(ctx, append(args, "--overwrite")) })
+	if exitCode(err) != 130 || !strings.Contains(stdout, "0 of 1 tasks played") {
+		t.Fatalf("interrupted: %v (exit %d), printed %q", err, exitCode(err), stdout)
+	}
+}
+
 // TestSimRunSimEvalUsage: every usage error of sim, run and simeval exits 2
 // with one line naming the flag, before anything slow starts; -h exits 0
 // and sim's help names each flag's value correctly.
