@@ -6,8 +6,10 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -19,13 +21,62 @@ type File struct {
 	path string
 }
 
-// Create starts writing path.
+// Create starts writing path. A path that is a symbolic link writes the
+// file it points to, and the link stays; a path that is not a regular file
+// (a directory, a FIFO, a device such as /dev/stdout's) is refused, since
+// renaming over it would replace it rather than write to it.
 func Create(path string) (*File, error) {
+	path, err := target(path)
+	if err != nil {
+		return nil, err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return &File{File: tmp, path: path}, nil
+}
+
+// target is the file a write to path replaces: path, or where its links
+// lead.
+func target(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return path, nil
+	case err != nil:
+		return "", fmt.Errorf("write %s: %w", path, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", fmt.Errorf("write %s: %w", path, err)
+		}
+		if fi, err = os.Stat(real); err != nil {
+			return "", fmt.Errorf("write %s: %w", path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return "", fmt.Errorf("write %s: it leads to %s, which is not a regular file", path, real)
+		}
+		return real, nil
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("write %s: not a regular file (%s)", path, kind(fi.Mode()))
+	}
+	return path, nil
+}
+
+// kind names a file mode's type for messages.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
 }
 
 // Commit syncs the file and renames it over the target. On error the target

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -64,4 +66,50 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		}
 		t.Errorf("dir holds %v, want %v", got, names)
 	}
+}
+
+// A link is written through and stays a link; what is not a regular file
+// (a directory, a FIFO, a device) is refused and left as it was.
+func TestWriteThroughLinksRefuseOthers(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.txt")
+	link := filepath.Join(dir, "link.txt")
+	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced by a %v", fi.Mode())
+	}
+	if b, _ := os.ReadFile(real); string(b) != "new" {
+		t.Errorf("through the link: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toDev := filepath.Join(dir, "null")
+	if err := os.Symlink("/dev/null", toDev); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink("nowhere/x", dangling); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{dir: "a directory", fifo: "a FIFO", toDev: "not a regular file", dangling: "nowhere"} {
+		before, _ := os.Lstat(path)
+		err := WriteBytes(path, []byte("x"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", path, err, want)
+		}
+		if after, _ := os.Lstat(path); after.Mode() != before.Mode() {
+			t.Errorf("%s: %v became %v", path, before.Mode(), after.Mode())
+		}
+	}
+	assertOnly(t, dir, "real.txt", "link.txt", "fifo", "null", "dangling")
 }
