@@ -192,8 +192,9 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if *limit < 0 {
 		return usageErrorf("--limit %d: must be >= 0", *limit)
 	}
-	if *batch < 0 {
-		return usageErrorf("--batch %d: must be >= 0", *batch)
+	if *batch < 0 || *batch > engine.StreamRowsLimit {
+		// the read-ahead holds about a batch of full-size screens (10 MB each)
+		return usageErrorf("--batch %d: want 0 to %d", *batch, engine.StreamRowsLimit)
 	}
 	if *readFiles < 0 || *readFiles > maxReadFiles {
 		return usageErrorf("--read-files %d: want 1 to %d (or 0, the provider's default)", *readFiles, maxReadFiles)
@@ -206,9 +207,6 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	if *joinMin < 0 {
 		return usageErrorf("--join-min %d: must be >= 1 (or 0, the provider's default)", *joinMin)
-	}
-	if *continuous && *batch > engine.StreamRowsLimit {
-		return usageErrorf("--batch %d: want at most %d rows with --continuous", *batch, engine.StreamRowsLimit)
 	}
 	files, ro, ids, err := df.open()
 	if err != nil {

@@ -100,6 +100,7 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--threads", "-1"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--continuous"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "2000", "--cuda-graph", "--continuous"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "100000"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--continuous", "--join-min", "-1"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--overlap-joins"},
 	} {
