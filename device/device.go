@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"image"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -26,8 +27,8 @@ import (
 
 // Options choose the adb server and the device, and how commands travel.
 type Options struct {
-	// Host and Port of the adb server; "" and 0 mean localhost:5037, or
-	// $ANDROID_ADB_SERVER_PORT when set, as the adb command does.
+	// Host and Port of the adb server; "" and 0 mean the one the adb
+	// command would use (ServerAddr).
 	Host string
 	Port int
 	// Serial picks the device; "" means $ANDROID_SERIAL when set, else the
@@ -93,12 +94,29 @@ const ServerInstallHint = "install the Android platform tools: `sudo apt-get ins
 	"`brew install --cask android-platform-tools` on macOS, or the SDK Platform-Tools zip from " +
 	"https://developer.android.com/tools/releases/platform-tools (then put adb on PATH)"
 
-// ServerAddr is the adb server Connect uses: Host (default localhost) and
-// Port (default $ANDROID_ADB_SERVER_PORT, else 5037).
-func (o Options) ServerAddr() (string, int) { return o.addr(defaultGetenv) }
+// ServerAddr is the adb server Connect uses, as the adb command picks it:
+// Host and Port where set, else $ADB_SERVER_SOCKET (tcp:[HOST:]PORT), else
+// $ANDROID_ADB_SERVER_ADDRESS (default localhost) and
+// $ANDROID_ADB_SERVER_PORT (default 5037).
+func (o Options) ServerAddr() (string, int, error) {
+	if o.Getenv != nil {
+		return o.addr(o.Getenv)
+	}
+	return o.addr(defaultGetenv)
+}
 
-func (o Options) addr(getenv func(string) string) (string, int) {
+func (o Options) addr(getenv func(string) string) (string, int, error) {
 	host, port := o.Host, o.Port
+	if spec := getenv("ADB_SERVER_SOCKET"); spec != "" && host == "" && port == 0 {
+		h, p, err := parseServerSocket(spec)
+		if err != nil {
+			return "", 0, err
+		}
+		host, port = h, p
+	}
+	if host == "" {
+		host = getenv("ANDROID_ADB_SERVER_ADDRESS")
+	}
 	if host == "" {
 		host = "localhost"
 	}
@@ -108,7 +126,34 @@ func (o Options) addr(getenv func(string) string) (string, int) {
 			port = p
 		}
 	}
-	return host, port
+	return host, port, nil
+}
+
+// ADBCommandEnv is the environment for an adb command given its server by
+// -P: the variables that would name another server are left out.
+func ADBCommandEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ADB_SERVER_SOCKET=") && !strings.HasPrefix(kv, "ANDROID_ADB_SERVER_ADDRESS=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// parseServerSocket reads adb's socket spec for its server: tcp:PORT or
+// tcp:HOST:PORT (autoui speaks to adb servers over TCP only).
+func parseServerSocket(spec string) (string, int, error) {
+	rest, ok := strings.CutPrefix(spec, "tcp:")
+	host, ps := "", rest
+	if i := strings.LastIndexByte(rest, ':'); ok && i >= 0 {
+		host, ps = strings.Trim(rest[:i], "[]"), rest[i+1:]
+	}
+	port, err := strconv.Atoi(ps)
+	if !ok || err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("ADB_SERVER_SOCKET %q: want tcp:PORT or tcp:HOST:PORT (the adb servers autoui reaches listen on TCP)", spec)
+	}
+	return host, port, nil
 }
 
 // defaultServerPort is where adb's server listens unless told otherwise.
@@ -161,7 +206,10 @@ func Connect(ctx context.Context, opts Options) (*Device, error) {
 		opts.Serial = getenv("ANDROID_SERIAL")
 		serialFromEnv = opts.Serial != ""
 	}
-	host, port := opts.addr(getenv)
+	host, port, err := opts.addr(getenv)
+	if err != nil {
+		return nil, err
+	}
 	srv := &transport{addr: net.JoinHostPort(host, strconv.Itoa(port)), dialTimeout: opts.DialTimeout, cmdTimeout: opts.CommandTimeout}
 	if err := srv.ping(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -230,6 +278,7 @@ func startServer(ctx context.Context, bin string, port int, limit time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "start-server")
+	cmd.Env = ADBCommandEnv()
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	switch {

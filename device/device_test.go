@@ -387,3 +387,46 @@ func TestDisconnectIsAClearError(t *testing.T) {
 		t.Fatal("not a cancellation")
 	}
 }
+
+// The adb server is picked as the adb command picks it: flags, then
+// $ADB_SERVER_SOCKET, then $ANDROID_ADB_SERVER_ADDRESS and _PORT.
+func TestServerAddr(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		env  map[string]string
+		host string
+		port int
+		err  string
+	}{
+		{Options{}, nil, "localhost", 5037, ""},
+		{Options{}, map[string]string{"ANDROID_ADB_SERVER_PORT": "5039", "ANDROID_ADB_SERVER_ADDRESS": "10.0.0.2"}, "10.0.0.2", 5039, ""},
+		{Options{}, map[string]string{"ADB_SERVER_SOCKET": "tcp:127.0.0.1:27037", "ANDROID_ADB_SERVER_PORT": "5039"}, "127.0.0.1", 27037, ""},
+		{Options{}, map[string]string{"ADB_SERVER_SOCKET": "tcp:5040"}, "localhost", 5040, ""},
+		{Options{}, map[string]string{"ADB_SERVER_SOCKET": "tcp:[::1]:5041"}, "::1", 5041, ""},
+		{Options{Port: 6000}, map[string]string{"ADB_SERVER_SOCKET": "tcp:5040"}, "localhost", 6000, ""},
+		{Options{}, map[string]string{"ADB_SERVER_SOCKET": "localfilesystem:/tmp/adb"}, "", 0, "tcp:HOST:PORT"},
+		{Options{}, map[string]string{"ADB_SERVER_SOCKET": "tcp:host:99999"}, "", 0, "tcp:HOST:PORT"},
+	} {
+		c.opts.Getenv = func(k string) string { return c.env[k] }
+		host, port, err := c.opts.ServerAddr()
+		if host != c.host || port != c.port || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%+v %v: %s:%d %v", c.opts, c.env, host, port, err)
+		}
+	}
+}
+
+// A server named only by $ADB_SERVER_SOCKET is the one Connect reaches.
+func TestConnectByServerSocket(t *testing.T) {
+	r := newRig(t)
+	r.add(t, fakephone.Options{Model: "Pixel_S"})
+	spec := "tcp:" + r.srv.Host + ":" + strconv.Itoa(r.srv.Port)
+	d, err := Connect(context.Background(), Options{NoStartServer: true, Getenv: func(k string) string {
+		if k == "ADB_SERVER_SOCKET" {
+			return spec
+		}
+		return ""
+	}})
+	if err != nil || d.Serial() == "" {
+		t.Fatal(d, err)
+	}
+}

@@ -31,11 +31,11 @@ func isLoopbackHost(host string) bool {
 // is autoui's own and is stopped, so `run --adb-port P` leaves nothing
 // behind. A server that was already running is left alone.
 func withOwnADBServer(o device.Options, log io.Writer, fn func() error) error {
-	host, port := o.ServerAddr()
-	if o.NoStartServer || !isLoopbackHost(host) || adbAnswers(host, port) {
+	host, port, err := o.ServerAddr()
+	if err != nil || o.NoStartServer || !isLoopbackHost(host) || adbAnswers(host, port) {
 		return fn()
 	}
-	err := fn()
+	err = fn()
 	if adbAnswers(host, port) {
 		if kerr := stopADBServer(port); kerr != nil {
 			fmt.Fprintf(log, "autoui: could not stop the adb server it started on port %d: %v\n", port, kerr)
@@ -53,7 +53,9 @@ func stopADBServer(port int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "kill-server").CombinedOutput(); err != nil {
+	cmd := exec.CommandContext(ctx, bin, "-P", strconv.Itoa(port), "kill-server")
+	cmd.Env = device.ADBCommandEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}
 	return nil
