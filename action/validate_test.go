@@ -53,6 +53,29 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// A model's output may put a point off the screen: ValidateOutput takes it
+// (only non-numbers are refused) and Clamped brings it onto the screen,
+// keeping -1 (none).
+func TestValidateOutputAndClamped(t *testing.T) {
+	off := Action{Type: DualPoint, Touch: Point{1.5, -0.2}, Lift: Point{-1, 0.5}}
+	if off.Validate() == nil || off.ValidateOutput() != nil {
+		t.Fatalf("Validate %v, ValidateOutput %v", off.Validate(), off.ValidateOutput())
+	}
+	c := off.Clamped()
+	if want := (Action{Type: DualPoint, Touch: Point{1, 0}, Lift: Point{-1, 0.5}}); c != want || c.Validate() != nil {
+		t.Errorf("clamped %+v, want %+v", c, want)
+	}
+	for _, bad := range []Action{
+		{Type: DualPoint, Touch: Point{math.NaN(), 0}, Lift: NoPoint},
+		{Type: DualPoint, Touch: NoPoint, Lift: Point{0, math.Inf(-1)}},
+		{Type: 9, Touch: NoPoint, Lift: NoPoint},
+	} {
+		if bad.ValidateOutput() == nil {
+			t.Errorf("ValidateOutput accepted %+v", bad)
+		}
+	}
+}
+
 // Whatever UnmarshalJSON accepts either validates or is rejected by Validate
 // with an error; neither step panics.
 func FuzzUnmarshalValidate(f *testing.F) {

@@ -371,7 +371,7 @@ func (e *episode) act(ctx context.Context, r *stepRun, act action.Action, plan d
 	}
 	if o.DryRun {
 		r.logf("%s; dry run, not sent: %s", what, strings.Join(plan.Commands, "; "))
-		e.history = append(e.history, act)
+		e.history = append(e.history, act.Clamped())
 		return false, r.finish(false)
 	}
 	if o.Confirm != nil {
@@ -417,7 +417,7 @@ func (e *episode) perform(ctx context.Context, r *stepRun, act action.Action, pl
 	if err := e.sendAndSettle(ctx, r, plan); err != nil {
 		return true, r.fail(err)
 	}
-	e.history = append(e.history, act)
+	e.history = append(e.history, act.Clamped()) // as performed
 	st.Effect = screendiff.Effect(before, e.frame, o.Diff)
 	if e.stops.Retry(st.Effect) {
 		r.logf("%s -> %s: no visible effect, sending it again", what, strings.Join(plan.Commands, "; "))

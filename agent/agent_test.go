@@ -458,3 +458,24 @@ func TestAgentExportsAnActionSentBeforeAFailedSettle(t *testing.T) {
 		t.Fatalf("android_world.jsonl = %v, want the click that was sent", aw)
 	}
 }
+
+// A point the model put off the screen is tapped at the screen's edge, and
+// joins the history as tapped: the engine refuses a history point outside
+// [0, 1], so the model's own words would have stopped the episode.
+func TestAgentHistoryHoldsTheActionPerformed(t *testing.T) {
+	fake, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
+	off := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1.5, X: -0.2}, Lift: action.Point{Y: 1.5, X: -0.2}}
+	pred := &scripted{answers: []predict.Result{res(off), res(done)}}
+	sum, err := New(d, pred, quick(Options{Goal: "g", NoAnnotate: true})).Run(context.Background())
+	if err != nil || sum.StopReason != StopComplete {
+		t.Fatal(sum, err)
+	}
+	if ev := phoneOf(fake).Events(); len(ev) != 1 || ev[0].Kind != fakephone.EventTap || ev[0].X1 != 0 || ev[0].Y1 != 239 {
+		t.Errorf("events %+v", ev)
+	}
+	h := pred.reqs[1].History
+	want := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1, X: 0}, Lift: action.Point{Y: 1, X: 0}}
+	if len(h) != 1 || h[0] != want || h[0].Validate() != nil {
+		t.Errorf("history %+v, want %+v", h, want)
+	}
+}

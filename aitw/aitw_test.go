@@ -525,7 +525,10 @@ func TestStepFromExampleErrors(t *testing.T) {
 		"episode id not UTF-8": func(e Example) { e["episode_id"] = Feature{Kind: KindBytes, Bytes: [][]byte{{'e', 0xff}}} },
 		"goal not UTF-8":       func(e Example) { e["goal_info"] = Feature{Kind: KindBytes, Bytes: [][]byte{{0xc3}}} },
 		"text not UTF-8":       func(e Example) { e["results/type_action"] = Feature{Kind: KindBytes, Bytes: [][]byte{{0xfe}}} },
-		"touch NaN":            func(e Example) { e["results/yx_touch"] = Feature{Kind: KindFloat, Floats: []float32{float32(math.NaN()), 0}} },
+		"touch NaN": func(e Example) {
+			e["results/yx_touch"] = Feature{Kind: KindFloat, Floats: []float32{float32(math.NaN()), 0}}
+		},
+		"lift off the screen": func(e Example) { e["results/yx_lift"] = Feature{Kind: KindFloat, Floats: []float32{0.5, 1.5}} },
 	} {
 		c := Example{}
 		for k, v := range ex {

@@ -3,7 +3,6 @@ package aitw
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,17 +111,16 @@ type Step struct {
 // checkValues refuses what no recorder writes and the run cannot use: an
 // episode id, goal or typed text that is not UTF-8 (the id would not
 // survive predictions.jsonl, so a resumed run would predict its steps
-// again), a gold point that is not a number.
+// again), a gold point that is not a number in [0, 1] (or -1 for none),
+// which would stop the run where the step is history.
 func (s *Step) checkValues() error {
 	for _, f := range []struct{ name, v string }{{"episode_id", s.EpisodeID}, {"goal", s.Goal}, {"typed text", s.Action.Text}} {
 		if !utf8.ValidString(f.v) {
 			return fmt.Errorf("%s %q is not UTF-8", f.name, f.v)
 		}
 	}
-	for _, p := range []action.Point{s.Action.Touch, s.Action.Lift} {
-		if math.IsNaN(p.Y) || math.IsNaN(p.X) || math.IsInf(p.Y, 0) || math.IsInf(p.X, 0) {
-			return fmt.Errorf("gold point [%v, %v] is not a number", p.Y, p.X)
-		}
+	if err := s.Action.Validate(); err != nil {
+		return fmt.Errorf("gold action: %w", err)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (p Prediction) Result() (*predict.Result, error) {
 	}
 	res.Action = action.Action{Type: t, Touch: action.Point{Y: p.TouchPoint[0], X: p.TouchPoint[1]},
 		Lift: action.Point{Y: p.LiftPoint[0], X: p.LiftPoint[1]}, Text: p.TypedText}
-	if err := res.Action.Validate(); err != nil {
+	if err := res.Action.ValidateOutput(); err != nil {
 		return nil, fmt.Errorf("prediction: %w", err)
 	}
 	for _, name := range p.Plan {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ func TestPredictionRoundTrip(t *testing.T) {
 			Plan: []action.Type{action.DualPoint, action.TypeText}, Raw: "r", TokenIDs: []int64{5, 1}, SourceIDs: []int64{3, 1},
 			SourceText: "Goal: x", SourceTokens: 2, Timings: predict.Timings{Total: 1500 * time.Microsecond, DecoderCalls: 2}},
 		{Raw: "garbage", ParseErr: errors.New("no action"), TokenIDs: []int64{9}, Action: action.Action{Touch: action.NoPoint, Lift: action.NoPoint}},
+		// what an unconstrained model may say: served and taken as said
+		{Action: action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1.5, X: 0.5}, Lift: action.Point{Y: 1.5, X: 0.5}}, Raw: "off"},
 	}
 	for _, in := range results {
 		raw, err := json.Marshal(FromResult(in))
@@ -41,9 +44,9 @@ func TestPredictionRoundTrip(t *testing.T) {
 	if unparsed.ActionType != "" || unparsed.TouchPoint != [2]float64{-1, -1} || unparsed.LiftPoint != [2]float64{-1, -1} || unparsed.Error == "" {
 		t.Errorf("unparsed output: %+v", unparsed)
 	}
-	bad := Prediction{ActionType: "DUAL_POINT", TouchPoint: [2]float64{2, 0}}
+	bad := Prediction{ActionType: "DUAL_POINT", TouchPoint: [2]float64{math.NaN(), 0}}
 	if _, err := bad.Result(); err == nil {
-		t.Error("an out-of-range point accepted")
+		t.Error("a point that is not a number accepted")
 	}
 }
 

@@ -472,7 +472,8 @@ func appendHistory(h []action.Action, mode History, gold, pred action.Action) []
 		if !pred.Type.Valid() {
 			return h // an output that did not parse has no action to show
 		}
-		return append(h, pred)
+		return append(h, pred.Clamped()) // as a device would have performed it
+
 	}
 	return append(h, gold)
 }

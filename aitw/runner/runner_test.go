@@ -512,3 +512,18 @@ func checkLines(t *testing.T, path string, n int) {
 		t.Fatalf("%s: %+v %v, want %d whole lines", path, ps, err, n)
 	}
 }
+
+// A predicted point off the screen joins the predicted history as a device
+// would have performed it (the engine refuses history points outside
+// [0, 1]); predictions.jsonl keeps what the model said, which is scored.
+func TestPredictedHistoryClamped(t *testing.T) {
+	gold := action.Action{Type: action.PressBack, Touch: action.NoPoint, Lift: action.NoPoint}
+	off := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 1.25, X: 0.5}, Lift: action.Point{Y: 1.25, X: 0.5}}
+	h := appendHistory(nil, HistoryPredicted, gold, off)
+	if len(h) != 1 || h[0] != off.Clamped() || h[0].Validate() != nil {
+		t.Errorf("predicted history %+v", h)
+	}
+	if h := appendHistory(nil, HistoryGold, gold, off); len(h) != 1 || h[0] != gold {
+		t.Errorf("gold history %+v", h)
+	}
+}
