@@ -8,12 +8,13 @@
 ``autoui_client.androidworld.AutoUIAgent`` runs Auto-UI on AndroidWorld.
 """
 
-from .client import ACTION_TYPES, NO_POINT, TAP_DISTANCE, Action, AutouiError, Client, Prediction
+from .client import ACTION_NUMBERS, ACTION_TYPES, NO_POINT, TAP_DISTANCE, Action, AutouiError, Client, Prediction
 from .images import encode_screen, png_encode
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ACTION_NUMBERS",
     "ACTION_TYPES",
     "NO_POINT",
     "TAP_DISTANCE",

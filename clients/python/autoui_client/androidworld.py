@@ -287,7 +287,7 @@ class AutoUIAgent(EnvironmentInteractingAgent):
         ja = to_json_action(action, width, height)
         data["action"] = action
         data["json_action"] = ja
-        self.history.append(action)
+        self.history.append(action.clamped())  # as performed
         if ja.action_type == "status":
             data["summary"] = f"Auto-UI ended the task: {ja.goal_status}"
             return AgentInteractionResult(True, data)

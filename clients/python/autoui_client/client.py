@@ -11,16 +11,20 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import math
+import numbers
 import random
+import re
 import socket
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .images import encode_screen
 
 __all__ = [
+    "ACTION_NUMBERS",
     "ACTION_TYPES",
     "NO_POINT",
     "Action",
@@ -39,6 +43,17 @@ ACTION_TYPES = (
     "STATUS_TASK_COMPLETE",
     "STATUS_TASK_IMPOSSIBLE",
 )
+
+#: AITW's action numbers (``action_type`` 4 is DUAL_POINT), as the server takes them.
+ACTION_NUMBERS = {
+    3: "TYPE",
+    4: "DUAL_POINT",
+    5: "PRESS_BACK",
+    6: "PRESS_HOME",
+    7: "PRESS_ENTER",
+    10: "STATUS_TASK_COMPLETE",
+    11: "STATUS_TASK_IMPOSSIBLE",
+}
 
 #: The point of an action that has none.
 NO_POINT: Tuple[float, float] = (-1.0, -1.0)
@@ -67,12 +82,64 @@ class AutouiError(Exception):
         self.message = message
 
 
+# What the server's readers take (action/types.go ParseType, action/parse.go
+# parsePoint): Go's strings.TrimSpace, strconv.Atoi and its plain decimal literals.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
+def _action_type(t: Any) -> str:
+    """An action type as the server reads it: a name in any case ("DUAL_POINT",
+    "press_home"; surrounding spaces ignored) or an AITW number (4, or "4")."""
+    name = None
+    if isinstance(t, numbers.Integral) and not isinstance(t, bool):
+        name = ACTION_NUMBERS.get(int(t))
+    elif isinstance(t, str):
+        s = t.strip(_GO_SPACE)
+        if _INT.match(s):
+            name = ACTION_NUMBERS.get(int(s))
+        else:
+            # Go's strings.EqualFold: ASCII case, and the two letters whose simple
+            # case folding reaches ASCII (U+017F long s, U+212A Kelvin sign, which
+            # str.lower() maps to "k" already).
+            folded = s.replace("\u017f", "s").lower()
+            name = next((n for n in ACTION_TYPES if n.lower() == folded), None)
+    if name is None:
+        raise ValueError(
+            f"unknown action_type {t!r} (want one of {', '.join(ACTION_TYPES)}, in any case, "
+            f"or its AITW number {', '.join(map(str, ACTION_NUMBERS))})"
+        )
+    return name
+
+
 def _point(p: Any) -> Point:
+    """A [y, x] point: two numbers, Auto-UI's string form "[y, x]" (or "(y, x)"),
+    or None for none."""
     if p is None:
         return NO_POINT
     if isinstance(p, str):  # Auto-UI's own string form "[y, x]"
-        p = json.loads(p)
-    y, x = p
+        s = p.strip()
+        if len(s) < 2 or (s[0], s[-1]) not in (("[", "]"), ("(", ")")):
+            raise ValueError(f"point {p!r} is not a [y, x] list")
+        body = s[1:-1].strip()
+        parts = body.split(",") if body else []
+        if len(parts) > 1 and not parts[-1].strip():
+            parts = parts[:-1]  # a trailing comma
+        parts = [q.strip() for q in parts]
+        if len(parts) != 2:
+            raise ValueError(f"point {p!r} does not hold two numbers")
+        for q in parts:
+            if not _NUMBER.match(q) or math.isinf(float(q)):
+                raise ValueError(f"point {p!r}: bad number {q!r}")
+        return (float(parts[0]), float(parts[1]))
+    try:
+        y, x = p
+    except (TypeError, ValueError):
+        raise ValueError(f"point {p!r} is not a [y, x] pair") from None
+    for v in (y, x):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise ValueError(f"point {p!r}: {v!r} is not a number")
     return (float(y), float(x))
 
 
@@ -87,8 +154,7 @@ class Action:
     typed_text: str = ""
 
     def __post_init__(self) -> None:
-        if self.action_type not in ACTION_TYPES:
-            raise ValueError(f"unknown action_type {self.action_type!r} (want one of {', '.join(ACTION_TYPES)})")
+        object.__setattr__(self, "action_type", _action_type(self.action_type))
         object.__setattr__(self, "touch_point", _point(self.touch_point))
         object.__setattr__(self, "lift_point", _point(self.lift_point))
         object.__setattr__(self, "typed_text", str(self.typed_text or ""))
@@ -129,8 +195,34 @@ class Action:
 
     @classmethod
     def from_json(cls, obj: Dict[str, Any]) -> "Action":
-        """An action from its JSON object (missing points are (-1, -1))."""
-        return cls(obj["action_type"], obj.get("touch_point"), obj.get("lift_point"), obj.get("typed_text") or "")
+        """An action from its JSON object, read as the server reads one:
+        ``action_type`` a name in any case or an AITW number (4 or "4"); points
+        [y, x] arrays or Auto-UI's "[y, x]" strings, missing ones (-1, -1),
+        except that a DUAL_POINT needs its touch point and without a lift point
+        is a tap there. Other keys are ignored (``history`` refuses them)."""
+        if obj.get("action_type") is None:
+            raise ValueError(f"action {obj!r}: missing action_type")
+        t = _action_type(obj["action_type"])
+        touch, lift = obj.get("touch_point"), obj.get("lift_point")
+        if t == "DUAL_POINT":
+            if touch is None:
+                raise ValueError(f"action {obj!r}: DUAL_POINT needs touch_point")
+            if lift is None:
+                lift = touch
+        text = obj.get("typed_text")
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"action {obj!r}: typed_text {text!r} is not a string")
+        return cls(t, touch, lift, text or "")
+
+    def clamped(self) -> "Action":
+        """The action as a device performs it, and as it goes back as history:
+        each coordinate in [0, 1], -1 (none) kept. An unconstrained model may
+        say 1.5; the server refuses a history point outside [0, 1]."""
+
+        def c(p: Point) -> Point:
+            return tuple(v if v == -1 else min(max(v, 0.0), 1.0) for v in p)  # type: ignore[return-value]
+
+        return Action(self.action_type, c(self.touch_point), c(self.lift_point), self.typed_text)
 
     def to_json(self) -> Dict[str, Any]:
         """The JSON object the server takes in ``history``."""
@@ -211,36 +303,65 @@ class Prediction:
         return Action(self.action_type, self.touch_point, self.lift_point, self.typed_text)
 
 
+def _prediction(data: bytes) -> Prediction:
+    """A /v1/predict answer; ValueError or TypeError when it is not one."""
+    obj = json.loads(data)
+    if not isinstance(obj, dict):
+        raise ValueError(f"want a JSON object, got {type(obj).__name__}")
+    return Prediction.from_json(obj)
+
+
 HistoryItem = Union[Action, Prediction, Dict[str, Any]]
+
+
+_ACTION_KEYS = ("action_type", "touch_point", "lift_point", "typed_text")
 
 
 def _history_json(history: Iterable[HistoryItem]) -> List[Dict[str, Any]]:
     out = []
-    for item in history:
+    for i, item in enumerate(history):
         if isinstance(item, Action):
-            out.append(item.to_json())
+            a = item
         elif isinstance(item, Prediction):
-            out.append(item.to_action().to_json())
+            a = item.to_action()
         elif isinstance(item, dict):
-            out.append(Action.from_json(item).to_json())
+            unknown = [k for k in item if k not in _ACTION_KEYS]
+            if unknown:  # as the server: a misspelt key is not dropped silently
+                raise ValueError(f"history[{i}]: unknown key {unknown[0]!r} (want {', '.join(_ACTION_KEYS)})")
+            try:
+                a = Action.from_json(item)
+            except ValueError as e:
+                raise ValueError(f"history[{i}]: {e}") from None
         else:
             raise TypeError(f"history item {item!r}: want an Action, a Prediction or a dict")
+        for name, point in (("touch_point", a.touch_point), ("lift_point", a.lift_point)):
+            for axis, v in zip("yx", point):
+                if not math.isfinite(v):
+                    raise ValueError(
+                        f"history[{i}].{name}: {axis} = {v!r} is not a finite number (JSON has no NaN or Infinity)"
+                    )
+        out.append(a.to_json())
     return out
 
 
 def _features_json(features: Any) -> List[float]:
     if hasattr(features, "tolist"):  # numpy array
         features = features.reshape(-1).tolist() if hasattr(features, "reshape") else features.tolist()
-    return [float(v) for v in features]
+    out = [float(v) for v in features]
+    if not all(map(math.isfinite, out)):
+        i = next(i for i, v in enumerate(out) if not math.isfinite(v))
+        raise ValueError(f"features[{i}] = {out[i]!r} is not a finite number (JSON has no NaN or Infinity)")
+    return out
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds, as the Go client reads it: whole seconds (>= 0)
+    or an HTTP date; None when absent or unreadable."""
     if value is None:
         return None
-    try:
-        return max(0.0, float(value.strip()))
-    except ValueError:
-        pass
+    s = value.strip(_GO_SPACE)
+    if _INT.match(s) and int(s) >= 0:
+        return float(int(s))
     try:  # an HTTP date
         from email.utils import parsedate_to_datetime
 
@@ -248,6 +369,11 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
 
+
+#: Answers that may succeed when sent again (the Go client's Error.Temporary):
+#: queue full, loading or shutting down, a proxy that could not reach the server
+#: or waited too long, and the server's own 504 deadline.
+RETRIED_STATUSES = (429, 502, 503, 504)
 
 _KIND_BY_STATUS = {
     400: "bad_request",
@@ -265,11 +391,14 @@ _KIND_BY_STATUS = {
 class Client:
     """A client for one ``autoui serve``.
 
-    ``predict`` retries with jittered exponential backoff (after the server's
-    Retry-After) on connection errors, 429 queue_full and 503 not_ready/shutting_down, for
-    up to ``max_wait`` seconds in all; any other error raises AutouiError at
-    once. ``timeout`` bounds each HTTP exchange. Safe to share between threads
-    (one connection per request).
+    ``predict`` retries as the Go client (serve/client) does, with jittered
+    exponential backoff (after the server's Retry-After), on connection errors
+    and timeouts, an answer that is not a prediction, 429 queue_full, 502,
+    503 not_ready/shutting_down and 504 deadline, for up to ``max_wait``
+    seconds in all, waits and attempts included; any other error raises
+    AutouiError at once. ``timeout`` bounds each socket operation of an
+    attempt. The probes and ``metrics`` are not retried. Safe to share between
+    threads (one connection per request).
     """
 
     def __init__(
@@ -290,10 +419,9 @@ class Client:
         self.token = token.strip() if token else None
         self.timeout = timeout
         self.max_wait = max_wait
-        #: backoff: first delay, cap, and the floor under a Retry-After of 0
+        #: backoff: first delay and cap (the Go client's MinBackoff, MaxBackoff)
         self.backoff_initial = 0.1
         self.backoff_max = 5.0
-        self.retry_floor = 0.05
         #: number of retries the last call made (for logs and tests)
         self.last_retries = 0
         self._random = random.Random()
@@ -319,11 +447,11 @@ class Client:
         if (screen is None) == (features is None):
             raise ValueError("give exactly one of screen and features")
         body: Dict[str, Any] = {"goal": goal}
+        hist = _history_json(history)
         if screen is not None:
             body["screen"] = base64.b64encode(encode_screen(screen)).decode("ascii")
         else:
             body["features"] = _features_json(features)
-        hist = _history_json(history)
         if hist:
             body["history"] = hist
         options: Dict[str, Any] = {}
@@ -333,8 +461,8 @@ class Client:
             options["constrain"] = True
         if options:
             body["options"] = options
-        status, _, data = self._call("POST", "/v1/predict", json.dumps(body).encode("utf-8"))
-        return Prediction.from_json(json.loads(data))
+        # Non-finite numbers were refused above, with their field's name.
+        return self._call("POST", "/v1/predict", json.dumps(body, allow_nan=False).encode("utf-8"), _prediction)
 
     def health(self) -> bool:
         """GET /healthz: whether the process answers (no retries)."""
@@ -353,15 +481,22 @@ class Client:
             time.sleep(interval)
 
     def metrics(self) -> str:
-        """GET /metrics: the Prometheus text."""
-        _, _, data = self._call("GET", "/metrics", None)
+        """GET /metrics: the Prometheus text (no retries)."""
+        try:
+            status, _, data = self._once("GET", "/metrics", None, self.timeout)
+        except socket.timeout as e:
+            raise AutouiError(None, "timeout", f"GET {self.base_url}/metrics: {e or 'timed out'}") from e
+        except (OSError, http.client.HTTPException) as e:
+            raise AutouiError(None, "connection", f"GET {self.base_url}/metrics: {e}") from e
+        if status != 200:
+            raise self._error(status, data)
         return data.decode("utf-8")
 
     # --- transport ------------------------------------------------------------------
 
     def _probe(self, path: str) -> bool:
         try:
-            status, _, _ = self._once("GET", path, None)
+            status, _, _ = self._once("GET", path, None, self.timeout)
         except (OSError, http.client.HTTPException):
             return False
         return status == 200
@@ -374,9 +509,9 @@ class Client:
             h["Authorization"] = "Bearer " + self.token
         return h
 
-    def _once(self, method: str, path: str, body: Optional[bytes]) -> Tuple[int, Any, bytes]:
+    def _once(self, method: str, path: str, body: Optional[bytes], timeout: float) -> Tuple[int, Any, bytes]:
         cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=self.timeout)
+        conn = cls(self._host, self._port, timeout=timeout)
         try:
             try:
                 conn.request(method, self._prefix + path, body=body, headers=self._headers(body))
@@ -395,42 +530,56 @@ class Client:
         finally:
             conn.close()
 
-    def _call(self, method: str, path: str, body: Optional[bytes]) -> Tuple[int, Any, bytes]:
-        start = time.monotonic()
+    def _call(self, method: str, path: str, body: Optional[bytes], parse: Callable[[bytes], Any]) -> Any:
+        """Send until an answer parses, as the Go client's PredictRaw: connection
+        errors, timeouts, answers ``parse`` refuses and RETRIED_STATUSES are sent
+        again after ``_delay``, while that leaves the wait within ``max_wait``;
+        each attempt ends by then too. Other statuses raise at once."""
+        deadline = time.monotonic() + self.max_wait
         attempt = 0
         self.last_retries = 0
         while True:
             retry_after: Optional[float] = None
+            left = deadline - time.monotonic()
             try:
-                status, headers, data = self._once(method, path, body)
-            except socket.timeout as e:  # the server took too long: not retried
-                raise AutouiError(None, "timeout", f"{method} {self.base_url}{path}: {e or 'timed out'}") from e
+                status, headers, data = self._once(method, path, body, max(min(self.timeout, left), 0.001))
+            except socket.timeout as e:  # the server took too long
+                if left <= self.timeout:
+                    msg = f"no answer within max_wait {self.max_wait}s ({attempt + 1} attempts)"
+                    raise AutouiError(None, "timeout", f"{method} {self.base_url}{path}: {msg}") from e
+                err = AutouiError(None, "timeout", f"{method} {self.base_url}{path}: {e or 'timed out'}")
+                err.__cause__ = e
             except (OSError, http.client.HTTPException) as e:  # refused, reset, closed early
                 err = AutouiError(None, "connection", f"{method} {self.base_url}{path}: {e}")
                 err.__cause__ = e
             else:
-                if 200 <= status < 300:
-                    return status, headers, data
-                err = self._error(status, data)
-                if status not in (429, 503):
-                    raise err
-                retry_after = _retry_after(headers.get("Retry-After"))
+                if status == 200:
+                    try:
+                        return parse(data)
+                    except (ValueError, TypeError) as e:
+                        err = AutouiError(status, "bad_answer", f"answer is not a prediction: {e}")
+                        err.__cause__ = e
+                else:
+                    err = self._error(status, data)
+                    if status not in RETRIED_STATUSES:
+                        raise err
+                    retry_after = _retry_after(headers.get("Retry-After"))
             delay = self._delay(attempt, retry_after)
-            if time.monotonic() - start + delay > self.max_wait:
+            if time.monotonic() + delay > deadline:
                 raise err
             time.sleep(delay)
             attempt += 1
             self.last_retries = attempt
 
     def _delay(self, attempt: int, retry_after: Optional[float]) -> float:
-        """The wait before retry ``attempt + 1``: the server's Retry-After plus a
-        random share of the exponential backoff (full jitter), or without one the
-        backoff jittered to [1/2, 1] of itself; at most Retry-After + backoff_max.
-        Jitter keeps a farm of agents refused at once from retrying in step."""
+        """The wait before retry ``attempt + 1`` (the Go client's retryWait): the
+        server's Retry-After plus a random share of the exponential backoff (full
+        jitter); without one (or one of 0) the backoff jittered to [1/2, 1) of
+        itself. Jitter keeps a farm of agents refused at once from retrying in step."""
         backoff = min(self.backoff_max, self.backoff_initial * (2**attempt))
-        if retry_after is None:
+        if retry_after is None or retry_after <= 0:
             return backoff * (0.5 + self._random.random() / 2)
-        return max(retry_after, self.retry_floor) + backoff * self._random.random()
+        return retry_after + backoff * self._random.random()
 
     @staticmethod
     def _error(status: int, data: bytes) -> AutouiError:

@@ -211,3 +211,25 @@ def test_agent_status_ends_the_episode():
     res = AutoUIAgent(env, Canned(), transition_pause=0).step("teleport")
     assert res.done and env.executed == []
     assert _fields(res.data["json_action"]) == {"action_type": "status", "goal_status": "infeasible"}
+
+
+def test_agent_history_takes_a_point_off_the_screen_clamped():
+    # an unconstrained model may say 1.5: the click lands on the edge, and the
+    # history (which the server checks to lie in [0, 1]) holds it as performed
+    from autoui_client import Prediction
+
+    off = Action("DUAL_POINT", (1.5, -0.25), (1.5, -0.25))
+
+    class Canned:
+        def predict(self, **kw):
+            return Prediction.from_json(dict(off.to_json(), raw="r"))
+
+    class Px:
+        shape = (100, 50, 3)
+
+    env = FakeEnv(Px())
+    agent = AutoUIAgent(env, Canned(), transition_pause=0)
+    agent.step("tap the edge")
+    assert agent.history == [Action("DUAL_POINT", (1.0, 0.0), (1.0, 0.0))]
+    assert _fields(env.executed[0])["y"] == 99 and _fields(env.executed[0])["x"] == 0
+    assert Action("PRESS_BACK").clamped() == Action("PRESS_BACK")

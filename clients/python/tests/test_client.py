@@ -236,3 +236,105 @@ def test_concurrent_predictions_match_sequential(server, golden):
     for case_id, p in zip(ids * 2, got):
         assert p.raw == golden[case_id]["text"] and p.output_ids == golden[case_id]["generated_ids"], case_id
     assert all(p.serve["batch_size"] >= 1 for p in got)
+
+
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        ({"features": [float("nan")] * 64}, "features[0]"),
+        ({"features": [0.5, float("inf")]}, "features[1]"),
+        ({"features": [0.5], "history": [Action.tap(0.5, float("-inf"))]}, "history[0].touch_point: x"),
+        ({"features": [0.5], "history": [Action.home(), {"action_type": "DUAL_POINT", "touch_point": [0.1, 0.2],
+                                                         "lift_point": [float("nan"), 0.5]}]},
+         "history[1].lift_point: y"),
+        ({"screen": b"x", "history": [Action.swipe(0.1, 0.2, 0.3, float("nan"))]}, "history[0].lift_point: x"),
+    ],
+    ids=["nan-features", "inf-feature", "inf-action", "nan-dict", "nan-with-screen"],
+)  # fmt: skip
+def test_non_finite_numbers_refused_before_sending(kw, field):
+    """JSON has no NaN or Infinity: the client names the field instead of sending
+    what the server can only call `invalid character 'N'`."""
+    c = Client("http://127.0.0.1:9", max_wait=0)  # nothing listens: a request would fail otherwise
+    with pytest.raises(ValueError, match="not a finite number") as e:
+        c.predict(goal="x", **kw)
+    assert str(e.value).startswith(field)
+
+
+def _raw_predict(server, body):
+    """POST a body as is (no client): the server's status and answer."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"}
+    req = urllib.request.Request(server.url + "/v1/predict", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+TAP = {"action_type": "DUAL_POINT", "touch_point": [0.5, 0.25], "lift_point": [0.5, 0.25], "typed_text": ""}
+HOME = Action.home().to_json()
+BACK = Action.back().to_json()
+TYPED = Action.type("hi").to_json()
+
+# (history action, the canonical action it means; None: the server refuses it)
+HISTORY_FORMS = [
+    ({"action_type": 4, "touch_point": [0.5, 0.25], "lift_point": [0.5, 0.25]}, TAP),  # AITW's numbering
+    ({"action_type": "4", "touch_point": [0.5, 0.25]}, TAP),  # a DUAL_POINT without lift_point is a tap
+    ({"action_type": "dual_point", "touch_point": "[0.5, 0.25]", "lift_point": None}, TAP),
+    ({"action_type": "DUAL_POINT", "touch_point": "(.5, 0.25,)", "lift_point": "[5e-1, 25E-2]"}, TAP),
+    ({"action_type": "DUAL_POINT", "touch_point": [0.5, 0.25], "lift_point": [0.5, 0.25], "typed_text": None}, TAP),
+    ({"action_type": 6}, HOME),
+    ({"action_type": " +06\t"}, HOME),
+    ({"action_type": "press_home"}, HOME),
+    ({"action_type": "Press_Home", "touch_point": None}, HOME),
+    ({"action_type": "\u3000PReſſ_HOME\n"}, HOME),  # Go's EqualFold: long s folds to s
+    ({"action_type": "press_bac\u212a"}, BACK),  # and the Kelvin sign to k
+    ({"action_type": 3, "typed_text": "hi"}, TYPED),
+    ({"action_type": "type", "typed_text": "hi"}, TYPED),
+    ({"action_type": 4.0, "touch_point": [0.5, 0.25]}, None),
+    ({"action_type": "4.0", "touch_point": [0.5, 0.25]}, None),
+    ({"action_type": True}, None),
+    ({"action_type": 0}, None),
+    ({"action_type": 8}, None),
+    ({"action_type": "12"}, None),
+    ({"action_type": "\u0666"}, None),  # an Arabic-Indic 6: not one of Atoi's digits
+    ({"action_type": "SCROLL"}, None),
+    ({"action_type": ""}, None),
+    ({"action_type": None}, None),
+    ({"action_type": "\x1cPRESS_HOME"}, None),  # not space to Go's TrimSpace
+    ({"action_type": "PREß_BACK"}, None),
+    ({"action_type": "DUAL_POıNT", "touch_point": [0.5, 0.25]}, None),
+    ({"touch_point": [0.5, 0.25]}, None),
+    ({"action_type": "DUAL_POINT"}, None),  # no touch point
+    ({"action_type": "DUAL_POINT", "touch_point": ["0.5", "0.25"]}, None),
+    ({"action_type": "DUAL_POINT", "touch_point": [True, 0.25]}, None),
+    ({"action_type": "DUAL_POINT", "touch_point": [0.5]}, None),
+    ({"action_type": "DUAL_POINT", "touch_point": "[0.5, 0.25, 0.1]"}, None),
+    ({"action_type": "DUAL_POINT", "touch_point": "[NaN, 0.25]"}, None),
+    ({"action_type": "DUAL_POINT", "touch_point": "0.5, 0.25"}, None),
+    ({"action_type": "TYPE", "typed_text": 5}, None),
+    ({"action_type": "PRESS_HOME", "typed": "x"}, None),  # a misspelt key
+]
+
+
+@pytest.mark.parametrize("form,want", HISTORY_FORMS, ids=[repr(f) for f, _ in HISTORY_FORMS])
+def test_history_dicts_read_as_the_server_reads_them(server, golden, form, want):
+    """The client takes exactly the history actions the server takes, meaning the same."""
+    c = golden["case00"]
+    feats = read_npy(GOLDEN / c["tensors"]["image_features"])
+    status, answer = _raw_predict(server, {"goal": c["goal"], "features": feats, "history": [form],
+                                           "options": {"max_new_tokens": 1}})  # fmt: skip
+    assert status == (400 if want is None else 200), answer
+    cl = _client(server)
+    if want is None:
+        with pytest.raises(ValueError, match=r"^history\[0\]"):
+            cl.predict(features=feats, goal=c["goal"], history=[form], max_new_tokens=1)
+        return
+    assert Action.from_json(form).to_json() == want
+    p = cl.predict(features=feats, goal=c["goal"], history=[form], max_new_tokens=1)
+    assert p.source_ids == answer["source_ids"]
+    assert p.source_ids == cl.predict(features=feats, goal=c["goal"], history=[want], max_new_tokens=1).source_ids

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from autoui_client import AutouiError, Client
+from autoui_client.client import _retry_after
 
 CANNED = {
     "action_type": "PRESS_BACK", "touch_point": [-1.0, -1.0], "lift_point": [-1.0, -1.0], "typed_text": "",
@@ -19,7 +20,7 @@ CANNED = {
 
 
 class Script:
-    """Answers POSTs from a list of (status, headers, body); the last one repeats."""
+    """Answers POSTs from a list of (status, headers, body[, delay s]); the last one repeats."""
 
     def __init__(self, answers):
         self.answers = list(answers)
@@ -33,15 +34,19 @@ class Script:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 script.requests.append((time.monotonic(), self.path, dict(self.headers), body))
                 i = min(len(script.requests), len(script.answers)) - 1
-                status, headers, out = script.answers[i]
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                status, headers, out, *delay = script.answers[i]
+                time.sleep(delay[0] if delay else 0)
+                data = out if isinstance(out, bytes) else json.dumps(out).encode()
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up waiting
+                    pass
 
             def log_message(self, *args):
                 pass
@@ -115,7 +120,29 @@ def test_long_retry_after_beyond_max_wait_fails_at_once():
 
 
 @pytest.mark.parametrize(
-    "status,kind", [(400, "bad_request"), (401, "unauthorized"), (413, "too_large"), (500, "internal"), (504, "deadline")]
+    "status,kind", [(502, "http_502"), (503, "shutting_down"), (504, "deadline"), (429, "queue_full")]
+)
+def test_retried_statuses(status, kind):
+    # The Go client's Error.Temporary: 429, 502, 503 and 504 are retried (a 504
+    # is the server's --request-timeout, or a proxy's), with the same backoff.
+    answers = [(status, {}, _err(kind, "later"))] * 2 + [(200, {}, CANNED)]
+    with Script(answers) as s:
+        c = Client(s.url, max_wait=10)
+        p = c.predict(features=[0.0], goal="go")
+    assert p.raw == "canned" and c.last_retries == 2 and len(s.requests) == 3
+
+
+def test_retried_status_gives_up_with_its_error():
+    with Script([(504, {}, _err("deadline", "no answer within 60s"))]) as s:
+        c = Client(s.url, max_wait=0.5)
+        with pytest.raises(AutouiError) as e:
+            c.predict(features=[0.0], goal="go")
+    assert (e.value.status, e.value.kind, e.value.message) == (504, "deadline", "no answer within 60s")
+    assert c.last_retries >= 1
+
+
+@pytest.mark.parametrize(
+    "status,kind", [(400, "bad_request"), (401, "unauthorized"), (413, "too_large"), (500, "internal")]
 )
 def test_other_errors_not_retried(status, kind):
     with Script([(status, {"Retry-After": "0"}, _err(kind, "nope"))]) as s:
@@ -185,9 +212,71 @@ def test_retry_after_is_jittered():
         delays = [c._delay(attempt, 1.0) for _ in range(50)]
         assert all(1.0 <= d <= 1.0 + backoff for d in delays), (attempt, delays)
         assert len(set(delays)) == 50
-    assert c._delay(0, 0.0) >= c.retry_floor
     no_header = [c._delay(3, None) for _ in range(50)]
-    assert all(0.4 <= d <= 0.8 for d in no_header) and len(set(no_header)) == 50
+    assert all(0.4 <= d < 0.8 for d in no_header) and len(set(no_header)) == 50
+    # As the Go client: a Retry-After of 0 is no Retry-After (the backoff jittered).
+    zero = [c._delay(3, 0.0) for _ in range(50)]
+    assert all(0.4 <= d < 0.8 for d in zero) and len(set(zero)) == 50
+
+
+@pytest.mark.parametrize(
+    "value,want",
+    [("2", 2.0), (" 3 ", 3.0), ("+1", 1.0), ("0", 0.0), (None, None), ("1.5", None), ("-1", None), ("soon", None),
+     ("inf", None), ("nan", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+)  # fmt: skip
+def test_retry_after_read_as_the_go_client(value, want):
+    # Whole seconds or an HTTP date (past: 0); anything else is no Retry-After.
+    assert _retry_after(value) == want
+
+
+def test_retry_after_date():
+    from email.utils import formatdate
+
+    got = _retry_after(formatdate(time.time() + 30, usegmt=True))
+    assert 28 <= got <= 30
+
+
+def test_answer_that_is_not_a_prediction_retried():
+    # The Go client retries an answer it cannot read ("answer is not a prediction").
+    answers = [(200, {}, b"<html>proxy</html>"), (200, {}, "a string"), (200, {}, CANNED)]
+    with Script(answers) as s:
+        c = Client(s.url, max_wait=10)
+        p = c.predict(features=[0.0], goal="go")
+    assert p.raw == "canned" and c.last_retries == 2
+    with Script([(200, {}, b"{not json")]) as s:
+        c = Client(s.url, max_wait=0.4)
+        with pytest.raises(AutouiError) as e:
+            c.predict(features=[0.0], goal="go")
+    assert (e.value.status, e.value.kind) == (200, "bad_answer") and c.last_retries >= 1
+
+
+def test_timeout_retried():
+    # An attempt that times out is sent again (the Go client retries every
+    # error that is not a refusal), here to an answer.
+    with Script([(200, {}, CANNED, 1.0), (200, {}, CANNED)]) as s:
+        c = Client(s.url, timeout=0.3, max_wait=10)
+        p = c.predict(features=[0.0], goal="go")
+    assert p.raw == "canned" and c.last_retries == 1 and len(s.requests) == 2
+
+
+def test_attempts_end_by_max_wait():
+    # As the Go client: a server that hangs holds the caller no longer than max_wait.
+    with Script([(200, {}, CANNED, 3.0)]) as s:
+        c = Client(s.url, timeout=60, max_wait=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(AutouiError) as e:
+            c.predict(features=[0.0], goal="go")
+        elapsed = time.monotonic() - t0
+    assert e.value.kind == "timeout" and "max_wait" in e.value.message and elapsed < 1.5
+
+
+def test_metrics_not_retried():
+    # Only predictions are retried, as in the Go client; metrics is a probe.
+    c = Client(f"http://127.0.0.1:{_free_port()}", max_wait=30)
+    t0 = time.monotonic()
+    with pytest.raises(AutouiError) as e:
+        c.metrics()
+    assert e.value.kind == "connection" and time.monotonic() - t0 < 2
 
 
 def test_answer_read_when_the_server_closes_early():
