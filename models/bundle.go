@@ -140,7 +140,8 @@ func (m *Manifest) validate() error {
 	}
 	p := m.Preprocess
 	if p.Height <= 0 || p.Width <= 0 || p.RescaleFactor <= 0 || p.Std[0] == 0 || p.Std[1] == 0 || p.Std[2] == 0 {
-		return fmt.Errorf("preprocess config incomplete: %w", ErrBadManifest)
+		return fmt.Errorf("preprocess config incomplete (height %d, width %d, rescale_factor %v, std %v: each must be set, and positive but std): %w",
+			p.Height, p.Width, p.RescaleFactor, p.Std, ErrBadManifest)
 	}
 	if p.Resample != "" && p.Resample != "bicubic" {
 		return fmt.Errorf("preprocess resample %q: only bicubic is supported: %w", p.Resample, ErrBadManifest)
@@ -149,7 +150,13 @@ func (m *Manifest) validate() error {
 		m.Prompt.MaxTargetTokens = DefaultMaxTargetTokens
 	}
 	if m.Prompt.MaxSourceTokens <= 0 || m.Prompt.MaxTargetTokens <= 0 || m.Prompt.HistoryWindow < 0 {
-		return fmt.Errorf("prompt config incomplete: %w", ErrBadManifest)
+		return fmt.Errorf("prompt config incomplete (max_source_tokens %d and max_target_tokens %d must be positive, history_window %d not negative): %w",
+			m.Prompt.MaxSourceTokens, m.Prompt.MaxTargetTokens, m.Prompt.HistoryWindow, ErrBadManifest)
+	}
+	switch m.Precision {
+	case "", "fp32", "fp16", "int8":
+	default:
+		return fmt.Errorf("precision %q, want fp32, fp16 or int8: %w", m.Precision, ErrBadManifest)
 	}
 	switch m.Action.ScrollMap {
 	case "", "fixed", "legacy":

@@ -105,6 +105,11 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 		{name: "no tokenizer", edit: func(m map[string]any) { delete(m["files"].(map[string]any), "tokenizer") }, want: ErrBadManifest, mention: "files.tokenizer"},
 		{name: "escaping path", edit: func(m map[string]any) { file(m, RoleVision)["path"] = "../x.onnx" }, want: ErrBadManifest, mention: "../x.onnx"},
 		{name: "bad scroll map", edit: func(m map[string]any) { m["action"] = map[string]any{"scroll_map": "diagonal"} }, want: ErrBadManifest, mention: "diagonal"},
+		{name: "one mean for three channels", edit: func(m map[string]any) { m["preprocess"].(map[string]any)["mean"] = []float64{0.5} }, want: ErrBadManifest, mention: "1 values"},
+		{name: "four stds", edit: func(m map[string]any) { m["preprocess"].(map[string]any)["std"] = []float64{1, 1, 1, 1} }, want: ErrBadManifest, mention: "4 values"},
+		{name: "no std", edit: func(m map[string]any) { delete(m["preprocess"].(map[string]any), "std") }, want: ErrBadManifest, mention: "std [0 0 0]"},
+		{name: "no source length", edit: func(m map[string]any) { delete(m["prompt"].(map[string]any), "max_source_tokens") }, want: ErrBadManifest, mention: "max_source_tokens 0"},
+		{name: "precision", edit: func(m map[string]any) { m["precision"] = "int3" }, want: ErrBadManifest, mention: "int3"},
 		{name: "missing external data", edit: func(m map[string]any) {
 			file(m, RoleDecoder)["external_data"] = []any{map[string]any{"path": "decoder.bin.data", "size": 10}}
 		}, want: ErrMissingFile, mention: "decoder.bin.data"},

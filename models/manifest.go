@@ -166,12 +166,28 @@ type TokenIDs struct {
 
 // Preprocess is the image preprocessing of the vision tower.
 type Preprocess struct {
-	Height        int        `json:"height"`
-	Width         int        `json:"width"`
-	Resample      string     `json:"resample"`
-	RescaleFactor float64    `json:"rescale_factor"`
-	Mean          [3]float64 `json:"mean"`
-	Std           [3]float64 `json:"std"`
+	Height        int     `json:"height"`
+	Width         int     `json:"width"`
+	Resample      string  `json:"resample"`
+	RescaleFactor float64 `json:"rescale_factor"`
+	Mean          RGB     `json:"mean"`
+	Std           RGB     `json:"std"`
+}
+
+// RGB is one value per colour channel. JSON's arrays of another length are
+// refused: Go would drop the extra values or leave the missing ones 0.
+type RGB [3]float64
+
+func (c *RGB) UnmarshalJSON(b []byte) error {
+	var v []float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if len(v) != 3 {
+		return fmt.Errorf("%d values, want one per channel (3)", len(v))
+	}
+	copy(c[:], v)
+	return nil
 }
 
 // PromptConfig holds the prompt options the model was trained with.
