@@ -433,7 +433,7 @@ func TestShardPartition(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"2/2", "-1/3", "1", "a/b", "0/0"} {
+	for _, bad := range []string{"2/2", "-1/3", "1", "a/b", "0/0", "+1/2", "1/+2", " 1/2"} {
 		if _, err := ParseShard(bad); err == nil {
 			t.Errorf("ParseShard(%q) accepted", bad)
 		}

@@ -91,7 +91,8 @@ func ParseShard(s string) (Shard, error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+	digits := func(v string) bool { return strings.Trim(v, "0123456789") == "" } // no sign: it would be saved without
+	if !ok || err1 != nil || err2 != nil || !digits(a) || !digits(b) || n < 1 || i < 0 || i >= n {
 		return Shard{}, fmt.Errorf("bad shard %q: want I/N with 0 <= I < N", s)
 	}
 	return Shard{I: i, N: n}, nil

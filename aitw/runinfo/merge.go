@@ -67,7 +67,38 @@ func ReadPredictions(paths []string) (*Predictions, error) {
 			out.ByStep[k] = v
 		}
 	}
+	switch miss := missingShards(out.Sources); len(miss) {
+	case 0:
+	case 1:
+		out.Notes = append(out.Notes, "not given: shard "+miss[0]+" of this evaluation; the steps in it count as missing")
+	default:
+		out.Notes = append(out.Notes, "not given: shards "+strings.Join(miss, ", ")+" of this evaluation; the steps in them count as missing")
+	}
 	return out, nil
+}
+
+// missingShards names the shards of a sharded evaluation that sources lack
+// (the first few).
+func missingShards(sources []Source) []string {
+	have, n := map[int]bool{}, 0
+	for _, src := range sources {
+		if src.Info == nil {
+			continue
+		}
+		if sh, err := aitw.ParseShard(src.Info.Data.Shard); err == nil && sh.N > 1 {
+			have[sh.I], n = true, sh.N
+		}
+	}
+	var miss []string
+	for i := 0; i < n && len(miss) < 5; i++ {
+		if !have[i] {
+			miss = append(miss, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	if k := n - len(have) - len(miss); k > 0 {
+		miss = append(miss, fmt.Sprintf("and %d more", k))
+	}
+	return miss
 }
 
 // openSource resolves a file or directory and reads its run.json: a

@@ -200,13 +200,21 @@ func Diff(a, b *Info, sameShard bool) []string {
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))
 	}
-	add("subset", a.Data.Subset, b.Data.Subset)
-	add("splits", filepath.Base(a.Data.Splits), filepath.Base(b.Data.Splits))
-	add("split", a.Data.Split, b.Data.Split)
+	add("subset", orNone(a.Data.Subset), orNone(b.Data.Subset))
+	add("splits", orNone(base(a.Data.Splits)), orNone(base(b.Data.Splits)))
+	add("split", orNone(a.Data.Split), orNone(b.Data.Split))
 	if sameShard {
 		add("shard", orAll(a.Data.Shard), orAll(b.Data.Shard))
 	}
 	return d
+}
+
+// base is a path's last element, "" for none (filepath.Base says ".").
+func base(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Base(path)
 }
 
 func short(h string) string {
@@ -291,6 +299,9 @@ func Start(dir string, in *Info) error {
 	var diff []string
 	if old != nil {
 		diff = Diff(old, in, true)
+	}
+	if st, err := os.Stat(filepath.Join(dir, PredictionsFile)); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file: use another --out", filepath.Join(dir, PredictionsFile))
 	}
 	switch {
 	case old != nil && len(diff) == 0:

@@ -2,8 +2,10 @@ package runinfo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,5 +185,55 @@ func TestStartTakesDirWithoutPredictions(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, PredictionsFile), []byte(`{"episode_id": "1", "step_id": 0, "action_type": 5}`+"\n"), 0o644)
 	if err := Start(dir, sample()); err == nil || !strings.Contains(err.Error(), "without a run.json") {
 		t.Errorf("predictions without run.json: %v", err)
+	}
+}
+
+// A run without splits reads as "none" beside one with them, not "." and "".
+func TestDiffNamesWhatIsNotSet(t *testing.T) {
+	a, b := sample(), sample()
+	a.Data.Splits, a.Data.Split = "", ""
+	b.Data.Splits, b.Data.Split = "/data/splits.json", "test"
+	want := []string{"splits: none vs splits.json", "split: none vs test"}
+	if d := Diff(a, b, true); !slices.Equal(d, want) {
+		t.Errorf("Diff = %q, want %q", d, want)
+	}
+}
+
+// Shards of an evaluation scored without one of them say which is missing.
+func TestReadPredictionsNamesMissingShards(t *testing.T) {
+	var dirs []string
+	for _, shard := range []string{"0/3", "2/3"} {
+		dir := t.TempDir()
+		in := sample()
+		in.Data.Shard = shard
+		if err := Start(dir, in); err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf(`{"episode_id": "e%s", "step_id": 0, "action_type": 5}`+"\n", shard[:1])
+		if err := os.WriteFile(filepath.Join(dir, PredictionsFile), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	ps, err := ReadPredictions(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "not given: shard 1/3 of this evaluation; the steps in it count as missing"; !slices.Contains(ps.Notes, want) {
+		t.Errorf("notes %q, want %q", ps.Notes, want)
+	}
+	if ps, _ := ReadPredictions(dirs[:1]); len(ps.Notes) != 1 || !strings.Contains(ps.Notes[0], "shards 1/3, 2/3 of") {
+		t.Errorf("one shard of three: notes %q", ps.Notes)
+	}
+}
+
+// A predictions.jsonl that is a directory is named as such.
+func TestStartRefusesPredictionsThatAreNoFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, PredictionsFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Start(dir, sample()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("got %v", err)
 	}
 }

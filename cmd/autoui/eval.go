@@ -424,8 +424,11 @@ func runEvalScore(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if len(preds) == 0 {
-		return usageErrorf("--pred is required")
+	if len(splitList(preds)) == 0 {
+		return usageErrorf("--pred is required (a run directory or a JSONL file)")
+	}
+	if *samples < 0 {
+		return usageErrorf("--html-samples %d: want 0 or more", *samples)
 	}
 	if err := df.required("gold"); err != nil {
 		return err

@@ -88,6 +88,8 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"frobnicate"},
 		{},
 		{"score", "--gold", "../../aitw/testdata/records"},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", ""},
+		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--html-samples", "-1"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--splits", "../../aitw/testdata/splits/standard.json"},
 		{"score", "--gold", "../../aitw/testdata/records", "--pred", fixturePreds, "--splits", "../../aitw/testdata/splits/standard.json", "--split", "holdout"},
 		{"score", "--gold", "../../aitw/testdata/corrupt/payload_crc.tfrecord.gz", "--pred", fixturePreds}, // no subset in its path
