@@ -277,3 +277,36 @@ func TestNotFoundJSON(t *testing.T) {
 		wantError(t, r, b, 404, KindNotFound, "/v1/predict")
 	}
 }
+
+// TestClientGoneMidUpload: a client that hangs up before its body ends is
+// counted as gone (499, autoui_canceled_total), not as a bad request.
+func TestClientGoneMidUpload(t *testing.T) {
+	m := tinyModel(t)
+	s, ts := start(t, Config{}, &m)
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := `{"goal": "g", "features": [0.5, `
+	fmt.Fprintf(conn, "POST /v1/predict HTTP/1.1\r\nHost: autoui\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", 10*len(part), part)
+	conn.Close()
+	waitFor(t, "the request to end", func() bool {
+		return countMetric(t, s, "autoui_canceled_total")+countMetric(t, s, "autoui_errors_total", "kind", KindBadRequest) > 0
+	})
+	if n := countMetric(t, s, "autoui_errors_total", "kind", KindBadRequest); n != 0 {
+		t.Errorf("a client gone mid-upload counted as %v bad requests", n)
+	}
+	if n := countMetric(t, s, "autoui_canceled_total"); n != 1 {
+		t.Errorf("autoui_canceled_total %v, want 1", n)
+	}
+	waitFor(t, "the request's duration", func() bool {
+		text := metricsText(t, ts)
+		return strings.Contains(text, `autoui_request_duration_seconds_count{code="499"} 1`)
+	})
+}
+
+func metricsText(t *testing.T, ts *httptest.Server) string {
+	t.Helper()
+	_, text := get(t, ts.URL+"/metrics")
+	return text
+}

@@ -41,7 +41,7 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "autoui_batch_requests",
 			Help:    "Requests per engine call (PredictBatch).",
-			Buckets: prometheus.LinearBuckets(1, 1, maxBatch),
+			Buckets: batchBuckets(maxBatch),
 		}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "autoui_stage_seconds",
@@ -90,6 +90,18 @@ func newMetrics(maxBatch int, queueDepth func() float64) *metrics {
 		m.errors.WithLabelValues(k)
 	}
 	return m
+}
+
+// batchBuckets are the batch-size histogram's buckets: every size up to 64,
+// then powers of two up to maxBatch (its last bucket), so a scrape stays
+// small whatever --max-batch is.
+func batchBuckets(maxBatch int) []float64 {
+	const linear = 64
+	b := prometheus.LinearBuckets(1, 1, min(maxBatch, linear))
+	for n := 2 * linear; n/2 < maxBatch; n *= 2 {
+		b = append(b, float64(min(n, maxBatch)))
+	}
+	return b
 }
 
 var engineBuckets = prometheus.ExponentialBuckets(0.0005, 2, 18)

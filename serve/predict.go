@@ -108,8 +108,7 @@ func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time
 	}
 	j := &job{ctx: ctx, req: req, arrived: start, done: make(chan answer, 1)}
 	if herr := s.enqueue(j); herr != nil {
-		<-s.slots
-		s.writeError(w, herr)
+		s.answerError(w, r, herr)
 		return
 	}
 	select {
@@ -173,7 +172,10 @@ func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http
 	raw, release, herr := s.readBody(w, r)
 	defer release()
 	if herr != nil {
-		herr.unread = true
+		// net/http cancels the request's context on any read error from the
+		// connection: a client that hung up mid-upload is counted as gone
+		// (answerError), not refused as a bad request.
+		herr.unread = r.Context().Err() == nil
 		return predict.Request{}, herr
 	}
 	if herr := s.admit(); herr != nil {
@@ -186,7 +188,7 @@ func (s *Server) readRequest(ctx context.Context, w http.ResponseWriter, r *http
 		req, herr = s.check(ctx, pr, m)
 	}
 	if herr != nil {
-		<-s.slots
+		s.unadmit()
 	}
 	return req, herr
 }
@@ -265,6 +267,10 @@ func jsonProblem(err error) string {
 		want := map[reflect.Kind]string{reflect.String: "a string", reflect.Int: "an integer", reflect.Bool: "true or false",
 			reflect.Float32: "a number", reflect.Float64: "a number", reflect.Struct: "an object", reflect.Slice: "an array"}[te.Type.Kind()]
 		switch {
+		case te.Type.Kind() == reflect.Float32 && strings.HasPrefix(te.Value, "number "):
+			// A number read as a float32 fails only by being too large
+			// (said without naming Go's type, as the rest).
+			return fmt.Sprintf("%s: %s is outside the range of a 32-bit float (±3.4e38)", te.Field, strings.TrimPrefix(te.Value, "number "))
 		case te.Type == reflect.TypeOf([]byte(nil)):
 			want = "a base64 string"
 		case te.Type.Kind() == reflect.Slice && te.Type.Elem().Kind() == reflect.Float32:

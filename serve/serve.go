@@ -58,11 +58,16 @@ const (
 	// 1644x3840 = 6.3 Mpx, tablets up to 2960x1848 = 5.5 Mpx) with room,
 	// and keeps a decoded screen at 32 MB (64 MB for a 16-bit PNG).
 	DefaultMaxPixels = 8_000_000
+	// MaxBatchLimit bounds Config.MaxBatch: the engine's continuous decode
+	// takes at most this many rows, and a batch that large is already far
+	// past what a GPU gains from (64 is cuda's default).
+	MaxBatchLimit = engine.StreamRowsLimit
 )
 
 // Config tunes a Server. Zero fields take the defaults above.
 type Config struct {
-	// MaxBatch is the most requests in one engine call.
+	// MaxBatch is the most requests in one engine call, at most
+	// MaxBatchLimit (a larger one is MaxBatchLimit).
 	MaxBatch int
 	// ConcurrentBatches is how many engine calls may run at once, each
 	// gathering its own batch (0: 1; at most Queue). On a GPU whose decoder
@@ -116,6 +121,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
+	c.MaxBatch = min(c.MaxBatch, MaxBatchLimit)
 	c.ConcurrentBatches = max(c.ConcurrentBatches, 1)
 	if c.Continuous {
 		c.ConcurrentBatches = 1
@@ -193,13 +199,18 @@ type Server struct {
 	decoders chan struct{}
 	bodies   budget // bytes of request bodies being read and parsed
 
-	mu       sync.Mutex
-	model    *Model
-	queue    chan *job
-	closing  bool
-	batching bool          // the batchers run
-	done     chan struct{} // closed when the batchers have answered everything
-	batchSeq atomic.Uint64 // numbers the engine calls
+	mu      sync.Mutex
+	model   *Model
+	queue   chan *job
+	closing bool
+	// admitted counts the requests holding a slot and not yet in the queue
+	// (decoding their screen): Shutdown closes the queue once they are in
+	// it, so that they are answered too.
+	admitted    int
+	queueClosed bool
+	batching    bool          // the batchers run
+	done        chan struct{} // closed when the batchers have answered everything
+	batchSeq    atomic.Uint64 // numbers the engine calls
 	// gathering is held by the batcher taking jobs from the queue.
 	gathering sync.Mutex
 	// runCtx is the batches' context: cancelled only when a shutdown's
@@ -235,7 +246,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/v1/predict", s.handlePredict)
 	s.mux.HandleFunc("/healthz", s.handleHealthz)
 	s.mux.HandleFunc("/readyz", s.handleReadyz)
-	s.mux.Handle("/metrics", s.metrics.handler())
+	s.mux.HandleFunc("/metrics", s.handleMetrics(s.metrics.handler()))
 	return s
 }
 
@@ -279,16 +290,16 @@ func (s *Server) Ready() bool {
 }
 
 // Shutdown stops taking predictions (503 shutting_down; /readyz 503) and
-// waits until every queued and running batch has been answered. When ctx
-// ends first, the running batch is cancelled, the requests still queued are
+// waits until every admitted request (queued, or still decoding its screen)
+// and every running batch has been answered. When ctx ends first, the
+// running batch is cancelled, the requests still queued or decoding are
 // answered 503, and ctx's error is returned. It does not close listeners:
 // call http.Server.Shutdown after it.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closing {
-		s.closing = true
-		// Enqueueing holds mu and checks closing, so nothing is sent after this.
-		close(s.queue)
+		s.closing = true // no request is admitted after this
+		s.closeQueueIfSettled()
 		if !s.batching {
 			close(s.done)
 		}
@@ -299,20 +310,59 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		s.cancelRun()
+		// Requests still decoding may take until their own deadline: they
+		// are refused instead.
+		s.mu.Lock()
+		s.closeQueue()
+		s.mu.Unlock()
 		<-s.done
 		return ctx.Err()
 	}
 }
 
-// admit takes a queue slot for a request, or says the queue is full. The
+// closeQueueIfSettled closes the queue once shutdown has begun and every
+// admitted request is in it; s.mu is held. Since nothing is admitted after
+// shutdown begins, the drain ends.
+func (s *Server) closeQueueIfSettled() {
+	if s.closing && s.admitted == 0 {
+		s.closeQueue()
+	}
+}
+
+// closeQueue ends the batchers' input; s.mu is held.
+func (s *Server) closeQueue() {
+	if !s.queueClosed {
+		s.queueClosed = true
+		close(s.queue)
+	}
+}
+
+// admit takes a queue slot for a request, or says the queue is full or the
+// server is shutting down. The request then calls enqueue or unadmit; the
 // batcher gives the slot back when it takes the request's job.
 func (s *Server) admit() *httpError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errShuttingDown
+	}
 	select {
 	case s.slots <- struct{}{}:
+		s.admitted++
 		return nil
 	default:
 		return s.queueFull()
 	}
+}
+
+// unadmit gives back the slot of an admitted request that will not be
+// queued (it failed its checks).
+func (s *Server) unadmit() {
+	<-s.slots
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.admitted--
+	s.closeQueueIfSettled()
 }
 
 func (s *Server) queueFull() *httpError {
@@ -320,20 +370,26 @@ func (s *Server) queueFull() *httpError {
 		msg: fmt.Sprintf("the queue of %d requests is full; retry later", s.cfg.Queue)}
 }
 
-// enqueue hands an admitted request's job to the batcher, or says why it
-// cannot. The job's slot guarantees room in the queue.
+// enqueue hands an admitted request's job to the batcher, also while a
+// shutdown drains (the request was admitted before it began), or says why
+// it cannot; then the slot is given back. The job's slot guarantees room in
+// the queue.
 func (s *Server) enqueue(j *job) *httpError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
-		return errShuttingDown
+	s.admitted--
+	defer s.closeQueueIfSettled()
+	herr := errShuttingDown // the drain ran out of time
+	if !s.queueClosed {
+		select {
+		case s.queue <- j:
+			return nil
+		default:
+			herr = &httpError{status: http.StatusInternalServerError, kind: KindInternal, msg: "queue full with a slot held (a bug)"}
+		}
 	}
-	select {
-	case s.queue <- j:
-		return nil
-	default:
-		return &httpError{status: http.StatusInternalServerError, kind: KindInternal, msg: "queue full with a slot held (a bug)"}
-	}
+	<-s.slots
+	return herr
 }
 
 // took gives back the slot of a job the batcher took from the queue.
@@ -408,9 +464,18 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 		msg: fmt.Sprintf("no such path %q; the API is POST /v1/predict (docs/serve.md)", r.URL.Path)})
 }
 
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+// readOnly answers 405 to a method other than GET and HEAD, and says
+// whether the request may go on.
+func (s *Server) readOnly(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.writeError(w, methodNotAllowed("GET, HEAD"))
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if !s.readOnly(w, r) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -418,8 +483,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.writeError(w, methodNotAllowed("GET, HEAD"))
+	if !s.readOnly(w, r) {
 		return
 	}
 	s.mu.Lock()
@@ -437,6 +501,16 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "loading")
 	default:
 		fmt.Fprintln(w, "ready")
+	}
+}
+
+// handleMetrics serves the metrics to GET and HEAD only, as /healthz and
+// /readyz (promhttp itself answers any method).
+func (s *Server) handleMetrics(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.readOnly(w, r) {
+			h.ServeHTTP(w, r)
+		}
 	}
 }
 

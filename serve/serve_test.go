@@ -377,7 +377,8 @@ func TestLimits(t *testing.T) {
 		`{"goal": 1, "features": [0]}`:                                       "goal: want a string, got number",
 		`{"goal": "g", "features": "x"}`:                                     "features: want an array of numbers, got string",
 		`{"goal": "g", "features": [0], "options": {"max_new_tokens": "9"}}`: "options.max_new_tokens: want an integer, got string",
-		`[1]`: "want a JSON object (api.PredictRequest), got array",
+		`[1]`:                                   "want a JSON object (api.PredictRequest), got array",
+		`{"goal": "g", "features": [0, -1e39]}`: "features: -1e39 is outside the range of a 32-bit float",
 	} {
 		resp, body = post(t, ctx, ts.URL, raw)
 		wantError(t, resp, body, 400, KindBadRequest, want)
@@ -571,6 +572,79 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestBatchBuckets: the batch-size histogram counts every size up to 64,
+// then powers of two, so its scrape stays small at the largest --max-batch;
+// a larger MaxBatch is the limit.
+func TestBatchBuckets(t *testing.T) {
+	upto := func(n int) []float64 {
+		var b []float64
+		for i := 1; i <= n; i++ {
+			b = append(b, float64(i))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		maxBatch int
+		want     []float64
+	}{
+		{4, upto(4)},
+		{64, upto(64)},
+		{100, append(upto(64), 100)},
+		{1024, append(upto(64), 128, 256, 512, 1024)},
+	} {
+		s := New(Config{MaxBatch: tc.maxBatch})
+		mfs, err := s.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []float64
+		for _, mf := range mfs {
+			if mf.GetName() == "autoui_batch_requests" {
+				for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+					got = append(got, b.GetUpperBound())
+				}
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Fatalf("--max-batch %d: buckets %v, want %v", tc.maxBatch, got, tc.want)
+		}
+	}
+	if n := (Config{MaxBatch: 10_000_000}).withDefaults().MaxBatch; n != 1024 {
+		t.Fatalf("MaxBatch 10000000 is %d, want the limit 1024", n)
+	}
+	_, ts := start(t, Config{MaxBatch: 10_000_000}, nil)
+	if c, text := get(t, ts.URL+"/metrics"); c != 200 || len(text) > 64<<10 {
+		t.Errorf("/metrics at the largest batch: %d, %d bytes", c, len(text))
+	}
+}
+
+// TestReadOnlyPaths: /healthz, /readyz and /metrics take GET and HEAD only.
+func TestReadOnlyPaths(t *testing.T) {
+	m := tinyModel(t)
+	_, ts := start(t, Config{}, &m)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			req, _ := http.NewRequest(method, ts.URL+path, nil)
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if method == http.MethodGet || method == http.MethodHead {
+				if r.StatusCode != 200 {
+					t.Errorf("%s %s: %d", method, path, r.StatusCode)
+				}
+				continue
+			}
+			wantError(t, r, b, 405, KindMethodNotAllowed, "GET, HEAD")
+			if r.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: Allow %q", method, path, r.Header.Get("Allow"))
+			}
+		}
+	}
+}
+
 func TestReadyz(t *testing.T) {
 	s, ts := start(t, Config{}, nil)
 	if c, _ := get(t, ts.URL+"/healthz"); c != 200 {
@@ -632,6 +706,71 @@ func TestShutdown(t *testing.T) {
 	}
 	if s.SetModel(tinyModel(t)) {
 		t.Error("SetModel after Shutdown made the server ready")
+	}
+}
+
+// TestShutdownAnswersDecoding: a request admitted before shutdown began and
+// still decoding its screen is answered (docs: the queue includes it),
+// while one arriving after is refused; a drain that runs out of time does
+// not wait for the decode, and the request is then refused.
+func TestShutdownAnswersDecoding(t *testing.T) {
+	m := tinyModel(t)
+	png := screenBytes(t, "home_720x1280.png")
+	for _, outOfTime := range []bool{false, true} {
+		decoding := make(chan struct{}, 1)
+		gate := make(chan struct{})
+		var once sync.Once
+		release := func() { once.Do(func() { close(gate) }) }
+		s, ts := start(t, Config{}, &m, func(s *Server) {
+			s.beforeDecode = func() { decoding <- struct{}{}; <-gate }
+		})
+		t.Cleanup(release) // before the server's: a failed test leaves no request held
+		type reply struct {
+			resp *http.Response
+			body []byte
+		}
+		replied := make(chan reply, 1)
+		go func() {
+			r, b := post(t, context.Background(), ts.URL, api.PredictRequest{Goal: "g", Screen: png})
+			replied <- reply{r, b}
+		}()
+		<-decoding // admitted, holding a queue place
+		ctx, cancel := context.WithCancel(context.Background())
+		if outOfTime {
+			ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}
+		shut := make(chan error, 1)
+		go func() { shut <- s.Shutdown(ctx) }()
+		waitFor(t, "/readyz to turn 503", func() bool { c, _ := get(t, ts.URL+"/readyz"); return c == 503 })
+		resp, body := post(t, context.Background(), ts.URL, featureRequest(t, "late"))
+		wantError(t, resp, body, 503, KindShuttingDown, "shutting down")
+		if outOfTime {
+			select {
+			case err := <-shut:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Shutdown out of time: %v, want the deadline", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("a drain out of time waits for a screen decoding")
+			}
+			release()
+			r := <-replied
+			wantError(t, r.resp, r.body, 503, KindShuttingDown, "shutting down")
+			cancel()
+			continue
+		}
+		select {
+		case err := <-shut:
+			t.Fatalf("Shutdown returned %v with an admitted request decoding", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		release()
+		r := <-replied
+		wantPrediction(t, code(r.resp), r.body)
+		if err := <-shut; err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		cancel()
 	}
 }
 

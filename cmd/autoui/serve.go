@@ -27,7 +27,7 @@ func runServe(ctx context.Context, args []string) error {
 	// the one for local files.
 	fs.Lookup("max-pixels").Usage = fmt.Sprintf("refuse screens over this many pixels, width*height, read from the header before decoding (0: %d, every phone and tablet screen)", serve.DefaultMaxPixels)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
-	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call (0: %d on the cpu, %d under cuda)", serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
+	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call, at most %d (0: %d on the cpu, %d under cuda)", serve.MaxBatchLimit, serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
 	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
 	mf.addOverlapFlag(fs)
@@ -49,8 +49,8 @@ func runServe(ctx context.Context, args []string) error {
 	switch {
 	case mf.model == "":
 		return usageErrorf("--model is required (a bundle directory, e.g. models/testdata/tiny)")
-	case *maxBatch < 0:
-		return usageErrorf("--max-batch %d: must be >= 1 (or 0, the provider's default)", *maxBatch)
+	case *maxBatch < 0 || *maxBatch > serve.MaxBatchLimit:
+		return usageErrorf("--max-batch %d: want 1 to %d (or 0, the provider's default)", *maxBatch, serve.MaxBatchLimit)
 	case *batchWait < 0:
 		return usageErrorf("--batch-wait %v: must be >= 0", *batchWait)
 	case *queue < 1:
@@ -63,8 +63,6 @@ func runServe(ctx context.Context, args []string) error {
 		return usageErrorf("--continuous needs --cuda-graph: rows join at their own positions on the static decoder")
 	case *continuous && *concurrent > 1:
 		return usageErrorf("--continuous with --concurrent-batches %d: one continuous decode runs", *concurrent)
-	case *continuous && *maxBatch > engine.StreamRowsLimit:
-		return usageErrorf("--max-batch %d with --continuous: at most %d rows", *maxBatch, engine.StreamRowsLimit)
 	case *joinWait <= 0:
 		return usageErrorf("--join-wait %v: must be > 0", *joinWait)
 	case *joinMin < 0:

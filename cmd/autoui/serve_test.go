@@ -166,6 +166,9 @@ func TestServeCLIErrors(t *testing.T) {
 	}{
 		{[]string{"serve"}, exitUsage, "--model is required"},
 		{[]string{"serve", "--model", "x", "--max-batch", "-1"}, exitUsage, "--max-batch -1"},
+		// The batch-size histogram and the engine's rows are bounded.
+		{[]string{"serve", "--model", "x", "--max-batch", "10000000"}, exitUsage, "--max-batch 10000000: want 1 to 1024"},
+		{[]string{"serve", "--model", "x", "--max-batch", "1025"}, exitUsage, "want 1 to 1024"},
 		{[]string{"serve", "--model", "x", "--queue", "0"}, exitUsage, "--queue 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "0"}, exitUsage, "--concurrent-batches 0"},
 		{[]string{"serve", "--model", "x", "--concurrent-batches", "1000000000"}, exitUsage, "want 1 to --queue (64)"},
@@ -175,7 +178,7 @@ func TestServeCLIErrors(t *testing.T) {
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-min", "-1"}, exitUsage, "--join-min -1"},
 		{[]string{"serve", "--model", "x", "--cuda-graph", "--overlap-joins"}, exitUsage, "--overlap-joins needs --continuous"},
 		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--join-wait", "0s"}, exitUsage, "--join-wait 0s"},
-		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--max-batch", "5000"}, exitUsage, "at most 1024 rows"},
+		{[]string{"serve", "--model", "x", "--continuous", "--cuda-graph", "--max-batch", "5000"}, exitUsage, "want 1 to 1024"},
 		{[]string{"serve", "--model", "x", "--token-file", empty}, exitError, "is empty"},
 		{[]string{"serve", "--model", "x", "--addr", "256.0.0.1:1"}, exitError, "--addr"},
 	} {
