@@ -47,7 +47,8 @@ func (b Batch) AheadScreensPerSecond() float64 {
 // the host's cores while the engine predicts this one. It returns one
 // Action per screen of the measured batches (the stages of the batched
 // calls are the calls' wall times, as engine.PredictBatch reports them) and
-// the batches, in run order.
+// the batches, in run order. On an error (Ctrl-C) it returns the batches
+// measured before it too (the first ones in run order).
 func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, []Batch, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, nil, err
@@ -84,10 +85,10 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 		}()
 		for r := range opts.Runs {
 			a, b, err := predictBatch(ctx, p, opts, r, <-ready)
+			results[r] = result{a, b, err}
 			if err != nil {
-				return nil, nil, err
+				break
 			}
-			results[r] = result{a, b, nil}
 		}
 	} else {
 		next := make(chan int)
@@ -110,7 +111,10 @@ func RunBatch(ctx context.Context, p predict.Predictor, cases []Case, opts Optio
 	var batches []Batch
 	for _, res := range results {
 		if res.err != nil {
-			return nil, nil, res.err
+			return actions, batches, res.err
+		}
+		if res.actions == nil { // not run: an earlier batch failed
+			break
 		}
 		actions = append(actions, res.actions...)
 		batches = append(batches, res.batch)

@@ -439,7 +439,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if c := r.EncoderCallsPerBatch(); c > 0 {
 			fmt.Fprintf(w, "prompts encoded in %.1f encoder calls per batch (groups of similar length; --prompt-groups)\n", c)
 		}
-		if n := r.Options.Concurrent; n > 1 {
+		if n := min(r.Options.Concurrent, len(r.Batches)); n > 1 { // no more at once than there were
 			fmt.Fprintf(w, "%d batches at once: %.2f screens/s over the run (decoding included; the per-batch rates above each count the others' time)\n",
 				n, r.RunThroughput())
 		}

@@ -128,7 +128,8 @@ type Action struct {
 }
 
 // Run predicts every case opts.Warmup + opts.Runs times and returns the
-// measured actions (warm-up excluded), in order.
+// measured actions (warm-up excluded), in order. On an error (Ctrl-C) it
+// returns the actions measured before it too.
 func Run(ctx context.Context, p predict.Predictor, cases []Case, opts Options) ([]Action, error) {
 	if err := check(cases, opts); err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func Run(ctx context.Context, p predict.Predictor, cases []Case, opts Options) (
 		for _, c := range cases {
 			a, err := runOne(ctx, p, c, opts)
 			if err != nil {
-				return nil, fmt.Errorf("case %s run %d: %w", c.ID, r, err)
+				return out, fmt.Errorf("case %s run %d: %w", c.ID, r, err)
 			}
 			if r >= 0 {
 				a.Run = r
@@ -154,8 +155,8 @@ func check(cases []Case, opts Options) error {
 	if len(cases) == 0 {
 		return fmt.Errorf("no benchmark cases")
 	}
-	if opts.Runs < 1 {
-		return fmt.Errorf("runs = %d: need at least 1", opts.Runs)
+	if opts.Runs < 1 || opts.Warmup < 0 {
+		return fmt.Errorf("runs = %d, warm-up = %d: need at least 1 run, and no negative warm-up", opts.Runs, opts.Warmup)
 	}
 	if opts.Tokens < 1 {
 		return fmt.Errorf("tokens = %d: need at least 1", opts.Tokens)

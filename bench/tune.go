@@ -262,13 +262,14 @@ type TuneReport struct {
 
 // Tune measures the text path on every case under the reference and then
 // under each setting (the reference is not measured twice), one predictor at
-// a time, and checks that each gives the reference's tokens.
+// a time, and checks that each gives the reference's tokens. On an error
+// (Ctrl-C) it returns the settings measured before it too (nil when none).
 func Tune(ctx context.Context, open Opener, base engine.SessionOptions, cases []Case, settings []Setting, opts TuneOptions) (*TuneReport, error) {
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no benchmark cases")
 	}
-	if opts.Runs < 1 || opts.Tokens < 1 {
-		return nil, fmt.Errorf("runs = %d, tokens = %d: need at least 1 of each", opts.Runs, opts.Tokens)
+	if opts.Runs < 1 || opts.Tokens < 1 || opts.Warmup < 0 {
+		return nil, fmt.Errorf("runs = %d, tokens = %d, warm-up = %d: need at least 1 run and token, and no negative warm-up", opts.Runs, opts.Tokens, opts.Warmup)
 	}
 	if len(opts.Features) == 0 {
 		return nil, fmt.Errorf("no image features for the text path")
@@ -280,13 +281,19 @@ func Tune(ctx context.Context, open Opener, base engine.SessionOptions, cases []
 		}
 	}
 	rep := &TuneReport{Options: opts, Cases: cases}
+	partial := func(err error) (*TuneReport, error) {
+		if len(rep.Results) == 0 {
+			return nil, err
+		}
+		return rep, err
+	}
 	for i, s := range all {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return partial(err)
 		}
 		res, err := tuneOne(ctx, open, s.Session(base), cases, opts)
 		if err != nil {
-			return nil, fmt.Errorf("setting %s: %w", s.Name(), err)
+			return partial(fmt.Errorf("setting %s: %w", s.Name(), err))
 		}
 		res.Setting = s
 		if i > 0 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/bench/probe"
 	"github.com/autoui/autoui/engine"
@@ -58,8 +59,17 @@ func runBench(ctx context.Context, args []string) error {
 	if *asJSON && *benchstatOut == "-" {
 		return usageErrorf("--json and --benchstat - both print on stdout: give --benchstat a file")
 	}
-	if *batch < 0 {
-		return usageErrorf("--batch %d: want 0 (one Predict per case) or more", *batch)
+	if err := checkPasses(*runs, *warmup, *tokens); err != nil {
+		return err
+	}
+	if *batch < 0 || *batch > maxBenchBatch {
+		return usageErrorf("--batch %d: want 0 (one Predict per case) to %d", *batch, maxBenchBatch)
+	}
+	if *probeMB < 1 || *probeMB > maxProbeMB {
+		return usageErrorf("--probe-mb %d: want 1 to %d", *probeMB, maxProbeMB)
+	}
+	if err := checkOutputs(map[string]string{"--benchstat": *benchstatOut, "--peer-inputs": *peerInputs}); err != nil {
+		return err
 	}
 	if *concurrent < 1 || (*concurrent > 1 && *batch == 0) {
 		return usageErrorf("--concurrent-batches %d: want 1, or more with --batch", *concurrent)
@@ -125,6 +135,7 @@ func runBench(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "bench: %s, %d cases x (%d warm-up + %d runs), %d tokens each...\n", label, len(cases), *warmup, *runs, *tokens)
 		actions, err = bench.Run(ctx, p, cases, opts)
 	}
+	interrupted, err := keepMeasured(ctx, err, len(actions), "actions")
 	if err != nil {
 		return err
 	}
@@ -139,7 +150,7 @@ func runBench(ctx context.Context, args []string) error {
 		rep.Decoding = engine.DecodeSpeculative.String()
 	}
 	rep.Memory = bench.ReadMemory() // before the probe's buffer inflates RSS
-	if *doProbe {
+	if *doProbe && interrupted == nil {
 		shapes := probe.ShapesOf(p.Bundle())
 		shapes.Batch = *batch
 		var m probe.Machine
@@ -175,12 +186,60 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if *peerInputs != "" {
+	if *peerInputs != "" && interrupted == nil {
 		if err := bench.WritePeerInputs(*peerInputs, cases, actions, *tokens); err != nil {
 			return err
 		}
 	}
+	return interrupted
+}
+
+// Bounds of bench's flags: a batch as large as eval run's and serve's, and a
+// probe buffer far past any cache that still fits a small machine.
+const (
+	maxBenchBatch = engine.StreamRowsLimit
+	maxProbeMB    = 16 << 10
+)
+
+// checkPasses refuses pass counts that measure nothing or less than asked.
+func checkPasses(runs, warmup, tokens int) error {
+	switch {
+	case runs < 1:
+		return usageErrorf("--runs %d: want 1 or more", runs)
+	case warmup < 0:
+		return usageErrorf("--warmup %d: want 0 or more", warmup)
+	case tokens < 1:
+		return usageErrorf("--tokens %d: want 1 or more", tokens)
+	}
 	return nil
+}
+
+// checkOutputs refuses, before anything is measured, output files that
+// could not be written at the end ("" is none, "-" stdout).
+func checkOutputs(paths map[string]string) error {
+	for flag, path := range paths {
+		if path == "" || path == "-" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+			return usageErrorf("%s %s: no directory %s to write it in", flag, path, filepath.Dir(path))
+		}
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+			return usageErrorf("%s %s: not a regular file", flag, path)
+		}
+	}
+	return nil
+}
+
+// keepMeasured turns an interruption with n results measured into
+// (interrupted, nil): the caller reports what was measured, then returns
+// interrupted. Any other error, or none measured, is returned as it is.
+func keepMeasured(ctx context.Context, err error, n int, what string) (interrupted, _ error) {
+	if err == nil || ctx.Err() == nil || n == 0 {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "autoui bench: interrupted: reporting the %d %s measured before it (%v)\n", n, what, err)
+	return interruptedError{"the report holds what was measured before the interruption"}, nil
 }
 
 // probeHost measures this machine's memory bandwidth and ORT's CPU matmul
@@ -241,18 +300,7 @@ func writeBenchOutput(path string, fn func(io.Writer) error) error {
 	if path == "-" {
 		return fn(os.Stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := fn(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, fn)
 }
 
 // runBenchTune sweeps ONNX Runtime session settings on the text path of one
@@ -315,6 +363,12 @@ func runBenchTune(ctx context.Context, args []string) error {
 	if grid.Opt, err = bench.ParseOpts(*tryOpt); err != nil {
 		return usageErrorf("--try-opt: %w", err)
 	}
+	if err := checkPasses(*runs, *warmup, *tokens); err != nil {
+		return err
+	}
+	if err := checkOutputs(map[string]string{"--benchstat": *benchstatOut}); err != nil {
+		return err
+	}
 	opts := bench.TuneOptions{Options: bench.Options{Runs: *runs, Warmup: *warmup, Tokens: *tokens}, Reference: bench.DefaultSetting(), Progress: os.Stderr}
 	if *quick {
 		opts.Options = bench.Options{Runs: 1, Warmup: 0, Tokens: 8}
@@ -359,6 +413,11 @@ func runBenchTune(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "bench tune: %s, %d settings + reference, %d cases x (%d warm-up + %d runs), %d tokens each...\n",
 		mf.model, len(settings), len(cases), opts.Warmup, opts.Runs, opts.Tokens)
 	rep, err := bench.Tune(ctx, open, base.Session, cases, settings, opts)
+	n := 0
+	if rep != nil {
+		n = len(rep.Results)
+	}
+	interrupted, err := keepMeasured(ctx, err, n, "settings")
 	if err != nil {
 		return err
 	}
@@ -386,5 +445,5 @@ func runBenchTune(ctx context.Context, args []string) error {
 	if n := rep.Mismatches(); n > 0 {
 		return fmt.Errorf("%d setting(s) gave tokens different from the reference", n)
 	}
-	return nil
+	return interrupted
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,6 +100,29 @@ func TestBenchORTProfileCLI(t *testing.T) {
 }
 
 // --concurrent-batches needs --batch and at least 1.
+// Flags that would measure nothing, less than asked, or crash, and output
+// files that could not be written at the end, are refused before the run.
+func TestBenchFlagBounds(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--model", tinyBundle, "--warmup", "-1"}, "--warmup"},
+		{[]string{"bench", "--model", tinyBundle, "--runs", "0"}, "--runs"},
+		{[]string{"bench", "--model", tinyBundle, "--tokens", "0"}, "--tokens"},
+		{[]string{"bench", "--model", tinyBundle, "--probe-mb", "-1"}, "--probe-mb"},
+		{[]string{"bench", "--model", tinyBundle, "--batch", "1000000"}, "--batch"},
+		{[]string{"bench", "--model", tinyBundle, "--benchstat", filepath.Join(dir, "no", "such.txt")}, "--benchstat"},
+		{[]string{"bench", "--model", tinyBundle, "--peer-inputs", dir}, "--peer-inputs"},
+		{[]string{"bench", "tune", "--model", tinyBundle, "--warmup", "-3"}, "--warmup"},
+		{[]string{"bench", "tune", "--model", tinyBundle, "--benchstat", dir}, "--benchstat"},
+	} {
+		stdout, stderr, code := runCLI(t, c.args...)
+		wantOneLineError(t, stdout, stderr, code, exitUsage, c.want)
+	}
+}
+
 func TestBenchConcurrentBatchesUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "--model", "x", "--concurrent-batches", "2"},
@@ -143,5 +169,23 @@ func TestBenchPipelineCLI(t *testing.T) {
 	} {
 		stdout, stderr, code := runCLI(t, args...)
 		wantOneLineError(t, stdout, stderr, code, exitUsage, "--pipeline")
+	}
+}
+
+// An interruption with results measured is reported, then exits 130; with
+// none, or another error, the error stands.
+func TestKeepMeasured(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := fmt.Errorf("case h4 run 3: %w", context.Canceled)
+	if intr, err := keepMeasured(ctx, stopped, 10, "actions"); err != nil || exitCode(intr) != 130 {
+		t.Errorf("interrupted with 10 measured: %v, %v", intr, err)
+	}
+	if intr, err := keepMeasured(ctx, stopped, 0, "actions"); intr != nil || err != stopped {
+		t.Errorf("interrupted with none measured: %v, %v", intr, err)
+	}
+	boom := errors.New("boom")
+	if intr, err := keepMeasured(context.Background(), boom, 10, "actions"); intr != nil || err != boom {
+		t.Errorf("failed: %v, %v", intr, err)
 	}
 }
