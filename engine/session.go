@@ -68,7 +68,33 @@ func readGraph(b *models.Bundle, role models.Role) (*graph, error) {
 		g.outputs = append(g.outputs, t.Name)
 	}
 	g.in, g.out = slots(g.inputs), slots(g.outputs)
+	if err := g.hasNamed(); err != nil {
+		return nil, err
+	}
 	return g, nil
+}
+
+// boundByName are the inputs and outputs the engine binds by name, per
+// graph (the decoders' are kv.Names, checked by kv.FindSlots; the vision
+// tower has one of each, bound by position).
+var boundByName = map[models.Role][2][]string{
+	models.RoleEncoder: {{"input_ids", "attention_mask"}, {"last_hidden_state"}},
+	models.RoleFusion:  {{"encoder_hidden_states", "attention_mask", "image_features"}, {"fused_hidden_states"}},
+}
+
+// hasNamed refuses a graph that lacks an input or output the engine binds
+// by name: a missing name would be slot 0's.
+func (g *graph) hasNamed() error {
+	want := boundByName[g.role]
+	for i, m := range []map[string]int{g.in, g.out} {
+		for _, n := range want[i] {
+			if _, ok := m[n]; !ok {
+				return fmt.Errorf("load %s graph %s: it has no %s %q, which the engine feeds (bundle-format.md)",
+					g.role, g.path, [2]string{"input", "output"}[i], n)
+			}
+		}
+	}
+	return nil
 }
 
 // runOnDevice runs g on inputs bound by slot and leaves its output out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -83,5 +84,25 @@ func TestSessionProfile(t *testing.T) {
 		if m, _ := filepath.Glob(prefix + "-" + string(role) + "_[0-9]*.json"); len(m) != 1 {
 			t.Errorf("%s: %d profiles, want 1", role, len(m))
 		}
+	}
+}
+
+// A graph that lacks a name the engine binds by name is refused at load:
+// the missing name would have been slot 0's (a renamed attention_mask fed
+// the ids, or a nil value crashed the binding).
+func TestGraphHasWhatTheEngineBinds(t *testing.T) {
+	enc := func(ins ...string) *graph {
+		return &graph{role: models.RoleEncoder, path: "encoder_model.onnx", in: slots(ins), out: slots([]string{"last_hidden_state"})}
+	}
+	if err := enc("input_ids", "attention_mask").hasNamed(); err != nil {
+		t.Fatal(err)
+	}
+	err := enc("input_ids", "attn").hasNamed()
+	if err == nil || !strings.Contains(err.Error(), `no input "attention_mask"`) || !strings.Contains(err.Error(), "encoder_model.onnx") {
+		t.Errorf("renamed mask: %v", err)
+	}
+	fus := &graph{role: models.RoleFusion, path: "fusion.onnx", in: slots([]string{"encoder_hidden_states", "attention_mask", "image_features"}), out: slots([]string{"out"})}
+	if err := fus.hasNamed(); err == nil || !strings.Contains(err.Error(), `no output "fused_hidden_states"`) {
+		t.Errorf("renamed fusion output: %v", err)
 	}
 }

@@ -17,6 +17,9 @@ func RunOnDevice(sess *ort.DynamicAdvancedSession, inNames []string, ins []ort.V
 	}
 	defer b.Destroy()
 	for i, v := range ins {
+		if v == nil {
+			return nil, fmt.Errorf("input %q not provided (programmer error)", inNames[i])
+		}
 		if err := b.BindInput(inNames[i], v); err != nil {
 			return nil, err
 		}
