@@ -315,6 +315,10 @@ func NewPredictor(b *models.Bundle, opts Options) (*Predictor, error) {
 			return nil, err
 		}
 	}
+	if L, n := p.cfg.NumDecoderLayers, len(p.decoder.inputs); n != 2+4*L { // before the names are built per layer
+		p.Close()
+		return nil, fmt.Errorf("load decoder graph %s: %d inputs, for the manifest's %d layers want %d (2 + 4 per layer)", p.decoder.path, n, L, 2+4*L)
+	}
 	p.decoderNames = kv.DecoderNames(p.cfg.NumDecoderLayers)
 	if p.decoderSlots, err = kv.FindSlots(p.decoderNames, p.decoder.inputs, p.decoder.outputs, p.decoderCross.inputs, p.decoderCross.outputs); err != nil {
 		p.Close()

@@ -134,6 +134,22 @@ func TestBundleErrors(t *testing.T) {
 	if !errors.Is(err, models.ErrIOMismatch) || !strings.Contains(err.Error(), "fusion_model.onnx") {
 		t.Fatalf("swapped graphs: got %v", err)
 	}
+	// A manifest claiming a billion decoder layers is refused before a
+	// name is built per layer (that filled memory).
+	raw, _ = os.ReadFile(filepath.Join(src, models.ManifestFile))
+	m = nil
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["model"].(map[string]any)["num_decoder_layers"] = 1 << 30
+	raw, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, models.ManifestFile), raw, 0o644)
+	if b, err = models.Load(dir, models.LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = NewPredictor(b, Options{}); err == nil || !strings.Contains(err.Error(), "1073741824 layers") {
+		t.Fatalf("a billion layers: got %v", err)
+	}
 }
 
 // An output cut before it parses carries no usable point: AITW's [-1, -1],

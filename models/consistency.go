@@ -118,7 +118,12 @@ func checkDims(ts TensorSpec, want []int64) error {
 		return fmt.Errorf("%q has rank %d, want %d", ts.Name, len(ts.Dims), len(want))
 	}
 	for i, d := range ts.Dims {
-		if want[i] >= 0 && !d.Dynamic() && d.Size != want[i] {
+		// fixed, so that the config's numbers, which size the engine's
+		// buffers, are the graph's (CheckIO compares the graph with these)
+		if want[i] >= 0 && d.Dynamic() {
+			return fmt.Errorf("%q dimension %d is free (%q), where the manifest's config says %d: export it fixed", ts.Name, i, d.Name, want[i])
+		}
+		if want[i] >= 0 && d.Size != want[i] {
 			return fmt.Errorf("%q dimension %d is %d, the manifest's config says %d", ts.Name, i, d.Size, want[i])
 		}
 	}

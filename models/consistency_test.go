@@ -60,8 +60,16 @@ func TestLoadRefusesInconsistentManifest(t *testing.T) {
 			}
 		})
 	}
-	// Dynamic sizes where the config has a number are left to the graph check.
-	if _, err := Load(fakeBundle(t, setDims(RoleVision, false, "b", "c", "h", "w")), LoadOptions{}); err != nil {
-		t.Fatalf("dynamic vision dims: %v", err)
+	// A free size where the config has a number is refused: the config
+	// sizes the engine's buffers, and only a fixed size holds the graph to
+	// it (a manifest claiming a vocabulary of 2^31 over free logits made
+	// the engine allocate 111 GB).
+	_, err := Load(fakeBundle(t, setDims(RoleDecoder, true, "b", "s", "vocab")), LoadOptions{})
+	if !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), `"logits" dimension 2 is free ("vocab")`) {
+		t.Fatalf("free vocabulary dimension: %v", err)
+	}
+	// Free batch and sequence sizes are the graphs' own.
+	if _, err := Load(fakeBundle(t, setDims(RoleVision, false, "b", 3, 224, 224)), LoadOptions{}); err != nil {
+		t.Fatalf("free batch size: %v", err)
 	}
 }
