@@ -22,6 +22,9 @@ type sequence struct {
 	draft  sample.Drafter   // nil: one token per call
 	tm     *predict.Timings // the item's decoder calls are counted here
 	done   bool
+	// broken is why the model's output for this sequence cannot be decoded
+	// (accept); it ends the sequence, which parses as that error.
+	broken error
 }
 
 func (s *sequence) out() []int64 { return s.tokens[1:] }
@@ -146,11 +149,27 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 // then one more for each of its drafts d that the choices confirm (a draft
 // is kept only while it equals the choice at its position, and the first
 // disagreeing position yields the choice). It marks s done at its end of
-// sequence or limit, and returns how many drafts were accepted.
+// sequence or limit, and returns how many drafts were accepted. Logits that
+// are not numbers, or an argmax outside the vocabulary, end the sequence as
+// broken: a broken model's output would otherwise decode as some token
+// (NaN's argmax is 0) and, under --constrain, parse as an action. The other
+// rows of the call go on.
 func (s *sequence) accept(d []int64, at int, out stepOut, vocab int, eos int64) int {
 	accepted := 0
 	for j := 0; j <= len(d); j++ {
 		var tok int64
+		if out.logits != nil {
+			row := out.logits[(at+j)*vocab : (at+j+1)*vocab]
+			if i := sample.NotFinite(row); i >= 0 {
+				s.broken = fmt.Errorf("the model's logits at output position %d are not numbers (token %d: %v)", len(s.out()), i, row[i])
+			}
+		} else if best := out.ids[at+j]; best < 0 || best >= int64(vocab) {
+			s.broken = fmt.Errorf("the model's argmax at output position %d is token %d, outside its vocabulary of %d", len(s.out()), best, vocab)
+		}
+		if s.broken != nil {
+			s.done = true
+			break
+		}
 		if out.logits != nil {
 			tok = s.choose.Choose(out.logits[(at+j)*vocab:(at+j+1)*vocab], s.out())
 		} else {

@@ -284,6 +284,9 @@ func (p *Predictor) parse(res *predict.Result, s *sequence, start time.Time) {
 	t := time.Now()
 	res.Raw = p.tok.Decode(res.TokenIDs, tokenizer.DecodeOptions{SkipSpecial: true, CleanUpSpaces: true})
 	out, perr := action.ParseOutput(res.Raw)
+	if s.broken != nil {
+		perr = s.broken
+	}
 	if perr != nil {
 		res.ParseErr = perr
 		res.Action = action.Action{Touch: action.NoPoint, Lift: action.NoPoint}
