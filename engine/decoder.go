@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -156,24 +157,35 @@ func (p *Predictor) decode(ctx context.Context, seqs []*sequence, fused encoded,
 // rows of the call go on.
 func (s *sequence) accept(d []int64, at int, out stepOut, vocab int, eos int64) int {
 	accepted := 0
+	_, plain := s.choose.(sample.Argmax)
 	for j := 0; j <= len(d); j++ {
 		var tok int64
 		if out.logits != nil {
 			row := out.logits[(at+j)*vocab : (at+j+1)*vocab]
-			if i := sample.NotFinite(row); i >= 0 {
-				s.broken = fmt.Errorf("the model's logits at output position %d are not numbers (token %d: %v)", len(s.out()), i, row[i])
+			// Greedy leaves the row as it is: its choice's logit tells (a NaN
+			// row's argmax is 0, a NaN). Other choosers mask the row (-Inf),
+			// and already scan it several times: one scan before them.
+			bad := -1
+			if !plain {
+				bad = notFinite(row)
+			}
+			if bad < 0 {
+				tok = s.choose.Choose(row, s.out())
+				if v := row[tok]; plain && (v != v || v > math.MaxFloat32) {
+					bad = int(tok)
+				}
+			}
+			if bad >= 0 {
+				s.broken = fmt.Errorf("the model's logits at output position %d are not numbers (token %d's is %v)", len(s.out()), bad, row[bad])
 			}
 		} else if best := out.ids[at+j]; best < 0 || best >= int64(vocab) {
 			s.broken = fmt.Errorf("the model's argmax at output position %d is token %d, outside its vocabulary of %d", len(s.out()), best, vocab)
+		} else {
+			tok = s.choose.(sample.ArgmaxChooser).ChooseArgmax(best, s.out())
 		}
 		if s.broken != nil {
 			s.done = true
 			break
-		}
-		if out.logits != nil {
-			tok = s.choose.Choose(out.logits[(at+j)*vocab:(at+j+1)*vocab], s.out())
-		} else {
-			tok = s.choose.(sample.ArgmaxChooser).ChooseArgmax(out.ids[at+j], s.out())
 		}
 		s.tokens = append(s.tokens, tok)
 		if tok == eos || len(s.out()) >= s.limit {
@@ -186,6 +198,17 @@ func (s *sequence) accept(d []int64, at int, out stepOut, vocab int, eos int64) 
 		accepted++
 	}
 	return accepted
+}
+
+// notFinite is the index of row's first NaN or +Inf, -1 for none (-Inf
+// is a masked token).
+func notFinite(row []float32) int {
+	for i, x := range row {
+		if x != x || x > math.MaxFloat32 {
+			return i
+		}
+	}
+	return -1
 }
 
 // verifyWidth is the positions per row of a call on rows rows whose

@@ -23,8 +23,8 @@ func TestAcceptRefusesBrokenOutputs(t *testing.T) {
 		out  stepOut
 		want string
 	}{
-		"NaN logits":      {stepOut{logits: []float32{1, nan, 0, 0}}, "not numbers (token 1: NaN)"},
-		"+Inf logits":     {stepOut{logits: []float32{1, 0, 0, inf}}, "not numbers (token 3: +Inf)"},
+		"NaN logits":      {stepOut{logits: []float32{nan, nan, nan, nan}}, "(token 0's is NaN)"},
+		"+Inf logits":     {stepOut{logits: []float32{1, 0, 0, inf}}, "(token 3's is +Inf)"},
 		"negative argmax": {stepOut{ids: []int64{-969}}, "token -969, outside its vocabulary of 4"},
 		"argmax past V":   {stepOut{ids: []int64{V}}, "token 4, outside"},
 	} {
@@ -32,6 +32,11 @@ func TestAcceptRefusesBrokenOutputs(t *testing.T) {
 		if n := s.accept(nil, 0, c.out, V, 1); n != 0 || !s.done || s.broken == nil || !strings.Contains(s.broken.Error(), c.want) || len(s.out()) != 0 {
 			t.Errorf("%s: accepted %d, done %v, broken %v, out %v", name, n, s.done, s.broken, s.out())
 		}
+	}
+	// a chooser that masks the row is checked before it masks
+	s0 := &sequence{tokens: []int64{0}, limit: 10, choose: sample.MinLength{N: 5, EOS: 1, Next: sample.Argmax{}}}
+	if s0.accept(nil, 0, stepOut{logits: []float32{0, 0, 3, nan}}, V, 1); s0.broken == nil || !strings.Contains(s0.broken.Error(), "token 3's is NaN") {
+		t.Errorf("NaN under a masking chooser: %v", s0.broken)
 	}
 	// -Inf is a masked token, not a broken output
 	s := &sequence{tokens: []int64{0}, limit: 10, choose: sample.Argmax{}}

@@ -43,18 +43,6 @@ func (Argmax) NeedsLogits([]int64) bool { return false }
 // ChooseArgmax implements ArgmaxChooser.
 func (Argmax) ChooseArgmax(best int64, _ []int64) int64 { return best }
 
-// NotFinite returns the index of the first value of row that is NaN or
-// +Inf, -1 when there is none. (-Inf is a masked token, and a model may
-// give it.)
-func NotFinite(row []float32) int {
-	for i, x := range row {
-		if x != x || x > math.MaxFloat32 {
-			return i
-		}
-	}
-	return -1
-}
-
 func argmax(v []float32) int64 {
 	best, bi := v[0], 0
 	for i, x := range v[1:] {
