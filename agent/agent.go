@@ -84,6 +84,8 @@ type Options struct {
 	Log io.Writer
 	// OnStep, when set, is given each step's record as it is finished.
 	OnStep func(*Step)
+	// Source, when set, is recorded in the summary: what predicted.
+	Source *Source
 }
 
 // Agent runs closed-loop episodes on a phone.
@@ -140,7 +142,7 @@ func New(phone Phone, pred predict.Predictor, opts Options) *Agent {
 // "interrupted" and the error is nil.
 func (a *Agent) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
-	sum := &Summary{Goal: a.opts.Goal, Serial: a.phone.Serial(), Model: a.phone.Model(), DryRun: a.opts.DryRun, Output: a.opts.OutDir}
+	sum := &Summary{Goal: a.opts.Goal, Serial: a.phone.Serial(), Model: a.phone.Model(), Source: a.opts.Source, DryRun: a.opts.DryRun, Output: a.opts.OutDir}
 	if !screendiff.ValidOnNoEffect(a.opts.OnNoEffect) {
 		return sum, fmt.Errorf("on-no-effect %q: want continue, retry or stop", a.opts.OnNoEffect)
 	}

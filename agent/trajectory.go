@@ -110,11 +110,24 @@ type Step struct {
 	Timings StepTimings `json:"timings"`
 }
 
+// Source is what predicted an episode's actions, as summary.json's "model"
+// records it: a bundle loaded in process (its manifest's name, its
+// directory and the manifest's SHA-256, as eval's run.json) or a server.
+type Source struct {
+	Name           string `json:"name,omitempty"`
+	Dir            string `json:"dir,omitempty"`
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
+	// Server is the base URL of the autoui serve that predicted (its API
+	// does not say which model it runs).
+	Server string `json:"server,omitempty"`
+}
+
 // Summary is summary.json.
 type Summary struct {
 	Goal       string          `json:"goal"`
 	Serial     string          `json:"serial"`
 	Model      string          `json:"device_model,omitempty"`
+	Source     *Source         `json:"model,omitempty"`
 	DryRun     bool            `json:"dry_run"`
 	Steps      int             `json:"steps"`
 	Dispatched int             `json:"dispatched"`

@@ -18,6 +18,14 @@ type LoadOptions struct {
 	Do func(ctx context.Context) (batch int, err error)
 }
 
+// A client pauses after a failed request, from minErrorPause doubling up to
+// maxErrorPause while its requests keep failing, so that it does not spin
+// on a server that is down or refusing; a success resets the pause.
+const (
+	minErrorPause = 50 * time.Millisecond
+	maxErrorPause = time.Second
+)
+
 // LoadResult is what one load level measured.
 type LoadResult struct {
 	Concurrency int       `json:"concurrency"`
@@ -51,24 +59,30 @@ func RunLoad(ctx context.Context, o LoadOptions) LoadResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pause := minErrorPause
 			for time.Now().Before(end) && ctx.Err() == nil {
 				t0 := time.Now()
 				b, err := o.Do(ctx)
 				d := time.Since(t0)
-				if t0.Before(measureFrom) {
+				if !t0.Before(measureFrom) {
+					mu.Lock()
+					if err != nil {
+						res.Errors++
+						if res.FirstError == "" {
+							res.FirstError = err.Error()
+						}
+					} else {
+						lat = append(lat, d)
+						batches += b
+					}
+					mu.Unlock()
+				}
+				if err == nil {
+					pause = minErrorPause
 					continue
 				}
-				mu.Lock()
-				if err != nil {
-					res.Errors++
-					if res.FirstError == "" {
-						res.FirstError = err.Error()
-					}
-				} else {
-					lat = append(lat, d)
-					batches += b
-				}
-				mu.Unlock()
+				sleepCtx(ctx, min(pause, time.Until(end)))
+				pause = min(2*pause, maxErrorPause)
 			}
 		}()
 	}
@@ -83,4 +97,17 @@ func RunLoad(ctx context.Context, o LoadOptions) LoadResult {
 		res.MeanBatch = float64(batches) / float64(len(lat))
 	}
 	return res
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

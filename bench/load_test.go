@@ -38,3 +38,23 @@ func TestNearestRank(t *testing.T) {
 		t.Fatalf("one sample: %+v", got)
 	}
 }
+
+// TestRunLoadBacksOffAfterErrors: a client whose requests fail waits before
+// the next one (doubling) instead of spinning on a server that is down, and
+// still stops at the end of the run.
+func TestRunLoadBacksOffAfterErrors(t *testing.T) {
+	var n atomic.Int64
+	start := time.Now()
+	res := RunLoad(context.Background(), LoadOptions{Concurrency: 2, Duration: 300 * time.Millisecond,
+		Do: func(ctx context.Context) (int, error) {
+			n.Add(1)
+			return 0, errors.New("connection refused")
+		}})
+	// 50, 100, 200 ms: at most 4 requests per client in 300 ms.
+	if res.Requests != 0 || res.Errors == 0 || n.Load() > 10 {
+		t.Fatalf("%d requests sent, %+v", n.Load(), res)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the run took %v", d)
+	}
+}

@@ -14,12 +14,15 @@ import (
 
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/serve/client"
 )
 
 // runBenchServe loads a running server with closed-loop /v1/predict clients
 // at each concurrency and prints throughput and latency percentiles. It
 // posts with plain HTTP, not serve/client: a client's retries would hide the
-// 429s and timeouts a load level causes; here each counts as an error.
+// 429s and timeouts a load level causes; here each counts as an error (the
+// client then pauses, bench.RunLoad), and any error fails the command after
+// the table is printed.
 func runBenchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	server := fs.String("server", "", "base URL of a running autoui serve, e.g. http://127.0.0.1:8080; required")
@@ -41,9 +44,19 @@ func runBenchServe(ctx context.Context, args []string) error {
 	if *server == "" {
 		return usageErrorf("--server is required")
 	}
+	base, err := client.BaseURL(*server)
+	if err != nil {
+		return usageErrorf("--server: %v", err)
+	}
 	conc, err := bench.ParseCounts(*levels, "concurrency")
 	if err != nil {
 		return usageErrorf("--concurrency: %v", err)
+	}
+	if *duration <= 0 {
+		return usageErrorf("--duration %s: must be > 0", *duration)
+	}
+	if *warmup < 0 {
+		return usageErrorf("--warmup %s: must be >= 0", *warmup)
 	}
 	img, err := os.ReadFile(*screen)
 	if err != nil {
@@ -57,7 +70,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	url := strings.TrimRight(*server, "/") + "/v1/predict"
+	url := base + "/v1/predict"
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	do := func(ctx context.Context) (int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -78,7 +91,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 			return 0, err
 		}
 		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(raw)))
+			return 0, fmt.Errorf("%s: %.200s", resp.Status, strings.Join(strings.Fields(string(raw)), " ")) // one line
 		}
 		var p api.Prediction
 		if err := json.Unmarshal(raw, &p); err != nil {
@@ -108,9 +121,29 @@ func runBenchServe(ctx context.Context, args []string) error {
 		results = append(results, r)
 	}
 	if *asJSON {
-		return printJSON(func() ([]byte, error) {
+		if err := printJSON(func() ([]byte, error) {
 			return json.MarshalIndent(map[string]any{"server": *server, "screen": *screen, "duration_s": duration.Seconds(), "levels": results}, "", "  ")
-		})
+		}); err != nil {
+			return err
+		}
 	}
-	return nil
+	return loadErrors(results)
+}
+
+// loadErrors fails a measurement in which requests failed: its numbers
+// describe errors, not the server's throughput.
+func loadErrors(results []bench.LoadResult) error {
+	var failed, sent int
+	var levels []string
+	for _, r := range results {
+		sent += r.Errors + r.Requests
+		if r.Errors > 0 {
+			failed += r.Errors
+			levels = append(levels, fmt.Sprintf("%d of %d at concurrency %d", r.Errors, r.Errors+r.Requests, r.Concurrency))
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d measured requests failed (%s); the first errors are above", failed, sent, strings.Join(levels, ", "))
 }

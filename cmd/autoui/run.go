@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -195,8 +196,9 @@ func runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	devOpts.MaxPixels = dopts.MaxPixels
-	// Refuse a used --out before anything slow happens.
-	if err := agent.CheckOutDir(rf.out, rf.overwrite); err != nil {
+	// Refuse a used --out, and make sure one can be written, before
+	// anything slow happens.
+	if err := prepareOutDir(rf.out, rf.overwrite); err != nil {
 		return err
 	}
 	return withOwnADBServer(devOpts, os.Stderr, func() error {
@@ -215,6 +217,30 @@ func runCmd(ctx context.Context, args []string) error {
 	})
 }
 
+// prepareOutDir refuses a used --out, creates it and checks that a file can
+// be written in it, so that a bad --out (e.g. under /proc) fails before the
+// device is reached, not after.
+func prepareOutDir(dir string, overwrite bool) error {
+	if dir == "" {
+		return nil
+	}
+	if err := agent.CheckOutDir(dir, overwrite); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".autoui-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
 // runEpisode plays the episode and prints the summary. Split from runCmd so
 // tests drive it with a fake predictor. A dry run ends without error on its
 // budget, on a repeat or on a stop status: it only shows what would be sent.
@@ -224,11 +250,20 @@ func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor,
 		mode = " (dry run: nothing is sent)"
 	}
 	fmt.Fprintf(out, "device %s %s%s\ngoal: %s\n", dev.Serial(), dev.Model(), mode, rf.goal)
-	sum, err := agent.New(dev, pred, rf.agentOptions(stdin, prompt, out)).Run(ctx)
+	opts := rf.agentOptions(stdin, prompt, out)
+	opts.Source = predictorSource(pred)
+	sum, err := agent.New(dev, pred, opts).Run(ctx)
+	// A trajectory whose summary.json could not be written (nor perhaps
+	// anything else) is not announced as written.
+	written := false
+	if rf.out != "" {
+		_, serr := os.Stat(filepath.Join(rf.out, "summary.json"))
+		written = serr == nil
+	}
 	switch {
-	case rf.out != "" && rf.dryRun:
+	case written && rf.dryRun:
 		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json; no android_world.jsonl: nothing was performed)\n", rf.out)
-	case rf.out != "":
+	case written:
 		fmt.Fprintf(out, "trajectory: %s (steps.jsonl, summary.json, android_world.jsonl)\n", rf.out)
 	}
 	if err != nil {
@@ -239,8 +274,11 @@ func runEpisode(ctx context.Context, dev *device.Device, pred predict.Predictor,
 		return errors.New(sum.Error)
 	case agent.StopInterrupted:
 		detail := "nothing was written (no --out)"
-		if rf.out != "" {
+		switch {
+		case written:
 			detail = "the trajectory so far is kept in " + rf.out
+		case rf.out != "":
+			detail = "no trajectory was written to " + rf.out
 		}
 		return interruptedError{detail}
 	}

@@ -2,11 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/autoui/autoui/agent"
+	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve/client"
 )
@@ -34,6 +42,7 @@ var localOnly = []string{"model", "threads", "spin", "provider", "ort-lib", "tru
 // takes (token limit, grammar) come from this command's flags.
 type remotePredictor struct {
 	c         *client.Client
+	url       string // the base URL, for the trajectory's summary
 	maxTokens int
 	constrain bool
 }
@@ -118,5 +127,30 @@ func (s *serverFlags) open(mf *modelFlags) (predict.Predictor, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return remotePredictor{c: c, maxTokens: mf.maxTokens, constrain: mf.constrain}, func() {}, nil
+	return remotePredictor{c: c, url: s.url, maxTokens: mf.maxTokens, constrain: mf.constrain}, func() {}, nil
+}
+
+// predictorSource says what pred is, for summary.json: a bundle loaded here
+// (its manifest's name and SHA-256, as eval's run.json) or a server (its URL
+// without a password); nil for anything else (tests' fakes).
+func predictorSource(pred predict.Predictor) *agent.Source {
+	switch p := pred.(type) {
+	case *engine.Predictor:
+		b := p.Bundle()
+		src := &agent.Source{Name: b.Manifest.Name, Dir: b.Dir}
+		if abs, err := filepath.Abs(b.Dir); err == nil {
+			src.Dir = abs
+		}
+		if man, err := os.ReadFile(filepath.Join(b.Dir, models.ManifestFile)); err == nil {
+			sum := sha256.Sum256(man)
+			src.ManifestSHA256 = hex.EncodeToString(sum[:])
+		}
+		return src
+	case remotePredictor:
+		if u, err := url.Parse(p.url); err == nil {
+			return &agent.Source{Server: u.Redacted()}
+		}
+		return &agent.Source{Server: p.url}
+	}
+	return nil
 }

@@ -122,6 +122,14 @@ func TestRunWithServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "steps.jsonl")); err != nil {
 		t.Fatal(err)
 	}
+	// summary.json says which server predicted.
+	var sum struct {
+		Model map[string]string `json:"model"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(raw, &sum); err != nil || sum.Model["server"] != url {
+		t.Fatalf("summary.json model %v (%v), want the server %s", sum.Model, err, url)
+	}
 }
 
 // The server restarts in the middle of the episode: the agent waits for it
@@ -167,6 +175,10 @@ func TestRunServerFlags(t *testing.T) {
 		{"--server", "http://127.0.0.1:1", "--threads", "2"},
 		{"--token-file", "x"},
 		{"--server", "ftp://x"},
+		{"--server", "http://[::1"},
+		{"--server", "http://127.0.0.1:99999"},
+		{"--server", "http://exa mple.com"},
+		{"--server", "127.0.0.1:8080"},
 	} {
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		mf := addModelFlags(fs)

@@ -3,10 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,5 +149,68 @@ func TestRunEpisodeWithTinyBundle(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	// summary.json says which model predicted, as eval's run.json does.
+	var sum struct {
+		Model map[string]string `json:"model"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	man, err := os.ReadFile(filepath.Join(tinyBundle, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named struct{ Name string }
+	json.Unmarshal(man, &named)
+	sha := sha256.Sum256(man)
+	dir, _ := filepath.Abs(tinyBundle)
+	if err := json.Unmarshal(raw, &sum); err != nil || sum.Model["name"] != named.Name || named.Name == "" ||
+		sum.Model["dir"] != dir || sum.Model["manifest_sha256"] != hex.EncodeToString(sha[:]) {
+		t.Fatalf("summary.json model %v (%v), want %s in %s", sum.Model, err, named.Name, dir)
+	}
+}
+
+// unwritableOut is an --out that cannot be created, even by root.
+func unwritableOut(t *testing.T) string {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses /proc")
+	}
+	return "/proc/autoui-no-such-dir"
+}
+
+// An --out that cannot be written is refused before the device is reached
+// (here: no adb server answers).
+func TestRunUnwritableOut(t *testing.T) {
+	out := unwritableOut(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	err = runCmd(context.Background(), []string{"--model", tinyBundle, "--goal", "g", "--out", out, "--adb-host", "127.0.0.1", "--adb-port", port})
+	if err == nil || !strings.HasPrefix(err.Error(), "--out: ") || !strings.Contains(err.Error(), out) {
+		t.Fatalf("err = %v, want an --out error", err)
+	}
+}
+
+// An episode that could not write its trajectory does not say it wrote one.
+func TestRunEpisodeUnwritableOut(t *testing.T) {
+	out := unwritableOut(t)
+	srv := phonetest.StartServer(t)
+	phonetest.Connect(t, srv, phonetest.New(t, fakephone.Options{}))
+	rf := parseRunFlags(t, "--goal", "g", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--no-annotate")
+	opts, err := rf.deviceOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.Connect(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
+	err = runEpisode(context.Background(), dev, &cannedPredictor{answers: []action.Action{done}}, rf, strings.NewReader(""), io.Discard, &stdout)
+	if err == nil || strings.Contains(stdout.String(), "trajectory:") {
+		t.Fatalf("err %v, output:\n%s", err, stdout.String())
 	}
 }

@@ -12,11 +12,16 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/predict"
@@ -47,9 +52,9 @@ type Client struct {
 
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080).
 func New(baseURL string, opts Options) (*Client, error) {
-	base := strings.TrimRight(baseURL, "/")
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("server URL %q: want http://HOST:PORT or https://...", baseURL)
+	base, err := BaseURL(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = 2 * time.Minute
@@ -71,6 +76,38 @@ func New(baseURL string, opts Options) (*Client, error) {
 		hc = &http.Client{}
 	}
 	return &Client{base: base, opts: opts, hc: hc}, nil
+}
+
+// BaseURL checks a server's base URL and returns it without trailing
+// slashes: http or https, a host, a port (if any) in 1-65535, no query. A
+// malformed URL is refused here rather than retried until MaxWait.
+func BaseURL(raw string) (string, error) {
+	const want = "want http://HOST:PORT or https://HOST[:PORT]"
+	if !strings.Contains(raw, "://") {
+		return "", fmt.Errorf("server URL %q has no scheme: %s", raw, want)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL
+		}
+		return "", fmt.Errorf("server URL %q: %v", raw, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("server URL %q: scheme %q: %s", raw, u.Scheme, want)
+	case u.Hostname() == "":
+		return "", fmt.Errorf("server URL %q has no host: %s", raw, want)
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", fmt.Errorf("server URL %q: a base URL takes no query or fragment", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("server URL %q: port %s: want 1-65535", raw, p)
+		}
+	}
+	return strings.TrimRight(raw, "/"), nil
 }
 
 // Error is an error answer of the server (or of a proxy in front of it).
@@ -129,9 +166,11 @@ func Request(req predict.Request) (api.PredictRequest, error) {
 }
 
 // Predict predicts on the server, retrying (exponential backoff with
-// jitter, after the server's Retry-After) on connection errors, 429,
-// 503, 502 and 504 until MaxWait has passed; other errors are returned at
-// once. A server error is an *Error. The result has no Features.
+// jitter, after the server's Retry-After) on a connection refused, reset
+// or closed before the answer, a timeout, 429, 503, 502 and 504 until
+// MaxWait has passed; other errors (TLS, protocol, an answer that is not a
+// prediction, other statuses) are returned at once. A server error is an
+// *Error. The result has no Features.
 func (c *Client) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
 	pr, err := Request(req)
 	if err != nil {
@@ -203,7 +242,8 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	deadline := time.Now().Add(c.opts.MaxWait)
+	start := time.Now()
+	deadline := start.Add(c.opts.MaxWait)
 	backoff := c.opts.MinBackoff
 	// Every attempt, waits included, ends by the deadline: a server that
 	// hangs cannot hold the caller longer than MaxWait.
@@ -218,20 +258,22 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 			return nil, ctx.Err()
 		}
 		if actx.Err() != nil {
-			return nil, fmt.Errorf("no answer within %v (%d attempts): %w", c.opts.MaxWait, attempt, err)
+			return nil, fmt.Errorf("no answer within %v (%s): %w", c.opts.MaxWait, attempts(attempt), err)
 		}
-		var se *Error
-		retry := true
-		wait := jitter(backoff)
-		if errors.As(err, &se) {
-			retry = se.Temporary()
-			wait = retryWait(backoff, se.RetryAfter)
-		}
-		if !retry {
+		if !retryable(err) {
 			return nil, err
 		}
-		if time.Now().Add(wait).After(deadline) {
-			return nil, fmt.Errorf("gave up after %d attempts in %v: %w", attempt, c.opts.MaxWait, err)
+		wait := jitter(backoff)
+		var se *Error
+		if errors.As(err, &se) {
+			wait = retryWait(backoff, se.RetryAfter)
+		}
+		if left := time.Until(deadline); wait > left {
+			if se != nil && se.RetryAfter > left {
+				return nil, fmt.Errorf("the server asked to retry after %v, more than the %v left of the %v wait: %w",
+					se.RetryAfter, left.Round(time.Millisecond), c.opts.MaxWait, err)
+			}
+			return nil, fmt.Errorf("gave up after %s in %v: %w", attempts(attempt), time.Since(start).Round(time.Millisecond), err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -242,6 +284,42 @@ func (c *Client) PredictRaw(ctx context.Context, pr api.PredictRequest) (*api.Pr
 		}
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// retryable says whether a failed attempt may succeed if sent again: a
+// temporary status, or a connection refused, reset or closed before the
+// answer (a server restarting), a network briefly unreachable, a timeout.
+// Anything else (a TLS or protocol error, an unknown host, an answer that
+// is not a prediction) would fail again, so it is returned at once.
+func retryable(err error) bool {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Temporary()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && (dns.IsTemporary || dns.IsTimeout) {
+		return true
+	}
+	for _, e := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+		syscall.EHOSTUNREACH, syscall.ENETUNREACH, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	// net/http's unexported error for a kept-alive connection the server
+	// closed as the request went out (it shuts down or restarts).
+	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // retryWait is the wait after an answer that said Retry-After: at least
@@ -280,43 +358,84 @@ func (c *Client) once(ctx context.Context, body []byte) (*api.Prediction, error)
 		return nil, err // connection refused or reset: retried
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	// One byte past the limit tells a cut answer from a whole one.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, errorOf(resp, raw)
 	}
+	if len(raw) > maxAnswer {
+		return nil, fmt.Errorf("answer is over the %d MiB limit: not a prediction", maxAnswer>>20)
+	}
 	var p api.Prediction
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("answer is not a prediction: %w", err)
+		return nil, fmt.Errorf("answer is not a prediction (Content-Type %q): %w", resp.Header.Get("Content-Type"), err)
 	}
 	return &p, nil
 }
 
+// maxAnswer bounds the answer read: a prediction is a few KB.
+const maxAnswer = 64 << 20
+
+// maxMessage caps an error message taken from an answer.
+const maxMessage = 200
+
 func errorOf(resp *http.Response, raw []byte) *Error {
 	e := &Error{Status: resp.StatusCode}
 	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
-			e.RetryAfter = time.Duration(n) * time.Second
-		} else if t, err := http.ParseTime(s); err == nil {
-			e.RetryAfter = max(0, time.Until(t))
-		}
+		e.RetryAfter = parseRetryAfter(s)
 	}
 	var eb api.ErrorBody
 	if json.Unmarshal(raw, &eb) == nil && eb.Kind != "" {
-		e.Kind, e.Message = eb.Kind, eb.Error
+		e.Kind, e.Message = eb.Kind, oneLine(eb.Error)
 		return e
 	}
-	msg := strings.TrimSpace(string(raw))
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
+	e.Message = oneLine(string(raw))
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
 	}
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	e.Message = msg
 	return e
+}
+
+// maxRetryAfter caps a Retry-After, so that adding a backoff cannot
+// overflow a Duration.
+const maxRetryAfter = 100 * 365 * 24 * time.Hour
+
+// parseRetryAfter reads whole seconds (capped at maxRetryAfter) or an HTTP
+// date; 0 when it is neither.
+func parseRetryAfter(s string) time.Duration {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); n >= 0 && (err == nil || errors.Is(err, strconv.ErrRange)) {
+		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(s); err == nil {
+		return min(max(0, time.Until(t)), maxRetryAfter)
+	}
+	return 0
+}
+
+// oneLine makes an answer's text one line for an error: control characters
+// and runs of white space (an HTML or plain-text page's newlines) become one
+// space, invalid UTF-8 is replaced, and the length is capped.
+func oneLine(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Ready asks /readyz once: nil when the server takes predictions, else an

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/api"
 	"github.com/autoui/autoui/engine"
 	"github.com/autoui/autoui/engine/preprocess"
 	"github.com/autoui/autoui/predict"
@@ -272,5 +273,151 @@ func TestRetryWaitJittered(t *testing.T) {
 	}
 	if w := retryWait(time.Second, 0); w < 500*time.Millisecond || w >= time.Second {
 		t.Errorf("no Retry-After: wait %v, want the backoff jittered to [0.5s, 1s)", w)
+	}
+}
+
+// TestBaseURL: a malformed server URL is refused by New, not retried until
+// MaxWait.
+func TestBaseURL(t *testing.T) {
+	for _, bad := range []string{"http://[::1", "http://127.0.0.1:99999", "http://127.0.0.1:0", "http://exa mple.com",
+		"127.0.0.1:8080", "ftp://x", "http://", "http://:8080", "http://h/?q=1", "http://h/#f"} {
+		if _, err := New(bad, Options{}); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %v, want one line", bad, err)
+		}
+	}
+	for in, want := range map[string]string{"http://127.0.0.1:8080/": "http://127.0.0.1:8080", "https://h": "https://h",
+		"http://[::1]:80/prefix/": "http://[::1]:80/prefix"} {
+		if got, err := BaseURL(in); err != nil || got != want {
+			t.Errorf("%q: %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// TestClientFailsFast: an answer that is not a prediction, a TLS mismatch
+// and a malformed HTTP answer would fail again: they are returned after
+// one attempt, not retried until MaxWait.
+func TestClientFailsFast(t *testing.T) {
+	var calls atomic.Int32
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<html><body>login</body></html>"))
+	}))
+	defer html.Close()
+	badJSON := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Write([]byte(`{"raw": "tru`))
+	}))
+	defer badJSON.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // answers garbage to every connection
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			calls.Add(1)
+			c.Write([]byte("garbage\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	for _, c := range []struct{ url, want string }{
+		{html.URL, "not a prediction"},
+		{badJSON.URL, "not a prediction"},
+		{strings.Replace(html.URL, "http://", "https://", 1), "HTTPS"},
+		{"http://" + l.Addr().String(), "malformed HTTP"},
+	} {
+		calls.Store(0)
+		cl, err := New(c.url, Options{MaxWait: 3 * time.Second, MinBackoff: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = cl.PredictRaw(context.Background(), api.PredictRequest{Goal: "g", Features: []float32{1}})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") || time.Since(start) > time.Second {
+			t.Errorf("%s: error %v after %v, want one line with %q at once", c.url, err, time.Since(start), c.want)
+		}
+		if n := calls.Load(); n > 1 {
+			t.Errorf("%s: %d attempts", c.url, n)
+		}
+	}
+}
+
+// TestClientRetriesClosedConnection: a connection closed before the answer
+// (a server restarting) is retried.
+func TestClientRetriesClosedConnection(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		}
+		w.Write([]byte(`{"raw": "ok"}`))
+	}))
+	defer ts.Close()
+	c, _ := New(ts.URL, Options{MinBackoff: time.Millisecond})
+	p, err := c.PredictRaw(context.Background(), api.PredictRequest{Goal: "g", Features: []float32{1}})
+	if err != nil || p.Raw != "ok" || calls.Load() != 2 {
+		t.Fatalf("%+v, %v after %d attempts", p, err, calls.Load())
+	}
+}
+
+// TestClientErrorMessages: an error is one line, whatever the answer's
+// body; an answer over the size limit says so; a Retry-After beyond the
+// time left says that is why the client gave up.
+func TestClientErrorMessages(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch strings.Split(r.URL.Path, "/")[1] {
+		case "text":
+			w.WriteHeader(500)
+			w.Write([]byte("Traceback (most recent call last):\n  File \"x\", line 1\n\tboom\x1b[0m\n" + strings.Repeat("é", 300)))
+		case "json":
+			w.WriteHeader(500)
+			w.Write([]byte(`{"error": "line one\nline two", "kind": "internal"}`))
+		case "big":
+			w.Write([]byte(`{"raw": "`))
+			w.Write(bytes.Repeat([]byte("a"), 64<<20))
+			w.Write([]byte(`"}`))
+		case "later":
+			w.Header().Set("Retry-After", "999999")
+			w.WriteHeader(503)
+			w.Write([]byte(`{"error": "the model is still loading", "kind": "not_ready"}`))
+		}
+	}))
+	defer ts.Close()
+	for _, c := range []struct{ path, want string }{
+		{"text", "server answered 500: Traceback (most recent call last): File \"x\", line 1 boom [0m éé"},
+		{"json", "server answered 500 internal: line one line two"},
+		{"big", "over the 64 MiB limit"},
+		{"later", "the server asked to retry after 277h46m39s, more than the"},
+	} {
+		cl, err := New(ts.URL+"/"+c.path, Options{MaxWait: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = cl.PredictRaw(context.Background(), api.PredictRequest{Goal: "g", Features: []float32{1}})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") || len(err.Error()) > 400 {
+			t.Errorf("%s: error %q, want one line with %q", c.path, err, c.want)
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("%s: took %v", c.path, time.Since(start))
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	for in, want := range map[string]time.Duration{"5": 5 * time.Second, " 0 ": 0, "-1": 0, "soon": 0,
+		"99999999999999999999": maxRetryAfter, "9223372036": maxRetryAfter} {
+		if got := parseRetryAfter(in); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
 	}
 }
