@@ -46,7 +46,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-from .bundle_files import checked_variant, log, read_fp32_bundle, save_variant_manifest, write_variant
+from .bundle_files import (checked_variant, log, read_fp32_bundle, save_variant_manifest, staged_output,
+                           write_variant)
 
 DECODER_GRAPHS = ("decoder", "decoder_static")
 # A rewritten graph against the original, both fp32 (ORT, CPU): the same products summed in
@@ -362,27 +363,30 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
         log(f"  {role}: {count} {what} {did}")
         return model
 
-    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "attention", AttentionError)
-    manifest["attention"] = {"tool": "scripts.attention", "decoder": decoder or "fused",
-                             "vision": vision or "plain", "nodes": rewritten}
-    save_variant_manifest(out_dir, manifest, files)
-    new = manifest["files"]
+    name = out_dir
+    with staged_output(out_dir, [in_dir], AttentionError) as out_dir:  # written here, moved to name when checked
+        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "attention", AttentionError)
+        manifest["attention"] = {"tool": "scripts.attention", "decoder": decoder or "fused",
+                                 "vision": vision or "plain", "nodes": rewritten}
+        save_variant_manifest(out_dir, manifest, files, name)
+        new = manifest["files"]
 
-    def checks():
-        if vision:
-            log(f"bundle {out_dir}: fused vision features within {check_vision(out_dir, in_dir):.3g} of the plain ones")
-        if decoder:
-            worst = check_decoder(os.path.join(in_dir, files["decoder"]["path"]),
-                                  os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
-            log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
-        if decoder and "decoder_static" in new:
-            from .static_decoder import check_variant_static
-            worst = check_variant_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                         os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
-                                         "plain", AttentionError)
-            log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
+        def checks():
+            if vision:
+                worst = check_vision(out_dir, in_dir)
+                log(f"bundle {name}: fused vision features within {worst:.3g} of the plain ones")
+            if decoder:
+                worst = check_decoder(os.path.join(in_dir, files["decoder"]["path"]),
+                                      os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
+                log(f"bundle {name}: plain decoder within {worst:.3g} of the fused one")
+            if decoder and "decoder_static" in new:
+                from .static_decoder import check_variant_static
+                worst = check_variant_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                             os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
+                                             "plain", AttentionError)
+                log(f"bundle {name}: plain static decoder within {worst:.3g} of the plain decoder")
 
-    checked_variant(out_dir, checks, AttentionError)
+        checked_variant(name, checks, AttentionError)
     return manifest
 
 
@@ -399,7 +403,7 @@ def main(argv=None) -> int:
         p.error("nothing to rewrite: give --decoder plain and/or --vision fused")
     try:
         attention_bundle(args.in_dir, args.out, args.decoder, args.vision)
-    except AttentionError as e:
+    except (AttentionError, OSError, ValueError) as e:
         print(f"attention: {e}", file=sys.stderr)
         return 1
     return 0

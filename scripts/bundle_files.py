@@ -6,17 +6,22 @@ scripts can use it without importing another."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
+import signal
 import sys
+import tempfile
+import threading
 
 import onnx
 from onnx import TensorProto
 
 from . import cuda_capture
-from .bundle_format import format_error
+from .bundle_format import FILES, format_error
 
 EXTERNAL_DATA_BYTES = 1_900_000_000  # protobuf's hard limit is 2 GiB; leave room for the graph itself
 # Weights of at least this size go to the external-data file, at offsets ONNX Runtime can map.
@@ -151,13 +156,158 @@ def file_entry(out_dir: str, name: str) -> dict:
 
 
 def save_manifest(out_dir: str, manifest: dict) -> None:
-    """Write manifest.json whole or not at all (a tmp file renamed over it)."""
+    """Write manifest.json whole or not at all (a tmp file renamed over it). A manifest with a
+    NaN or infinity, which JSON has no literal for, is a ValueError and writes nothing."""
     path = os.path.join(out_dir, "manifest.json")
+    try:
+        text = json.dumps(manifest, indent=2, allow_nan=False) + "\n"
+    except ValueError as e:
+        raise ValueError(f"{path}: not written ({e})") from None
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# ---------------------------------------------------------------- writing a bundle directory
+#
+# Every tool that writes a bundle to --out (scripts.export, scripts.quantize, scripts.half,
+# scripts.attention, scripts.skip_norm) writes it into a fresh hidden directory beside --out
+# (staged_output) and moves it into place only once it is complete and checked: a failed or
+# interrupted run leaves whatever --out held as it was (a killed one leaves a hidden
+# .NAME.tmp-* directory, no more).
+
+# Names a bundle's own files may have: an existing --out loses them when it is replaced;
+# anything else in it (a README, a sample screen) moves into the new bundle.
+BUNDLE_NAMES = ({"manifest.json", "manifest.json.tmp", "tokenizer.json",
+                 "decoder_model_merged.onnx", "decoder_model_merged.onnx.data"}
+                | set(FILES.values()) | {f + ".data" for f in FILES.values()})
+
+
+def _inside(path: str, parent: str) -> bool:
+    return path != parent and os.path.commonpath([path, parent]) == parent
+
+
+def check_output(out_dir: str, inputs=(), error=RuntimeError, out_flag: str = "--out", in_flag: str = "--in") -> str:
+    """Refuse, with error(why), an output directory (the flag out_flag) that staged_output must
+    not replace: one that is (by real path: symlinks followed) or holds or lies inside one of the
+    input directories (in_flag), one that exists and is not a directory, and a non-empty
+    directory without a manifest.json (not a bundle). Returns its real path."""
+    real = os.path.realpath(out_dir)
+    for inp in inputs:
+        r = os.path.realpath(inp)
+        if r == real:
+            raise error(f"{out_flag} must differ from {in_flag}")
+        if _inside(r, real):
+            raise error(f"{out_flag} {out_dir} holds {in_flag} {inp}")
+        if _inside(real, r):
+            raise error(f"{out_flag} {out_dir} lies inside {in_flag} {inp}")
+    if os.path.lexists(real) and not os.path.isdir(real):
+        raise error(f"{out_flag} {out_dir}: exists and is not a directory")
+    if os.path.isdir(real) and os.listdir(real) and not os.path.isfile(os.path.join(real, "manifest.json")):
+        raise error(f"{out_flag} {out_dir}: a non-empty directory without a manifest.json (not a bundle); "
+                    "not replacing it")
+    return real
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """SIGINT and SIGTERM held back (then raised) while the block runs: a commit of several
+    renames is not cut in half by Ctrl-C. Only in the main thread (elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got = []
+    old = {s: signal.signal(s, lambda n, _f: got.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if got:
+            signal.raise_signal(got[0])
+
+
+def _bundle_files(out_dir: str) -> set:
+    """The names of out_dir that belong to its bundle: the files its manifest lists and BUNDLE_NAMES."""
+    names = set(BUNDLE_NAMES)
+    try:
+        with open(os.path.join(out_dir, "manifest.json")) as f:
+            files = json.load(f).get("files", {})
+        for spec in files.values():
+            names.add(spec["path"])
+            names.update(e["path"] for e in spec.get("external_data", []))
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        pass
+    return names
+
+
+def _replace_dir(tmp: str, out: str) -> None:
+    """Move the complete bundle tmp to out (a real path). An existing out is renamed aside
+    first, then removed once its files that are not bundle files have moved into the new one."""
+    umask = os.umask(0)
+    os.umask(umask)
+    with deferred_interrupts():
+        if not os.path.isdir(out):
+            os.chmod(tmp, 0o777 & ~umask)
+            os.rename(tmp, out)
+            return
+        os.chmod(tmp, os.stat(out).st_mode & 0o7777)
+        ours = _bundle_files(out)
+        keep = [n for n in os.listdir(out) if n not in ours and not os.path.lexists(os.path.join(tmp, n))]
+        old = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".old-", dir=os.path.dirname(out))
+        try:
+            os.rename(out, old + "/b")
+        except BaseException:
+            os.rmdir(old)
+            raise
+        try:
+            os.rename(tmp, out)
+        except BaseException:
+            os.rename(old + "/b", out)
+            os.rmdir(old)
+            raise
+        try:
+            for n in keep:
+                os.rename(os.path.join(old, "b", n), os.path.join(out, n))
+        except OSError as e:
+            raise OSError(f"{out}: written, but moving the old directory's other files from {old}/b "
+                          f"failed ({e})") from None
+        shutil.rmtree(old)
+
+
+@contextlib.contextmanager
+def staged_output(out_dir: str, inputs=(), error=RuntimeError):
+    """Yield a fresh directory beside out_dir to write a bundle into; when the block ends
+    normally, that directory replaces out_dir (check_output's refusals first). When it raises
+    (or is interrupted), the directory is removed and out_dir left as it was. A symlink out_dir
+    keeps pointing where it did: its target is replaced."""
+    real = check_output(out_dir, inputs, error)
+    parent = os.path.dirname(real)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(real) + ".tmp-", dir=parent)
+    try:
+        yield tmp
+        _replace_dir(tmp, real)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_number(name: str, value, error=RuntimeError, minimum=None, integer: bool = False):
+    """value for the flag name, refused (error) when it is not a finite number (an integer with
+    integer), or below minimum."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and integer:
+        ok = float(value).is_integer()
+    if not ok or (minimum is not None and value < minimum):
+        want = "an integer" if integer else "a finite number"
+        raise error(f"{name} {value}: want {want}" + (f" >= {minimum}" if minimum is not None else ""))
+    return int(value) if integer else value
 
 
 # ---------------------------------------------------------------- variants of an fp32 bundle
@@ -177,17 +327,59 @@ def read_manifest(bundle: str, error=RuntimeError) -> dict:
         raise error(f"{path}: {e}") from None
 
 
+def verify_files(bundle: str, manifest: dict, error=RuntimeError) -> None:
+    """Every file the manifest lists (graphs, their external data, the tokenizer) is there with
+    the size and sha256 the manifest gives it; else error("PATH: why"), one line naming the file."""
+    mpath = os.path.join(bundle, "manifest.json")
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not files:
+        raise error(f"{mpath}: no \"files\" object")
+    done = set()  # the static decoder lists the decoder's external data too
+    for role, spec in files.items():
+        entries = [spec] + (spec.get("external_data") or []) if isinstance(spec, dict) else [spec]
+        for e in entries:
+            if not (isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)
+                    and isinstance(e.get("size"), int)):
+                raise error(f"{mpath}: files.{role}: an entry without path, sha256 and size")
+            path = os.path.join(bundle, e["path"])
+            if (e["path"], e["size"], e["sha256"]) in done:
+                continue
+            done.add((e["path"], e["size"], e["sha256"]))
+            try:
+                size = os.path.getsize(path)
+            except OSError as ex:
+                raise error(f"{path}: cannot read ({ex.strerror or ex})") from None
+            if size != e["size"]:
+                raise error(f"{path}: {size} bytes, the manifest says {e['size']} (corrupt or not this bundle's file)")
+            if sha256_file(path) != e["sha256"]:
+                raise error(f"{path}: sha256 differs from the manifest's (corrupt or not this bundle's file)")
+
+
 def read_fp32_bundle(in_dir: str, out_dir: str, error=RuntimeError) -> dict:
     """The manifest of the fp32 bundle in_dir that a variant is made from, raising error(why)
-    for a manifest that cannot be read, another format or precision, or an out_dir that is in_dir."""
+    for a manifest that cannot be read, another format or precision, an out_dir that
+    check_output refuses, or a file that is not as the manifest says (verify_files)."""
     manifest = read_manifest(in_dir, error)
+    if not isinstance(manifest, dict):
+        raise error(f"{os.path.join(in_dir, 'manifest.json')}: not an autoui bundle manifest")
     if err := format_error(in_dir, manifest):
         raise error(err)
     if manifest.get("precision") != "fp32":
         raise error(f"{in_dir}: precision {manifest.get('precision')!r}, want an fp32 bundle")
-    if os.path.abspath(in_dir) == os.path.abspath(out_dir):
-        raise error("--out must differ from --in")
+    check_output(out_dir, [in_dir], error)
+    verify_files(in_dir, manifest, error)
     return manifest
+
+
+def check_roles(roles, known, error=RuntimeError) -> tuple:
+    """roles as given (a variant's --roles), refused when empty or naming a role not in known."""
+    roles = tuple(roles)
+    if not roles:
+        raise error(f"no roles given: want some of {', '.join(known)}")
+    for role in roles:
+        if role not in known:
+            raise error(f"role {role!r}: want some of {', '.join(known)}")
+    return roles
 
 
 def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, what: str, error=RuntimeError) -> dict:
@@ -227,21 +419,19 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
 
 
 def checked_variant(out_dir: str, checks, error=RuntimeError) -> None:
-    """Run checks() on a variant just written to out_dir (they read it through its manifest). If
-    they fail in any way (error, ORT refusing a graph, an interrupt), the manifest is removed
-    first, so that no engine loads a bundle that did not pass them; an error says so."""
+    """Run checks() on a variant just written (to staged_output's directory; they read it through
+    its manifest). An error of theirs says that out_dir (the --out it was for) was not written:
+    staged_output then removes the variant and leaves out_dir as it was."""
     try:
         checks()
-    except BaseException as e:
-        os.remove(os.path.join(out_dir, "manifest.json"))
-        if isinstance(e, error):
-            raise error(f"{e} ({out_dir}/manifest.json removed)") from None
-        raise
+    except error as e:
+        raise error(f"{e} ({out_dir} not written)") from None
 
 
-def save_variant_manifest(out_dir: str, manifest: dict, fp32_files: dict) -> None:
-    """Write a variant's manifest and log its size beside the fp32 bundle's."""
+def save_variant_manifest(out_dir: str, manifest: dict, fp32_files: dict, name: str | None = None) -> None:
+    """Write a variant's manifest to out_dir and log its size beside the fp32 bundle's (as the
+    bundle name, its --out, when given)."""
     save_manifest(out_dir, manifest)
     before = sum(graph_bytes(s) for s in fp32_files.values())
     after = sum(graph_bytes(s) for s in manifest["files"].values())
-    log(f"bundle {out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")
+    log(f"bundle {name or out_dir}: {after / 1e6:.1f} MB (fp32 {before / 1e6:.1f} MB)")

@@ -38,7 +38,8 @@ from onnx import TensorProto, helper
 from . import autoui_model as am
 from . import cuda_capture
 from . import vision as vis
-from .bundle_files import file_entry, graph_io, log, save_graph, strip_graph, save_manifest
+from .bundle_files import (check_output, file_entry, graph_io, log, save_graph, save_manifest, staged_output,
+                           strip_graph)
 from .bundle_format import FILES, FORMAT_VERSION, GRAPHS_REVISION
 from .decoder_split import split_decoder
 from .graph_check import TOLERANCES, ExportCheckError, check_argmax, compare, past_feed, session
@@ -395,7 +396,15 @@ def export_bundle(model: am.AutoUIModel, tower: vis.VisionTower, tokenizer_path:
     model.eval()
     tower.eval()
     torch.manual_seed(0)  # the dummy inputs of tracing; they do not end up in the graphs
-    os.makedirs(out_dir, exist_ok=True)
+    # Written beside out_dir and moved into place once checked: a failed or interrupted export
+    # leaves an existing out_dir as it was (bundle_files.staged_output).
+    with staged_output(out_dir, error=ValueError) as tmp:
+        return _write_bundle(model, tower, tokenizer_path, tmp, name=name, source=source, opset=opset,
+                             scroll_map=scroll_map, check=check, tokenizer_source=tokenizer_source)
+
+
+def _write_bundle(model, tower, tokenizer_path, out_dir, *, name, source, opset, scroll_map, check,
+                  tokenizer_source) -> dict:
     t0 = time.time()
     ext = {}
     with tempfile.TemporaryDirectory(prefix="autoui-export-") as tmp:
@@ -463,6 +472,8 @@ def _parser() -> argparse.ArgumentParser:
 def _random_inputs(args) -> dict:
     vsize = args.vision_size or ("tiny" if args.size == "tiny" else "vitg")
     tok = args.tokenizer or DEFAULT_TOKENIZER
+    if not os.path.isfile(tok):
+        raise ValueError(f"--tokenizer {tok}: no such file")
     vocab = am.round_vocab(_tokenizer_size(tok)) if args.size == "tiny" else am.FLAN_VOCAB_SIZE
     tower = vis.random_vision(vsize, args.seed)
     model = am.random_model(args.size, vocab, tower.config.hidden_size, args.seed)
@@ -478,14 +489,22 @@ def _checkpoint_inputs(args, tmp: str) -> dict:
     tok, tok_source = checkpoint_tokenizer(args.checkpoint, args.tokenizer, tmp)  # before the (slow) vision load
     if args.vision == "random":
         vsize = args.vision_size or ("tiny" if model.image_dim == 64 else "vitg")
+        _check_image_dim(model, vis.VISION_SIZES[vsize]["hidden_size"], f"--vision random --vision-size {vsize}")
         tower = vis.random_vision(vsize, args.seed)
         vsource = f"random:{vsize}:seed={args.seed}"
     else:
+        _check_image_dim(model, vis.vision_dir_config(args.vision).hidden_size, f"--vision {args.vision}")
         tower = vis.load_vision(args.vision)
         vsource = "blip2:" + os.path.basename(os.path.normpath(args.vision))
     return dict(model=model, tower=tower, tokenizer_path=tok, tokenizer_source=tok_source,
                 source=f"checkpoint:{ck_name};vision={vsource}", name=args.name or ck_name,
                 scroll_map=args.scroll_map or "legacy")
+
+
+def _check_image_dim(model: am.AutoUIModel, hidden_size: int, what: str) -> None:
+    """Refuse a vision tower whose output does not fit the model, before it is built (ViT-g: 4 GB)."""
+    if model.image_dim != hidden_size:
+        raise ValueError(f"{what}: vision output {hidden_size}, but the checkpoint's image_dim is {model.image_dim}")
 
 
 def main(argv=None) -> int:
@@ -494,6 +513,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.checkpoint and not args.vision:
         p.error("--checkpoint needs --vision (a local BLIP-2 directory, or 'random')")
+    # What would only fail after the export (or replace what it must not) is refused first.
+    check_output(args.out, error=ValueError)
+    if args.int8:
+        check_output(args.int8, [args.out], ValueError, out_flag="--int8", in_flag="--out")
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise ValueError(f"--tokenizer {args.tokenizer}: no such file")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="autoui-export-tok-") as tmp:
@@ -510,15 +535,19 @@ def main(argv=None) -> int:
 
 def _cli(argv=None) -> int:
     """main for a user: a bad checkpoint, tokenizer or failed check is one line, not a traceback."""
+    from .quantize import QuantizeError
     try:
         return main(argv)
-    except (am.CheckpointError, ExportCheckError, ValueError, OSError) as e:
+    except (am.CheckpointError, ExportCheckError, QuantizeError, ValueError, OSError) as e:
         log(f"export: error: {e}")
         return 1
 
 
 def _tokenizer_size(path: str) -> int:
-    return len(am.load_tokenizer(path))
+    try:
+        return len(am.load_tokenizer(path))
+    except Exception as e:  # tokenizers' parse errors are plain Exceptions
+        raise ValueError(f"tokenizer {path}: cannot load ({_first_line(e)})") from None
 
 
 if __name__ == "__main__":

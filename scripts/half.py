@@ -36,15 +36,15 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
 import onnx
 from onnx import TensorProto, shape_inference
 
-from .bundle_files import ROLE_GRAPHS, checked_variant, log, read_fp32_bundle, save_variant_manifest, write_variant
-from .quantize import GOLDEN
+from .bundle_files import (ROLE_GRAPHS, check_number, check_roles, checked_variant, log, read_fp32_bundle,
+                           save_variant_manifest, staged_output, write_variant)
+from .quantize import GOLDEN, QuantizeError
 from .quantize import agreement as golden_agreement
 
 FP16_MAX = 65504.0
@@ -249,9 +249,9 @@ class _Recorder:
 
 def _instrumented(path: str, threads: int):
     """A session that outputs every node's output of the graph at path (run as stored: no
-    graph optimizations, so the values are the graph's own). ORT reads external data only
-    from the graph's own directory, so the instrumented graph (no weights) is written there
-    for as long as the session takes to open."""
+    graph optimizations, so the values are the graph's own). The instrumented graph (no
+    weights) is handed to ORT as bytes, its external data read from the graph's directory:
+    nothing is written, so the input bundle may be read-only."""
     import onnxruntime as ort
     model = onnx.load(path, load_external_data=False)
     have = {o.name for o in model.graph.output}
@@ -263,13 +263,9 @@ def _instrumented(path: str, threads: int):
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads, so.log_severity_level = threads, 1, 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    fd, tmp = tempfile.mkstemp(suffix=".calibrate.onnx", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-        return ort.InferenceSession(tmp, so, providers=["CPUExecutionProvider"])
-    finally:
-        os.remove(tmp)
+    so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                os.path.dirname(os.path.abspath(path)))
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def calibration_prompts(bundle_dir: str, manifest: dict) -> list[list[int]]:
@@ -338,14 +334,13 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
     """Write the fp16 variant of the fp32 bundle in_dir to out_dir and return its manifest. Nodes of
     the op types in fp32_ops stay fp32 (besides those the calibration keeps). fp16_cache: the
     decoder graphs' K/V inputs and outputs are float16 too (the decoder converted)."""
-    manifest = read_fp32_bundle(in_dir, out_dir, HalfError)
+    roles = check_roles(roles, ALL_ROLES, HalfError)
     if fp16_cache and "decoder" not in roles:
         raise HalfError("an fp16 cache needs the decoder converted (--roles decoder or all)")
-    if headroom < 1:
-        raise HalfError(f"headroom {headroom}: want >= 1")
-    for role in roles:
-        if role not in ROLE_GRAPHS:
-            raise HalfError(f"role {role!r}: want some of {', '.join(ALL_ROLES)}")
+    headroom = check_number("headroom", headroom, HalfError, minimum=1)
+    steps = check_number("steps", steps, HalfError, minimum=1, integer=True)
+    threads = check_number("threads", threads, HalfError, minimum=1, integer=True)
+    manifest = read_fp32_bundle(in_dir, out_dir, HalfError)
     files = manifest["files"]
     graphs = [r for r in files if any(r in ROLE_GRAPHS[role] for role in roles)]
     limit = FP16_MAX / headroom
@@ -392,33 +387,35 @@ def half_bundle(in_dir: str, out_dir: str, roles=DEFAULT_ROLES, headroom: float 
                     if is_cache(t["name"]):
                         t["dtype"] = "float16"
 
-    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "fp16", HalfError)
-    manifest["precision"] = "fp16"
-    manifest["half"] = {
-        "tool": "scripts.half", "converter": CONVERTER,
-        "io": "float32 (keep_io_types)" + (", but the decoder graphs' K/V float16" if fp16_cache else ""),
-        "graphs": graphs, "limit": limit, "fp32_ops": list(fp32_ops),
-        "cache": "float16" if fp16_cache else "float32",
-        "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
-        "fp32_nodes": fp32_nodes}
-    save_variant_manifest(out_dir, manifest, files)
+    name = out_dir
+    with staged_output(out_dir, [in_dir], HalfError) as out_dir:  # written here, moved to name when checked
+        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "fp16", HalfError)
+        manifest["precision"] = "fp16"
+        manifest["half"] = {
+            "tool": "scripts.half", "converter": CONVERTER,
+            "io": "float32 (keep_io_types)" + (", but the decoder graphs' K/V float16" if fp16_cache else ""),
+            "graphs": graphs, "limit": limit, "fp32_ops": list(fp32_ops),
+            "cache": "float16" if fp16_cache else "float32",
+            "calibration": f"{len(PROMPTS)} prompts, the screens of models/testdata/screens, {steps} greedy steps",
+            "fp32_nodes": fp32_nodes}
+        save_variant_manifest(out_dir, manifest, files, name)
 
-    def checks():
-        check_finite(out_dir, steps, threads, screens_dir)
-        log(f"bundle {out_dir}: finite on the calibration inputs")
-        if "decoder_static" in graphs:
-            from . import graph_check as gc
-            from .static_decoder import check_static
-            new = manifest["files"]
-            try:
-                worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                     os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
-                                     tol=FP16_STATIC_TOLERANCE)
-            except gc.ExportCheckError as e:
-                raise HalfError(f"fp16 static decoder against the fp16 decoder: {e}") from None
-            log(f"bundle {out_dir}: fp16 static decoder within {worst:.3g} of the fp16 decoder's logits")
+        def checks():
+            check_finite(out_dir, steps, threads, screens_dir)
+            log(f"bundle {name}: finite on the calibration inputs")
+            if "decoder_static" in graphs:
+                from . import graph_check as gc
+                from .static_decoder import check_static
+                new = manifest["files"]
+                try:
+                    worst = check_static(os.path.join(out_dir, new["decoder"]["path"]),
+                                         os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
+                                         tol=FP16_STATIC_TOLERANCE)
+                except gc.ExportCheckError as e:
+                    raise HalfError(f"fp16 static decoder against the fp16 decoder: {e}") from None
+                log(f"bundle {name}: fp16 static decoder within {worst:.3g} of the fp16 decoder's logits")
 
-    checked_variant(out_dir, checks, HalfError)
+        checked_variant(name, checks, HalfError)
     return manifest
 
 
@@ -439,7 +436,7 @@ def feature_cosines(fp32_dir: str, other_dir: str, screens_dir: str = SCREENS, t
 
 
 def agreement(fp32_dir: str, other_dir: str, cases_path: str = GOLDEN, threads: int = 2) -> dict:
-    """Golden-case agreement (scripts.quantize.agreement; cases of the tiny vocabulary) and the
+    """Golden-case agreement (scripts.quantize.agreement: against the fp32 greedy outputs) and the
     feature cosine on the real screens."""
     out = golden_agreement(fp32_dir, other_dir, cases_path, threads=threads) if cases_path else {}
     cos = feature_cosines(fp32_dir, other_dir, threads=threads)
@@ -473,7 +470,12 @@ def main(argv=None) -> int:
         if len(argv) != 3:
             print("usage: python -m scripts.half --diff RUN_A RUN_B   (two autoui eval run outputs)", file=sys.stderr)
             return 2
-        print(json.dumps(runs_agreement(argv[1], argv[2]), indent=2))
+        try:
+            print(json.dumps(runs_agreement(argv[1], argv[2]), indent=2))
+        except (HalfError, OSError, ValueError, KeyError, TypeError) as e:
+            msg = f"missing key {e}" if isinstance(e, KeyError) else str(e)
+            print(f"half: --diff: {msg}", file=sys.stderr)
+            return 1
         return 0
     p = argparse.ArgumentParser(description="Write the fp16 variant of an autoui bundle (float32 graph IO). "
                                 "python -m scripts.half --diff RUN_A RUN_B compares two eval runs' outputs.")
@@ -495,18 +497,18 @@ def main(argv=None) -> int:
                         "fp16 attention (--fp32-ops '' or scripts.attention --decoder plain)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--compare", action="store_true",
-                   help="after writing, print fp16 vs fp32 agreement (golden cases: tiny-vocabulary bundles only)")
+                   help="after writing, print fp16 vs fp32 agreement (the golden cases' screens and prompts)")
     args = p.parse_args(argv)
     roles = ALL_ROLES if args.roles == "all" else tuple(r for r in args.roles.split(",") if r)
     try:
         half_bundle(args.in_dir, args.out, roles=roles, headroom=args.headroom, steps=args.steps,
                     threads=args.threads, fp32_ops=tuple(o for o in args.fp32_ops.split(",") if o),
                     fp16_cache=args.fp16_cache)
-    except HalfError as e:
+        if args.compare:
+            print(json.dumps(agreement(args.in_dir, args.out, threads=args.threads), indent=2))
+    except (HalfError, QuantizeError, OSError, ValueError) as e:
         print(f"half: {e}", file=sys.stderr)
         return 1
-    if args.compare:
-        print(json.dumps(agreement(args.in_dir, args.out, threads=args.threads), indent=2))
     return 0
 
 

@@ -16,6 +16,7 @@ from .bundle_format import format_error
 class Bundle:
     def __init__(self, bundle_dir: str, threads: int = 1):
         import onnxruntime as ort
+        self.dir = bundle_dir
         with open(os.path.join(bundle_dir, "manifest.json")) as f:
             self.manifest = json.load(f)
         if err := format_error(bundle_dir, self.manifest):
@@ -33,6 +34,17 @@ class Bundle:
         # the K/V cache's type: float32, or float16 (scripts.half --fp16-cache)
         past = next(t for t in self.manifest["files"]["decoder"]["inputs"] if t["name"].startswith("past_key_values."))
         self.cache_dtype = np.float16 if past["dtype"] == "float16" else np.float32
+
+    def prompt_ids(self, text: str) -> list[int]:
+        """The source text as the engine feeds it: whitespace collapsed, the bundle's tokenizer,
+        </s> last, right-truncated at the manifest's max_source_tokens."""
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(os.path.join(self.dir, self.manifest["files"]["tokenizer"]["path"]))
+        eos, limit = self.tokens["eos_id"], self.manifest["prompt"]["max_source_tokens"]
+        ids = tok.encode(" ".join(text.split())).ids
+        if not ids or ids[-1] != eos:
+            ids.append(eos)
+        return ids[:limit - 1] + [eos] if len(ids) > limit else ids
 
     def image_features(self, pixel_values: np.ndarray) -> np.ndarray:
         return self.sessions["vision"].run(["image_features"], {"pixel_values": pixel_values[None]})[0][0]

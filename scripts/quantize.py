@@ -45,7 +45,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .bundle_files import ROLE_GRAPHS, log, read_fp32_bundle, save_variant_manifest, write_variant
+from .bundle_files import (ROLE_GRAPHS, check_roles, log, read_fp32_bundle, save_variant_manifest, staged_output,
+                           write_variant)
 
 QUANTIZED_ROLES = ("vision", "encoder", "decoder")
 MS_DOMAIN = "com.microsoft"
@@ -196,11 +197,10 @@ def quantize_model(model: onnx.ModelProto, full_range: bool = False, embeddings:
 
 def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range: bool = False,
                     embeddings: bool = True) -> dict:
-    """Write the int8 variant of the bundle in_dir to out_dir and return its manifest."""
+    """Write the int8 variant of the bundle in_dir to out_dir and return its manifest. out_dir is
+    written whole or not at all (bundle_files.staged_output)."""
+    roles = check_roles(roles, tuple(ROLE_GRAPHS), QuantizeError)
     manifest = read_fp32_bundle(in_dir, out_dir, QuantizeError)
-    for role in roles:
-        if role not in ROLE_GRAPHS:
-            raise QuantizeError(f"role {role!r}: want some of vision, encoder, fusion, decoder")
     graphs = {g for role in roles for g in ROLE_GRAPHS[role]}
     files = manifest["files"]
 
@@ -212,16 +212,17 @@ def quantize_bundle(in_dir: str, out_dir: str, roles=QUANTIZED_ROLES, full_range
                    f"quantized in {time.time() - t0:.1f}s")
         return q
 
-    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "quantized", QuantizeError)
-    manifest["precision"] = "int8"
-    manifest["quantization"] = {
-        "tool": "scripts.quantize", "method": "dynamic", "op": "com.microsoft.DynamicQuantizeMatMul",
-        "weights": "int8 symmetric per output channel" + ("" if full_range else ", 7-bit range [-63, 63]"),
-        "activations": "uint8 per tensor, computed at run time",
-        "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
-                       if embeddings else "float32"),
-        "graphs": [r for r in files if r in graphs]}
-    save_variant_manifest(out_dir, manifest, files)
+    with staged_output(out_dir, [in_dir], QuantizeError) as tmp:
+        manifest["files"] = write_variant(in_dir, tmp, manifest, graphs, convert, "quantized", QuantizeError)
+        manifest["precision"] = "int8"
+        manifest["quantization"] = {
+            "tool": "scripts.quantize", "method": "dynamic", "op": "com.microsoft.DynamicQuantizeMatMul",
+            "weights": "int8 symmetric per output channel" + ("" if full_range else ", 7-bit range [-63, 63]"),
+            "activations": "uint8 per tensor, computed at run time",
+            "embeddings": (f"com.microsoft.GatherBlockQuantized, int8 symmetric per {EMBEDDING_BLOCK} columns of a row"
+                           if embeddings else "float32"),
+            "graphs": [r for r in files if r in graphs]}
+        save_variant_manifest(tmp, manifest, files, out_dir)
     return manifest
 
 
@@ -242,12 +243,14 @@ def _teacher_forced_logits(bundle, input_ids, image_features, target) -> np.ndar
 
 def agreement(fp32_dir: str, int8_dir: str, cases_path: str = GOLDEN, threads: int = 1,
               greedy: bool = True) -> dict:
-    """int8 vs fp32 on the golden cases (full pipeline from the screen PNG).
+    """int8 (or any variant) vs fp32 on the golden cases' screens and prompts (full pipeline from
+    the screen PNG and the source text, tokenized by the fp32 bundle's own tokenizer).
 
-    The reference token sequence of a case is its golden generated_ids (fp32 greedy; the
-    fixtures check that ORT fp32 reproduces them). first_step: logits of the first decode
-    step; teacher_forced: every position of the reference fed as decoder input at once;
-    greedy: whole int8 greedy outputs vs the reference."""
+    The reference token sequence of a case is the fp32 bundle's own greedy output on it (for the
+    tiny bundle, the golden generated_ids: the fixtures check that ORT fp32 reproduces them), so
+    that any bundle compares with itself at 1.0. first_step: logits of the first decode step;
+    teacher_forced: every position of the reference fed as decoder input at once; greedy: whole
+    variant greedy outputs vs the reference."""
     from PIL import Image
 
     from . import vision as vis
@@ -256,6 +259,10 @@ def agreement(fp32_dir: str, int8_dir: str, cases_path: str = GOLDEN, threads: i
         cases = json.load(f)["cases"]
     root = os.path.dirname(os.path.dirname(cases_path))
     ref, q = Bundle(fp32_dir, threads=threads), Bundle(int8_dir, threads=threads)
+    for what, b in (("preprocess", lambda m: m["preprocess"]), ("tokens", lambda m: m["tokens"]),
+                    ("vocab_size", lambda m: m["model"]["vocab_size"])):
+        if b(ref.manifest) != b(q.manifest):
+            raise QuantizeError(f"{fp32_dir} and {int8_dir}: different {what}; not variants of one bundle")
     first_diff, first_agree, tf_diff, tf_agree, tf_n = 0.0, 0, 0.0, 0, 0
     greedy_equal, token_agree, token_n = 0, 0, 0
     feat_diff = 0.0
@@ -267,16 +274,17 @@ def agreement(fp32_dir: str, int8_dir: str, cases_path: str = GOLDEN, threads: i
             features[c["screen"]] = ref.image_features(px), q.image_features(px)
         f_ref, f_q = features[c["screen"]]
         feat_diff = max(feat_diff, float(np.max(np.abs(f_ref - f_q))))
-        want = c["generated_ids"]
-        l_ref = _teacher_forced_logits(ref, c["input_ids"], f_ref, want)
-        l_q = _teacher_forced_logits(q, c["input_ids"], f_q, want)
+        input_ids = ref.prompt_ids(c["source_text"])
+        want, _ = ref.greedy(input_ids, f_ref, max_new_tokens=c["max_new_tokens"])
+        l_ref = _teacher_forced_logits(ref, input_ids, f_ref, want)
+        l_q = _teacher_forced_logits(q, input_ids, f_q, want)
         first_diff = max(first_diff, float(np.max(np.abs(l_ref[0] - l_q[0]))))
         first_agree += int(np.argmax(l_ref[0]) == np.argmax(l_q[0]))
         tf_diff = max(tf_diff, float(np.max(np.abs(l_ref - l_q))))
         tf_agree += int(np.sum(np.argmax(l_ref, -1) == np.argmax(l_q, -1)))
         tf_n += len(want)
         if greedy:
-            got, _ = q.greedy(c["input_ids"], f_q, max_new_tokens=c["max_new_tokens"])
+            got, _ = q.greedy(input_ids, f_q, max_new_tokens=c["max_new_tokens"])
             greedy_equal += int(got == want)
             token_agree += sum(a == b for a, b in zip(got, want))
             token_n += max(len(got), len(want))
@@ -300,7 +308,7 @@ def main(argv=None) -> int:
                    help="8-bit weight range [-127, 127]; only for CPUs with AVX-512 VNNI / AVX-VNNI / AMX "
                         "(on plain AVX2 the int8 kernel saturates)")
     p.add_argument("--compare", action="store_true",
-                   help="after writing, print int8 vs fp32 agreement on the golden cases (tiny-vocabulary bundles)")
+                   help="after writing, print int8 vs fp32 agreement on the golden cases' screens and prompts")
     p.add_argument("--fp32-embeddings", action="store_true",
                    help="keep token-embedding tables in float32 (default: int8 blocks via GatherBlockQuantized)")
     args = p.parse_args(argv)
@@ -308,11 +316,11 @@ def main(argv=None) -> int:
     try:
         quantize_bundle(args.in_dir, args.out, roles=roles, full_range=args.full_range,
                         embeddings=not args.fp32_embeddings)
-    except QuantizeError as e:
+        if args.compare:
+            print(json.dumps(agreement(args.in_dir, args.out), indent=2))
+    except (QuantizeError, OSError, ValueError) as e:
         print(f"quantize: {e}", file=sys.stderr)
         return 1
-    if args.compare:
-        print(json.dumps(agreement(args.in_dir, args.out), indent=2))
     return 0
 
 

@@ -33,7 +33,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .bundle_files import checked_variant, log, read_fp32_bundle, save_variant_manifest, write_variant
+from .bundle_files import (checked_variant, log, read_fp32_bundle, save_variant_manifest, staged_output,
+                           write_variant)
 
 GRAPHS = ("encoder", "decoder", "decoder_static")
 FUSED = "SkipSimplifiedLayerNormalization"
@@ -137,26 +138,29 @@ def skip_norm_bundle(in_dir: str, out_dir: str) -> dict:
         log(f"  {role}: {count} norms fused with their residual Add")
         return model
 
-    manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "skip-norm", SkipNormError)
-    manifest["skip_norm"] = {"tool": "scripts.skip_norm", "fused": FUSED, "nodes": fused}
-    save_variant_manifest(out_dir, manifest, files)
-    new = manifest["files"]
+    name = out_dir
+    with staged_output(out_dir, [in_dir], SkipNormError) as out_dir:  # written here, moved to name when checked
+        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "skip-norm", SkipNormError)
+        manifest["skip_norm"] = {"tool": "scripts.skip_norm", "fused": FUSED, "nodes": fused}
+        save_variant_manifest(out_dir, manifest, files, name)
+        new = manifest["files"]
 
-    def checks():
-        at = {r: (os.path.join(in_dir, files[r]["path"]), os.path.join(out_dir, new[r]["path"])) for r in graphs}
-        if "encoder" in at:
-            worst = check_encoder(*at["encoder"], manifest["model"]["vocab_size"])
-            log(f"bundle {out_dir}: encoder within {worst:.3g} of the plain norms'")
-        if "decoder" in at:
-            worst = check_decoder(*at["decoder"], manifest["model"], what="the fused norms",
-                                  ref="the plain ones", error=SkipNormError)
-            log(f"bundle {out_dir}: decoder within {worst:.3g} of the plain norms'")
-        if "decoder_static" in at:
-            from .static_decoder import check_variant_static
-            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "fused", SkipNormError)
-            log(f"bundle {out_dir}: static decoder within {worst:.3g} of the decoder")
+        def checks():
+            at = {r: (os.path.join(in_dir, files[r]["path"]), os.path.join(out_dir, new[r]["path"])) for r in graphs}
+            if "encoder" in at:
+                worst = check_encoder(*at["encoder"], manifest["model"]["vocab_size"])
+                log(f"bundle {name}: encoder within {worst:.3g} of the plain norms'")
+            if "decoder" in at:
+                worst = check_decoder(*at["decoder"], manifest["model"], what="the fused norms",
+                                      ref="the plain ones", error=SkipNormError)
+                log(f"bundle {name}: decoder within {worst:.3g} of the plain norms'")
+            if "decoder_static" in at:
+                from .static_decoder import check_variant_static
+                worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "fused",
+                                             SkipNormError)
+                log(f"bundle {name}: static decoder within {worst:.3g} of the decoder")
 
-    checked_variant(out_dir, checks, SkipNormError)
+        checked_variant(name, checks, SkipNormError)
     return manifest
 
 
@@ -168,7 +172,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         skip_norm_bundle(args.in_dir, args.out)
-    except SkipNormError as e:
+    except (SkipNormError, OSError, ValueError) as e:
         print(f"skip_norm: {e}", file=sys.stderr)
         return 1
     return 0

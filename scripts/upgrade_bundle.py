@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -41,7 +42,8 @@ from google.protobuf.message import DecodeError
 from . import cuda_capture
 from . import graph_check as gc
 from . import static_decoder as sd
-from .bundle_files import file_entry, graph_io, read_manifest, save_graph, save_manifest, strip_graph
+from .bundle_files import (deferred_interrupts, file_entry, graph_io, read_manifest, save_graph, save_manifest,
+                           strip_graph, verify_files)
 from .bundle_format import ARGMAX_OUTPUT, FILES
 from .decoder_split import SplitError, merged_branches, split_decoder
 from .onnx_graphs import add_argmax
@@ -135,26 +137,40 @@ def _upgrade_vision(bundle: str) -> str:
         return "vision graph already capture-safe"
     path = os.path.join(bundle, entry["path"])
     try:
-        n, worst = cuda_capture.rewrite_file(path, lambda old, tmp: _check_vision(old, tmp, manifest["vision"]["image_size"]))
+        new, n = cuda_capture.stage_free(onnx.load(path, load_external_data=False))
     except cuda_capture.CaptureError as e:
         return f"vision graph left as it is, not capture-safe ({e}): the engine runs its tower uncaptured"
     except DecodeError as e:
         raise UpgradeError(f"{path}: not a readable ONNX graph ({e})") from None
-    new = onnx.load(path, load_external_data=False)
-    said = "vision graph"
-    if n:
-        entry.update({k: v for k, v in file_entry(bundle, entry["path"]).items() if k != "path"})
-        entry["inputs"], entry["outputs"] = graph_io(new)
-        said += f": {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
-    cuda_capture.mark("vision", entry, new)
-    if entry.get("capture_safe"):
-        _bump_revision(manifest, 5, 6)
-        said += ", capture_safe" if n else " capture-safe as it was: marked"
-    else:
-        why = cuda_capture.unmarked_ops(new) or [f"{node} reads {x}" for node, x in cuda_capture.memcpy_edges(new)[:3]]
-        said += f"; not capture-safe ({', '.join(why)}): the engine runs its tower uncaptured"
-    if n or entry.get("capture_safe"):
-        save_manifest(bundle, manifest)
+    tmp = path + ".capture.tmp"
+    try:
+        said = "vision graph"
+        if n:
+            # Only the graph proto is rewritten (external data untouched, inline weights inline),
+            # checked beside the old one; the file and the manifest are replaced together.
+            onnx.save_model(new, tmp)
+            worst = _check_vision(path, tmp, manifest["vision"]["image_size"])
+            entry.update({k: v for k, v in file_entry(bundle, os.path.basename(tmp)).items() if k != "path"})
+            entry["inputs"], entry["outputs"] = graph_io(new)
+            said += f": {n} Concat as Pads and Adds; worst |diff| vs the graph as it was {worst:.2g}"
+        else:
+            new = onnx.load(path, load_external_data=False)
+        cuda_capture.mark("vision", entry, new)
+        if entry.get("capture_safe"):
+            _bump_revision(manifest, 5, 6)
+            said += ", capture_safe" if n else " capture-safe as it was: marked"
+        else:
+            why = (cuda_capture.unmarked_ops(new)
+                   or [f"{node} reads {x}" for node, x in cuda_capture.memcpy_edges(new)[:3]])
+            said += f"; not capture-safe ({', '.join(why)}): the engine runs its tower uncaptured"
+        if n or entry.get("capture_safe"):
+            with deferred_interrupts():
+                if n:
+                    os.replace(tmp, path)
+                save_manifest(bundle, manifest)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return said
 
 
@@ -182,10 +198,11 @@ def _upgrade_decoder(bundle: str, static_check: str) -> str:
     if not isinstance(manifest, dict) or manifest.get("format") != "autoui-bundle":
         raise UpgradeError(f"{mpath}: not an autoui bundle manifest")
     version = manifest.get("format_version")
+    if version not in (1, 2):
+        raise UpgradeError(f"{bundle}: format_version {version!r}; this tool upgrades 1 to 2")
+    check_manifest(bundle, manifest)
     if version == 2:
         return _upgrade_format2(bundle, manifest, static_check)
-    if version != 1:
-        raise UpgradeError(f"{bundle}: format_version {version!r}; this tool upgrades 1 to 2")
     entry = manifest["files"]["decoder"]
     merged_path = os.path.join(bundle, entry["path"])
     model = manifest["model"]
@@ -215,7 +232,7 @@ def _upgrade_decoder(bundle: str, static_check: str) -> str:
         if not converted:
             written.append(os.path.join(bundle, STATIC_FILE))
             files["decoder_static"], worst_static = _static(bundle, DECODER_FILE, STATIC_FILE, model, static_check)
-    except Exception:
+    except BaseException:  # an interrupt too: the bundle stays format 1, without the new files
         for p in written:
             if os.path.exists(p):
                 os.remove(p)
@@ -229,14 +246,69 @@ def _upgrade_decoder(bundle: str, static_check: str) -> str:
     q = manifest.get("quantization")
     if isinstance(q, dict) and "decoder" in q.get("graphs", []) and "decoder_cross" not in q["graphs"]:
         q["graphs"].insert(q["graphs"].index("decoder") + 1, "decoder_cross")  # cut from the int8 merged graph
-    save_manifest(bundle, manifest)
-    for old in [entry["path"]] + [x["path"] for x in entry.get("external_data", [])]:
-        os.remove(os.path.join(bundle, old))
+    with deferred_interrupts():
+        save_manifest(bundle, manifest)
+        for old in [entry["path"]] + [x["path"] for x in entry.get("external_data", [])]:
+            os.remove(os.path.join(bundle, old))
     if converted:
         return (f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}; no {STATIC_FILE} for an {converted} decoder); "
                 f"worst |diff| vs the merged decoder {worst:.2g}")
     return (f"{bundle}: format 2 ({DECODER_FILE}, {CROSS_FILE}, {STATIC_FILE}); worst |diff| vs the merged "
             f"decoder {worst:.2g}, {_static_said(worst_static)}")
+
+
+MODEL_INTS = ("num_decoder_layers", "num_heads", "d_kv", "d_model", "vocab_size", "relative_attention_num_buckets",
+              "relative_attention_max_distance")
+
+
+def check_manifest(bundle: str, manifest: dict) -> None:
+    """What the upgrade reads of a format-1 or -2 manifest is there and of its type, the files are
+    those it lists (bundle_files.verify_files), and its "model" fits the decoder graph (layers,
+    heads, d_kv, d_model, vocabulary): else UpgradeError, one line naming the key."""
+    mpath = os.path.join(bundle, "manifest.json")
+
+    def need(obj, where: str, key: str, kind):
+        v = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(v, kind) or isinstance(v, bool):
+            what = {dict: "an object", str: "a string", int: "an integer"}[kind]
+            raise UpgradeError(f"{mpath}: {where}{key} missing or not {what}")
+        return v
+
+    files = need(manifest, "", "files", dict)
+    roles = ("vision", "decoder") + (("decoder_cross",) if manifest.get("format_version") == 2 else ())
+    for role in roles:
+        need(need(files, "files.", role, dict), f"files.{role}.", "path", str)
+    model = need(manifest, "", "model", dict)
+    for k in MODEL_INTS:
+        need(model, "model.", k, int)
+    need(need(manifest, "", "vision", dict), "vision.", "image_size", int)
+    verify_files(bundle, manifest, UpgradeError)
+
+    def fits(key: str, got, where: str):
+        if isinstance(got, int) and got != model[key]:
+            raise UpgradeError(f"{mpath}: model.{key} {model[key]}, but {where} has {got}")
+
+    dec_path = os.path.join(bundle, files["decoder"]["path"])
+    g = onnx.load(dec_path, load_external_data=False).graph
+    dims = {v.name: [d.dim_value if d.HasField("dim_value") else d.dim_param for d in v.type.tensor_type.shape.dim]
+            for v in list(g.input) + list(g.output)}
+    past = {n: d for n, d in dims.items() if re.fullmatch(r"past_key_values\.\d+\.decoder\.key", n)}
+    fits("num_decoder_layers", len(past), f"{dec_path} (decoder layers)")
+    for d in past.values():
+        if len(d) == 4:
+            fits("num_heads", d[1], f"{dec_path} (heads)")
+            fits("d_kv", d[3], f"{dec_path} (d_kv)")
+    if len(dims.get("logits", [])) == 3:
+        fits("vocab_size", dims["logits"][2], f"{dec_path} (logits)")
+    src = dec_path  # the graph with encoder_hidden_states: the cross graph, or a merged decoder
+    if "decoder_cross" in files:
+        src = os.path.join(bundle, files["decoder_cross"]["path"])
+        g = onnx.load(src, load_external_data=False).graph
+        dims = {v.name: [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+                for v in g.input}
+    states = dims.get("encoder_hidden_states", [])
+    if len(states) == 3:
+        fits("d_model", states[2], f"{src} (d_model)")
 
 
 def _bump_revision(manifest: dict, before: int, after: int) -> None:
@@ -304,25 +376,27 @@ def _upgrade_format2(bundle: str, manifest: dict, static_check: str) -> str:
             static_entry, worst = _static(bundle, dec_name, os.path.basename(static_tmp), manifest["model"],
                                           static_check)
             said.append(f"{STATIC_FILE} added; {_static_said(worst)}")
-    except Exception:
+        if not has_argmax:
+            new = file_entry(bundle, os.path.basename(dec_tmp))
+            entry.update(sha256=new["sha256"], size=new["size"])
+            entry["inputs"], entry["outputs"] = graph_io(onnx.load(dec_tmp, load_external_data=False))
+            _bump_revision(manifest, 2, 3)
+        if static_entry is not None:
+            files["decoder_static"] = static_entry
+            _bump_revision(manifest, 3, 4)
+        else:
+            files.pop("decoder_static", None)  # it was derived from the decoder as it was
+        manifest["files"] = _ordered(files)
+        with deferred_interrupts():  # the new files and the manifest that lists them, together
+            if not has_argmax:
+                os.replace(dec_tmp, path)
+            if static_entry is not None:
+                os.replace(static_tmp, os.path.join(bundle, STATIC_FILE))
+            save_manifest(bundle, manifest)
+    finally:  # an interrupt too
         for p in (dec_tmp, static_tmp):
             if os.path.exists(p):
                 os.remove(p)
-        raise
-    if not has_argmax:
-        os.replace(dec_tmp, path)
-        new = file_entry(bundle, entry["path"])
-        entry.update(sha256=new["sha256"], size=new["size"])
-        entry["inputs"], entry["outputs"] = graph_io(onnx.load(path, load_external_data=False))
-        _bump_revision(manifest, 2, 3)
-    if static_entry is not None:
-        os.replace(static_tmp, os.path.join(bundle, STATIC_FILE))
-        files["decoder_static"] = static_entry
-        _bump_revision(manifest, 3, 4)
-    else:
-        files.pop("decoder_static", None)  # it was derived from the decoder as it was
-    manifest["files"] = _ordered(files)
-    save_manifest(bundle, manifest)
     return f"{bundle}: " + "; ".join(said)
 
 
@@ -356,11 +430,21 @@ def main(argv=None) -> int:
     for b in args.bundles:
         try:
             print(upgrade(b, args.static_check), flush=True)
-        except (UpgradeError, OSError, KeyError, TypeError) as e:
+        except (UpgradeError, OSError) as e:
             print(f"upgrade_bundle: {e}", file=sys.stderr)
+            return 1
+        except (KeyError, TypeError, ValueError) as e:  # what check_manifest does not cover
+            print(f"upgrade_bundle: {b}/manifest.json: not as this tool reads it ({type(e).__name__}: {e})",
+                  file=sys.stderr)
             return 1
         except DecodeError as e:  # a decoder graph that is not ONNX
             print(f"upgrade_bundle: {b}: a graph is not readable ONNX ({e})", file=sys.stderr)
+            return 1
+        except Exception as e:  # ONNX Runtime's own errors are plain Exceptions: one line, not a traceback
+            if not type(e).__module__.startswith("onnxruntime"):
+                raise
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            print(f"upgrade_bundle: {b}: ONNX Runtime: {first}", file=sys.stderr)
             return 1
     return 0
 

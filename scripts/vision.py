@@ -131,16 +131,20 @@ def _vision_state(blip2_dir: str) -> dict:
     return state
 
 
-def load_vision(blip2_dir: str) -> VisionTower:
-    """The vision tower of a local BLIP-2 directory (config.json + weights); only the vision
-    weights are read. Missing or unexpected vision keys fail."""
+def vision_dir_config(blip2_dir: str) -> Blip2VisionConfig:
+    """The vision tower's config in a local BLIP-2 directory's config.json (nothing built)."""
     with open(os.path.join(blip2_dir, "config.json")) as f:
         cfg = json.load(f)
     # A full BLIP-2 config nests the tower under vision_config (absent/empty = ViT-g defaults);
     # a bare Blip2VisionConfig directory is the tower itself.
     vcfg = (cfg.get("vision_config") or {}) if cfg.get("model_type") in ("blip-2", "blip_2") else cfg
-    config = Blip2VisionConfig(**{k: v for k, v in vcfg.items() if k not in ("model_type", "architectures")})
-    model = Blip2VisionModel(config)
+    return Blip2VisionConfig(**{k: v for k, v in vcfg.items() if k not in ("model_type", "architectures")})
+
+
+def load_vision(blip2_dir: str) -> VisionTower:
+    """The vision tower of a local BLIP-2 directory (config.json + weights); only the vision
+    weights are read. Missing or unexpected vision keys fail."""
+    model = Blip2VisionModel(vision_dir_config(blip2_dir))
     state = {k: v.float() for k, v in _vision_state(blip2_dir).items()}
     expected = set(model.state_dict())
     missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)

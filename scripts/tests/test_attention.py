@@ -173,26 +173,26 @@ def test_vision_pattern_refused():
         pa.fuse_vision_attention(helper.make_model(g), heads=2, hidden=4)
 
 
-def test_failed_check_withdraws_the_manifest(tmp_path, monkeypatch):
-    # a variant that fails its checks is left without a manifest: no engine loads it
+def test_failed_check_writes_nothing(tmp_path, monkeypatch):
+    # a variant that fails its checks is not written: --out is not created, nothing is left beside it
     def differs(*args, **kw):
         raise pa.AttentionError("logits: plain attention differs from the fused by up to 1")
     monkeypatch.setattr(pa, "check_decoder", differs)
     out = tmp_path / "bad"
-    with pytest.raises(pa.AttentionError, match="manifest.json removed"):
+    with pytest.raises(pa.AttentionError, match="bad not written"):
         pa.attention_bundle(TINY, str(out), decoder="plain")
-    assert out.is_dir() and not (out / "manifest.json").exists()
+    assert os.listdir(tmp_path) == []
 
 
-def test_failed_run_withdraws_the_manifest(tmp_path, monkeypatch):
-    # ORT refusing a rewritten graph (its own exception, not the tool's) withdraws it too
+def test_failed_run_writes_nothing(tmp_path, monkeypatch):
+    # ORT refusing a rewritten graph (its own exception, not the tool's) writes nothing either
     def refused(*args, **kw):
         raise RuntimeError("ORT: Load model failed")
     monkeypatch.setattr(pa, "check_decoder", refused)
     out = tmp_path / "bad"
     with pytest.raises(RuntimeError, match="Load model failed"):
         pa.attention_bundle(TINY, str(out), decoder="plain")
-    assert not (out / "manifest.json").exists()
+    assert os.listdir(tmp_path) == []
 
 
 def test_vision_rewrite_of_unnamed_nodes():

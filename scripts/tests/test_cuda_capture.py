@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from scripts import cuda_capture as cc
 from scripts import graph_check as gc
 from scripts import upgrade_bundle as ub
-from scripts.bundle_files import read_manifest, save_manifest
+from scripts.bundle_files import file_entry, read_manifest, save_manifest
 from scripts.tests.conftest import TINY
 
 
@@ -214,13 +214,17 @@ def test_upgrade_leaves_bundle_when_check_fails(tmp_path, monkeypatch):
 
 
 def test_upgrade_refuses_corrupt_vision_graph(tmp_path, capsys):
-    """A vision graph that is not ONNX: a one-line error, exit 1, the bundle as it was."""
+    """A vision graph that is not ONNX (listed as it is: the manifest's size and sha256 are the
+    truncated file's): a one-line error, exit 1, the bundle as it was."""
     b = _unmarked_tiny(tmp_path)
     path = os.path.join(b, "vision_model.onnx")
     with open(path, "rb") as f:
         head = f.read(3000)
     with open(path, "wb") as f:
         f.write(head)
+    manifest = read_manifest(b)
+    manifest["files"]["vision"].update(file_entry(b, "vision_model.onnx"))
+    save_manifest(b, manifest)
     before = _files(b)
     assert ub.main(["--static-check", "none", b]) == 1
     err = capsys.readouterr().err.strip()
