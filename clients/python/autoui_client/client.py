@@ -9,6 +9,7 @@ batch info). Errors are ``{"error": str, "kind": str}``.
 from __future__ import annotations
 
 import base64
+import errno
 import http.client
 import json
 import math
@@ -22,6 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .images import encode_screen
+
+try:
+    import ssl
+except ImportError:  # a Python built without OpenSSL: no https
+    ssl = None  # type: ignore[assignment]
 
 __all__ = [
     "ACTION_NUMBERS",
@@ -66,20 +72,26 @@ Point = Tuple[float, float]
 
 
 class AutouiError(Exception):
-    """An error answer from the server, or no answer at all.
+    """An error answer from the server, or no usable answer at all.
 
     ``status`` is the HTTP status (None when no response came: then ``kind`` is
-    "connection" or "timeout"); ``kind`` is the server's stable word for the
-    error (bad_request, unauthorized, not_found, too_large,
-    unsupported_media_type, queue_full, not_ready, shutting_down, deadline,
-    internal); ``message`` is the server's text.
+    "timeout", or "connection" for a refused, reset or closed connection, a TLS
+    or HTTP protocol error, an unreachable network or a host that does not
+    resolve); ``kind`` is the server's stable word for the error (bad_request,
+    unauthorized, not_found, too_large, unsupported_media_type, queue_full,
+    not_ready, shutting_down, deadline, internal), or "bad_answer" for a 200
+    answer that is not a prediction; ``message`` is the server's text, one line
+    (control characters and runs of white space made one space, cut at 200
+    bytes). ``retry_after`` is the answer's Retry-After in seconds, None when
+    it had none.
     """
 
-    def __init__(self, status: Optional[int], kind: str, message: str):
+    def __init__(self, status: Optional[int], kind: str, message: str, retry_after: Optional[float] = None):
         super().__init__(f"autoui: {status if status is not None else '-'} {kind}: {message}")
         self.status = status
         self.kind = kind
         self.message = message
+        self.retry_after = retry_after
 
 
 # What the server's readers take (action/types.go ParseType, action/parse.go
@@ -354,20 +366,182 @@ def _features_json(features: Any) -> List[float]:
     return out
 
 
+#: The longest Retry-After taken, in seconds (the Go client's maxRetryAfter: 100 years).
+MAX_RETRY_AFTER = 100 * 365 * 24 * 3600
+
+
 def _retry_after(value: Optional[str]) -> Optional[float]:
     """Retry-After in seconds, as the Go client reads it: whole seconds (>= 0)
-    or an HTTP date; None when absent or unreadable."""
+    or an HTTP date, at most MAX_RETRY_AFTER; None when absent or unreadable."""
     if value is None:
         return None
     s = value.strip(_GO_SPACE)
-    if _INT.match(s) and int(s) >= 0:
-        return float(int(s))
+    if _INT.match(s):
+        digits = s.lstrip("+-").lstrip("0") or "0"
+        # Not int() of it all: a header of thousands of digits is still "a long time".
+        seconds = MAX_RETRY_AFTER if len(digits) > 10 else min(int(digits), MAX_RETRY_AFTER)
+        if not s.startswith("-") or seconds == 0:
+            return float(seconds)
     try:  # an HTTP date
         from email.utils import parsedate_to_datetime
 
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        return min(max(0.0, parsedate_to_datetime(value).timestamp() - time.time()), float(MAX_RETRY_AFTER))
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+#: The most of an answer read (the Go client's maxAnswer): a prediction is a few KB.
+MAX_ANSWER = 64 << 20
+
+#: The longest error message taken from an answer, in UTF-8 bytes (the Go client's maxMessage).
+MAX_MESSAGE = 200
+
+# Go's unicode.IsControl (C0, DEL, C1) and unicode.IsSpace: what oneLine makes one space.
+_BLANK_RUN = re.compile("[\x00-\x1f\x7f-\x9f" + re.escape(_GO_SPACE) + "]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_RUN = re.compile("[\udc80-\udcff]+")
+
+
+def _one_line(s: Union[str, bytes]) -> str:
+    """An answer's text made one line for an error, as the Go client's oneLine:
+    control characters and runs of white space (an HTML or plain-text page's
+    newlines) become one space, invalid UTF-8 is replaced, and the length is
+    capped at MAX_MESSAGE bytes (cut on a character boundary, "..." added)."""
+    if isinstance(s, bytes):  # as Go's strings.ToValidUTF8: one U+FFFD for each run of invalid bytes
+        s = _ESCAPED_RUN.sub("\ufffd", s.decode("utf-8", "surrogateescape"))
+    s = _SURROGATE.sub("\ufffd", s)
+    s = _BLANK_RUN.sub(" ", s).strip(" ")
+    b = s.encode("utf-8")
+    if len(b) <= MAX_MESSAGE:
+        return s
+    cut = MAX_MESSAGE
+    while cut > 0 and b[cut] & 0xC0 == 0x80:  # a UTF-8 continuation byte
+        cut -= 1
+    return b[:cut].decode("utf-8") + "..."
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as Go prints a time.Duration, roughly: 0.5s, 45s, 1m30s, 277h46m39s."""
+    if seconds < 60:
+        return f"{seconds:.3g}s"
+    h, rest = divmod(int(round(seconds)), 3600)
+    m, s = divmod(rest, 60)
+    return (f"{h}h" if h else "") + f"{m}m{s}s"
+
+
+_WANT_URL = "want http://HOST:PORT or https://HOST[:PORT]"
+_URL_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+_URL_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_HOST_BAD_CHAR = re.compile(r"[{}|\\^`]")
+
+
+def _base_url(raw: str) -> Tuple[str, urllib.parse.SplitResult]:
+    """A server's base URL checked as the Go client's BaseURL does, and without
+    trailing slashes: http or https, a host, a port (if any) in 1-65535, no
+    query or fragment. ValueError (one line) otherwise: a malformed URL is
+    refused here rather than retried until max_wait."""
+    if "://" not in raw:
+        raise ValueError(f"server URL {raw!r} has no scheme: {_WANT_URL}")
+    m = _URL_CONTROL.search(raw)
+    if m:
+        raise ValueError(f"server URL {raw!r}: invalid character {m.group()!r}")
+    m = _URL_BAD_ESCAPE.search(raw)
+    if m:
+        raise ValueError(f"server URL {raw!r}: invalid URL escape {raw[m.start() : m.start() + 3]!r}")
+    try:
+        u = urllib.parse.urlsplit(raw)
+    except ValueError as e:  # "Invalid IPv6 URL"
+        raise ValueError(f"server URL {raw!r}: {e}") from None
+    if u.scheme not in ("http", "https"):
+        raise ValueError(f"server URL {raw!r}: scheme {u.scheme!r}: {_WANT_URL}")
+    if not u.hostname:
+        raise ValueError(f"server URL {raw!r} has no host: {_WANT_URL}")
+    if "?" in raw or "#" in raw:  # the first ? or # ends the host and the path
+        raise ValueError(f"server URL {raw!r}: a base URL takes no query or fragment")
+    hostport = u.netloc.rpartition("@")[2]
+    m = _HOST_BAD_CHAR.search(hostport)
+    if m:
+        raise ValueError(f"server URL {raw!r}: invalid character {m.group()!r} in host name")
+    if hostport.startswith("["):  # [IPv6]:port
+        after = hostport.partition("]")[2]
+        if after and not after.startswith(":"):
+            raise ValueError(f"server URL {raw!r}: invalid port {after!r} after host")
+        port = after[1:]
+    else:
+        port = hostport.partition(":")[2]
+    if port and not (re.fullmatch("[0-9]{1,5}", port) and 1 <= int(port) <= 65535):
+        raise ValueError(f"server URL {raw!r}: port {port}: want 1-65535")
+    return raw.rstrip("/"), u
+
+
+#: errno values of a failed attempt that a retry may mend (the Go client's
+#: retryable): a connection refused, reset, aborted or closed before the
+#: answer (a server restarting), a network or host briefly unreachable.
+_RETRIED_ERRNOS = frozenset(
+    getattr(errno, n)
+    for n in ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "EHOSTUNREACH", "ENETUNREACH")
+    if hasattr(errno, n)
+)
+#: getaddrinfo's "temporary failure in name resolution" (the Go client retries a
+#: temporary DNS error, not an unknown host).
+_TEMPORARY_DNS = frozenset(getattr(socket, n) for n in ("EAI_AGAIN",) if hasattr(socket, n))
+_TIMEOUTS = (socket.timeout, TimeoutError)
+#: OpenSSL's reasons when an https:// client meets a plain-HTTP server.
+_PLAIN_HTTP_REASONS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG")
+
+
+def _retryable(e: BaseException) -> bool:
+    """Whether an attempt that failed with ``e`` (no answer) may succeed if sent
+    again, as the Go client's retryable: a timeout, a connection refused, reset,
+    aborted or closed before the answer (or the TLS handshake cut short), an
+    answer cut short, an unreachable network, a temporary DNS failure. A TLS or
+    HTTP protocol error, an unknown host, would fail again."""
+    if isinstance(e, _TIMEOUTS):
+        return True
+    if isinstance(e, socket.gaierror):
+        return e.errno in _TEMPORARY_DNS
+    if ssl is not None and isinstance(e, ssl.SSLError):
+        return isinstance(e, ssl.SSLEOFError)  # the server closed during the handshake
+    if isinstance(e, ConnectionError):  # refused, reset, aborted, broken pipe; RemoteDisconnected
+        return True
+    if isinstance(e, http.client.IncompleteRead):  # the answer was cut short
+        return True
+    if isinstance(e, OSError):
+        return e.errno in _RETRIED_ERRNOS
+    return False  # http.client.HTTPException: not an HTTP answer
+
+
+def _describe(e: BaseException) -> str:
+    """A failed attempt's error, one line, saying what kind it is."""
+    if isinstance(e, socket.gaierror):
+        return f"{'temporary DNS failure' if e.errno in _TEMPORARY_DNS else 'unknown host'}: {e}"
+    if ssl is not None and isinstance(e, ssl.SSLError) and not isinstance(e, ssl.SSLEOFError):
+        plain = getattr(e, "reason", None) in _PLAIN_HTTP_REASONS
+        return f"TLS error: {e}" + (" (is the server plain HTTP? then use http://)" if plain else "")
+    if isinstance(e, _TIMEOUTS):
+        return str(e) or "timed out"
+    if isinstance(e, http.client.HTTPException) and not isinstance(e, (ConnectionError, http.client.IncompleteRead)):
+        return f"malformed HTTP answer: {e!r}"
+    return _one_line(str(e) or type(e).__name__)
+
+
+def _attempts(n: int) -> str:
+    return "1 attempt" if n == 1 else f"{n} attempts"
+
+
+def _read(resp: http.client.HTTPResponse) -> bytes:
+    """An answer's body, at most MAX_ANSWER + 1 bytes: one byte past the limit
+    tells a cut answer from a whole one. IncompleteRead when the connection
+    closed before its Content-Length."""
+    out = bytearray()
+    while len(out) <= MAX_ANSWER:
+        chunk = resp.read(min(1 << 20, MAX_ANSWER + 1 - len(out)))
+        if not chunk:
+            break
+        out += chunk
+    if len(out) <= MAX_ANSWER and resp.length:  # read(amt) does not say it, read() would
+        raise http.client.IncompleteRead(bytes(out), resp.length)
+    return bytes(out)
 
 
 #: Answers that may succeed when sent again (the Go client's Error.Temporary):
@@ -392,13 +566,20 @@ class Client:
     """A client for one ``autoui serve``.
 
     ``predict`` retries as the Go client (serve/client) does, with jittered
-    exponential backoff (after the server's Retry-After), on connection errors
-    and timeouts, an answer that is not a prediction, 429 queue_full, 502,
-    503 not_ready/shutting_down and 504 deadline, for up to ``max_wait``
-    seconds in all, waits and attempts included; any other error raises
-    AutouiError at once. ``timeout`` bounds each socket operation of an
-    attempt. The probes and ``metrics`` are not retried. Safe to share between
-    threads (one connection per request).
+    exponential backoff (after the server's Retry-After), on what may succeed
+    when sent again: 429 queue_full, 502, 503 not_ready/shutting_down and 504
+    deadline; a connection refused, reset, aborted or closed before the
+    answer; a timeout; an unreachable network or a temporary DNS failure. It
+    does so for up to ``max_wait`` seconds in all, waits and attempts included;
+    a Retry-After longer than the time left ends it at once, saying so. Any
+    other error raises AutouiError at once: other statuses, a TLS or HTTP
+    protocol error, an unknown host, a 200 answer that is not a prediction
+    (``bad_answer``: not JSON, not an object, over 64 MiB). ``timeout`` bounds
+    each socket operation of an attempt. The probes and ``metrics`` are not
+    retried. Safe to share between threads (one connection per request).
+
+    A malformed ``base_url`` (no http:// or https:// scheme, no host, a port
+    outside 1-65535, a query or fragment) raises ValueError here.
     """
 
     def __init__(
@@ -408,14 +589,12 @@ class Client:
         timeout: float = 60,
         max_wait: float = 120,
     ):
-        u = urllib.parse.urlsplit(base_url if "://" in base_url else "http://" + base_url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"base_url {base_url!r}: want http://HOST:PORT")
-        self.base_url = base_url.rstrip("/")
+        self.base_url, u = _base_url(base_url)
         self._scheme = u.scheme
         self._host = u.hostname
         self._port = u.port
-        self._prefix = u.path.rstrip("/")
+        # As Go sends the path: escaped where it has to be (non-ASCII), as is otherwise.
+        self._prefix = urllib.parse.quote(u.path.rstrip("/"), safe="/%!$&'()*+,;=:@")
         self.token = token.strip() if token else None
         self.timeout = timeout
         self.max_wait = max_wait
@@ -483,13 +662,12 @@ class Client:
     def metrics(self) -> str:
         """GET /metrics: the Prometheus text (no retries)."""
         try:
-            status, _, data = self._once("GET", "/metrics", None, self.timeout)
-        except socket.timeout as e:
-            raise AutouiError(None, "timeout", f"GET {self.base_url}/metrics: {e or 'timed out'}") from e
+            status, headers, data = self._once("GET", "/metrics", None, self.timeout)
         except (OSError, http.client.HTTPException) as e:
-            raise AutouiError(None, "connection", f"GET {self.base_url}/metrics: {e}") from e
+            kind = "timeout" if isinstance(e, _TIMEOUTS) else "connection"
+            raise AutouiError(None, kind, f"GET {self.base_url}/metrics: {_describe(e)}") from e
         if status != 200:
-            raise self._error(status, data)
+            raise self._error(status, headers, data)
         return data.decode("utf-8")
 
     # --- transport ------------------------------------------------------------------
@@ -523,49 +701,60 @@ class Client:
                 except (OSError, http.client.HTTPException):
                     pass
                 else:
-                    return resp.status, resp.headers, resp.read()
+                    return resp.status, resp.headers, _read(resp)
                 raise
             resp = conn.getresponse()
-            return resp.status, resp.headers, resp.read()
+            return resp.status, resp.headers, _read(resp)
         finally:
             conn.close()
 
     def _call(self, method: str, path: str, body: Optional[bytes], parse: Callable[[bytes], Any]) -> Any:
-        """Send until an answer parses, as the Go client's PredictRaw: connection
-        errors, timeouts, answers ``parse`` refuses and RETRIED_STATUSES are sent
-        again after ``_delay``, while that leaves the wait within ``max_wait``;
-        each attempt ends by then too. Other statuses raise at once."""
+        """Send until an answer parses, as the Go client's PredictRaw: what
+        ``_retryable`` says a retry may mend (timeouts, connections refused,
+        reset or closed early) and RETRIED_STATUSES are sent again after
+        ``_delay``, while that leaves the wait within ``max_wait``; each attempt
+        ends by then too. Other statuses, other errors and a 200 answer that
+        ``parse`` refuses raise at once."""
+        where = f"{method} {self.base_url}{path}"
         deadline = time.monotonic() + self.max_wait
         attempt = 0
         self.last_retries = 0
         while True:
-            retry_after: Optional[float] = None
             left = deadline - time.monotonic()
             try:
                 status, headers, data = self._once(method, path, body, max(min(self.timeout, left), 0.001))
-            except socket.timeout as e:  # the server took too long
-                if left <= self.timeout:
-                    msg = f"no answer within max_wait {self.max_wait}s ({attempt + 1} attempts)"
-                    raise AutouiError(None, "timeout", f"{method} {self.base_url}{path}: {msg}") from e
-                err = AutouiError(None, "timeout", f"{method} {self.base_url}{path}: {e or 'timed out'}")
-                err.__cause__ = e
-            except (OSError, http.client.HTTPException) as e:  # refused, reset, closed early
-                err = AutouiError(None, "connection", f"{method} {self.base_url}{path}: {e}")
+            except (OSError, http.client.HTTPException) as e:
+                timeout = isinstance(e, _TIMEOUTS)
+                if timeout and left <= self.timeout:  # the attempt ran to the end of max_wait
+                    msg = f"no answer within max_wait {self.max_wait}s ({_attempts(attempt + 1)})"
+                    raise AutouiError(None, "timeout", f"{where}: {msg}") from e
+                err = AutouiError(None, "timeout" if timeout else "connection", f"{where}: {_describe(e)}")
+                if not _retryable(e):  # TLS, protocol, unknown host: a retry would fail again
+                    raise err from e
                 err.__cause__ = e
             else:
                 if status == 200:
+                    if len(data) > MAX_ANSWER:
+                        msg = f"answer is over the {MAX_ANSWER >> 20} MiB limit: not a prediction"
+                        raise AutouiError(200, "bad_answer", msg)
                     try:
                         return parse(data)
-                    except (ValueError, TypeError) as e:
-                        err = AutouiError(status, "bad_answer", f"answer is not a prediction: {e}")
-                        err.__cause__ = e
-                else:
-                    err = self._error(status, data)
-                    if status not in RETRIED_STATUSES:
-                        raise err
-                    retry_after = _retry_after(headers.get("Retry-After"))
-            delay = self._delay(attempt, retry_after)
-            if time.monotonic() + delay > deadline:
+                    except (ValueError, TypeError, RecursionError) as e:
+                        ctype = headers.get("Content-Type") or ""
+                        msg = f"answer is not a prediction (Content-Type {ctype!r}): {_one_line(str(e))}"
+                        raise AutouiError(200, "bad_answer", msg) from e
+                err = self._error(status, headers, data)
+                if status not in RETRIED_STATUSES:
+                    raise err
+            delay = self._delay(attempt, err.retry_after)
+            left = deadline - time.monotonic()
+            if delay > left:
+                if err.retry_after is not None and err.retry_after > left:
+                    msg = (
+                        f"the server asked to retry after {_duration(err.retry_after)}, more than the "
+                        f"{_duration(max(left, 0.0))} left of max_wait {self.max_wait}s: {err.message}"
+                    )
+                    raise AutouiError(err.status, err.kind, msg, err.retry_after)
                 raise err
             time.sleep(delay)
             attempt += 1
@@ -582,14 +771,19 @@ class Client:
         return retry_after + backoff * self._random.random()
 
     @staticmethod
-    def _error(status: int, data: bytes) -> AutouiError:
+    def _error(status: int, headers: Any, data: bytes) -> AutouiError:
+        """An error answer: the server's kind and text from its JSON body, else
+        the kind its status means and the body's text (one line either way)."""
         kind = _KIND_BY_STATUS.get(status, f"http_{status}")
-        message = data.decode("utf-8", "replace").strip()
+        message: Any = data
         try:
             obj = json.loads(data)
-            if isinstance(obj, dict):
-                kind = obj.get("kind") or kind
-                message = obj.get("error") or message
-        except ValueError:
-            pass
-        return AutouiError(status, kind, message)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            if isinstance(obj.get("kind"), str) and obj["kind"]:
+                kind = obj["kind"]
+            if isinstance(obj.get("error"), str) and obj["error"]:
+                message = obj["error"]
+        message = _one_line(message) or http.client.responses.get(status, "")
+        return AutouiError(status, kind, message, _retry_after(headers.get("Retry-After") if headers else None))
