@@ -52,18 +52,11 @@ func TestRunInterruptedExits130(t *testing.T) {
 	phonetest.Connect(t, srv, fake)
 	out := filepath.Join(t.TempDir(), "traj")
 	rf := parseRunFlags(t, "--goal", "g", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--no-annotate")
-	opts, err := rf.deviceOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.Connect(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := connect(t, rf)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tap := action.Action{Type: action.DualPoint, Touch: action.Point{Y: 0.5, X: 0.5}, Lift: action.Point{Y: 0.5, X: 0.5}}
-	err = runEpisode(ctx, dev, &cannedPredictor{answers: []action.Action{tap}}, rf, strings.NewReader(""), io.Discard, io.Discard)
+	err := runEpisode(ctx, dev, &cannedPredictor{answers: []action.Action{tap}}, rf, strings.NewReader(""), io.Discard, io.Discard)
 	if exitCode(err) != 130 || !strings.Contains(err.Error(), out) {
 		t.Fatalf("err = %v (exit %d)", err, exitCode(err))
 	}

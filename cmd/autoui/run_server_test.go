@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
 	"github.com/autoui/autoui/serve/servetest"
@@ -87,14 +86,7 @@ func runSampleEpisode(t *testing.T, during func(phone *fakephone.RecordingPhone)
 	if err := sf.validate(fs, mf); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := rf.deviceOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.Connect(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := connect(t, rf)
 	pred, closeFn, err := sf.open(mf)
 	if err != nil {
 		t.Fatal(err)

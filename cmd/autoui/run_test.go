@@ -46,6 +46,20 @@ func parseRunFlags(t *testing.T, args ...string) *runFlags {
 	return rf
 }
 
+// connect connects to the device rf's flags name.
+func connect(t *testing.T, rf *runFlags) *device.Device {
+	t.Helper()
+	opts, err := rf.deviceOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.Connect(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev
+}
+
 func TestRunEpisodeDryRunAndReal(t *testing.T) {
 	srv := phonetest.StartServer(t)
 	fake := phonetest.New(t, fakephone.Options{})
@@ -66,14 +80,7 @@ func TestRunEpisodeDryRunAndReal(t *testing.T) {
 		if err := rf.validate(); err != nil {
 			t.Fatal(err)
 		}
-		opts, err := rf.deviceOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dev, err := device.Connect(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dev := connect(t, rf)
 		var stdout strings.Builder
 		if err := runEpisode(context.Background(), dev, pred, rf, strings.NewReader(""), io.Discard, &stdout); err != nil {
 			t.Fatal(err)
@@ -199,17 +206,10 @@ func TestRunEpisodeUnwritableOut(t *testing.T) {
 	srv := phonetest.StartServer(t)
 	phonetest.Connect(t, srv, phonetest.New(t, fakephone.Options{}))
 	rf := parseRunFlags(t, "--goal", "g", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--no-annotate")
-	opts, err := rf.deviceOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.Connect(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := connect(t, rf)
 	var stdout strings.Builder
 	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
-	err = runEpisode(context.Background(), dev, &cannedPredictor{answers: []action.Action{done}}, rf, strings.NewReader(""), io.Discard, &stdout)
+	err := runEpisode(context.Background(), dev, &cannedPredictor{answers: []action.Action{done}}, rf, strings.NewReader(""), io.Discard, &stdout)
 	if err == nil || strings.Contains(stdout.String(), "trajectory:") {
 		t.Fatalf("err %v, output:\n%s", err, stdout.String())
 	}
