@@ -565,3 +565,33 @@ func TestSubsetOf(t *testing.T) {
 		t.Errorf("unknown subset in the marker: %q", got)
 	}
 }
+
+// An eval run's --out kept inside the data's directory is not data: its
+// predictions, run.json and feature cache were read back as records.
+func TestExpandPathsSkipsRunOutputs(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/records/general/general-00000-of-00001.tfrecord.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{
+		"general/general.tfrecord.gz":  src,
+		"run/run.json":                 []byte("{}"),
+		"run/predictions.jsonl":        nil,
+		"run/feature_cache/00/ab.feat": []byte("features"),
+		"elsewhere_cache/00/cd.feat":   []byte("features"),
+		"run/nested/other.tfrecord.gz": src, // under a run: left out too
+	} {
+		p := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := ExpandPaths([]string{dir})
+	if err != nil || len(files) != 1 || filepath.Base(files[0]) != "general.tfrecord.gz" {
+		t.Errorf("files %v, %v", files, err)
+	}
+}

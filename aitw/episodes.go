@@ -154,6 +154,9 @@ func ExpandPaths(args []string) ([]string, error) {
 						}
 						return nil
 					}
+					if path != p && d.IsDir() && isRunDir(path) {
+						return filepath.SkipDir // an eval run's --out kept beside its data
+					}
 					if d.Type().IsRegular() && !ignoredInDir(name) {
 						files = append(files, path)
 					}
@@ -180,10 +183,17 @@ func ExpandPaths(args []string) ([]string, error) {
 
 func ignoredInDir(name string) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
-	case ".json", ".md", ".txt", ".jsonl", ".html":
+	case ".json", ".md", ".txt", ".jsonl", ".html", ".feat": // .feat: eval run's feature cache
 		return true
 	}
 	return false
+}
+
+// isRunDir reports whether dir is an eval run's output (it holds run.json,
+// runinfo.File): its predictions and feature cache are no gold data.
+func isRunDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "run.json"))
+	return err == nil
 }
 
 // IsPickle reports whether a path names an Auto-UI feature pickle (.obj,
