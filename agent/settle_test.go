@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
@@ -164,6 +167,42 @@ func TestAgentOutDirNeverLosesATrajectory(t *testing.T) {
 	}
 	if _, err := os.Stat(notes); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The lock `autoui run` holds on --out is not part of the directory's
+// content: a directory holding only it is empty, and --overwrite neither
+// counts it as a foreign file nor removes it.
+func TestAgentOutDirLeavesTheLockFile(t *testing.T) {
+	_, d := fakeDevice(t, fakephone.Options{Phone: smallPhone(t)})
+	out := t.TempDir()
+	lock, err := outlock.Acquire(out, "autoui run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if err := CheckOutDir(out, false); err != nil {
+		t.Fatalf("a directory holding only the lock file: %v", err)
+	}
+	run := func(overwrite bool) error {
+		_, err := New(d, &scripted{answers: []predict.Result{res(tapA), res(done)}}, quick(Options{Goal: "g", OutDir: out, Overwrite: overwrite})).Run(context.Background())
+		return err
+	}
+	if err := run(false); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(out)
+	if err := run(false); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("(%d entries)", len(ents)-1)) { // the lock file not counted
+		t.Fatalf("a used --out: %v", err)
+	}
+	if err := run(true); err != nil {
+		t.Fatalf("--overwrite with the lock file there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, outlock.File)); err != nil {
+		t.Fatalf("--overwrite removed the lock file: %v", err)
+	}
+	if _, err := outlock.Acquire(out, "autoui run"); !errors.Is(err, outlock.ErrLocked) {
+		t.Fatalf("the lock was lost: %v", err)
 	}
 }
 

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/atomicfile"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 	"github.com/autoui/autoui/stoprule"
@@ -186,14 +188,20 @@ func CheckOutDir(dir string, overwrite bool) error {
 	return err
 }
 
-// outDirFiles returns the earlier trajectory's files to remove.
+// outDirFiles returns the earlier trajectory's files to remove. The lock
+// file `autoui run` holds on the directory (package outlock) is not content:
+// it is neither counted nor removed.
 func outDirFiles(dir string, overwrite bool) ([]string, error) {
 	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(ents) == 0) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == outlock.File })
+	if len(ents) == 0 {
+		return nil, nil
 	}
 	if !overwrite {
 		return nil, fmt.Errorf("output directory %s is not empty (%d entries): pass --overwrite to replace the trajectory in it, or choose another --out", dir, len(ents))

@@ -53,6 +53,9 @@ func ReadPredictions(paths []string) (*Predictions, error) {
 		if err != nil {
 			return nil, err
 		}
+		if src.Info != nil && !src.Info.Complete {
+			out.Notes = append(out.Notes, src.Path+": its eval run has not finished (still running, interrupted or cut by --limit): the steps it has not predicted count as missing")
+		}
 		if ps.TornTail {
 			out.Notes = append(out.Notes, "ignored a torn last line in "+src.Path)
 		}

@@ -1,12 +1,10 @@
 package runinfo
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,27 +98,6 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestLockExcludes(t *testing.T) {
-	dir := t.TempDir()
-	l, err := Acquire(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Acquire(dir)
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
-		t.Fatalf("second Acquire: %v", err)
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	l2, err := Acquire(dir)
-	if err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	l2.Release()
-	l2.Release() // idempotent
-}
-
 func TestVersion(t *testing.T) {
 	if v := Version(); v == "" {
 		t.Error("empty version")
@@ -206,6 +183,7 @@ func TestReadPredictionsNamesMissingShards(t *testing.T) {
 		dir := t.TempDir()
 		in := sample()
 		in.Data.Shard = shard
+		in.Complete = shard == "0/3" // the other's note names it unfinished
 		if err := Start(dir, in); err != nil {
 			t.Fatal(err)
 		}
@@ -224,6 +202,9 @@ func TestReadPredictionsNamesMissingShards(t *testing.T) {
 	}
 	if ps, _ := ReadPredictions(dirs[:1]); len(ps.Notes) != 1 || !strings.Contains(ps.Notes[0], "shards 1/3, 2/3 of") {
 		t.Errorf("one shard of three: notes %q", ps.Notes)
+	}
+	if !strings.Contains(strings.Join(ps.Notes, "\n"), dirs[1]+"/predictions.jsonl: its eval run has not finished") {
+		t.Errorf("an unfinished run is not named: notes %q", ps.Notes)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/autoui/autoui/atomicfile"
 	"github.com/autoui/autoui/bench"
 	"github.com/autoui/autoui/engine"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/predict"
 )
 
@@ -217,7 +218,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	lock, err := runinfo.Acquire(*out)
+	lock, err := outlock.Acquire(*out, "autoui eval run")
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/aitw/runner"
 	"github.com/autoui/autoui/bench"
+	"github.com/autoui/autoui/outlock"
 )
 
 // TestEvalScoreCommand runs `autoui eval score` on the AITW fixtures and
@@ -398,7 +399,7 @@ func TestEvalRunProvenanceAndLock(t *testing.T) {
 			t.Errorf("resume with %v: %v", c.args, err)
 		}
 	}
-	lock, err := runinfo.Acquire(out)
+	lock, err := outlock.Acquire(out, "autoui eval run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,6 +603,11 @@ func TestEvalPresetAutoUIAndPaperWarning(t *testing.T) {
 	}
 	html := filepath.Join(base, "report.html")
 	out, errs := score("default", "--json", "--html", html)
+	// (the runs stopped at --limit 3: a note says each has not finished)
+	if !strings.Contains(errs, "has not finished") {
+		t.Errorf("a run cut by --limit is not named unfinished: %q", errs)
+	}
+	errs = errs[strings.Index(errs, "\n")+1:]
 	if strings.Count(errs, "warning") != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "truncation keep-goal (main.py: right)") {
 		t.Errorf("default run: stderr %q, want one warning line naming the truncation", errs)
 	}

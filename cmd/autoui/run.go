@@ -14,6 +14,7 @@ import (
 
 	"github.com/autoui/autoui/agent"
 	"github.com/autoui/autoui/device"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/screendiff"
 )
@@ -198,9 +199,11 @@ func runCmd(ctx context.Context, args []string) error {
 	devOpts.MaxPixels = dopts.MaxPixels
 	// Refuse a used --out, and make sure one can be written, before
 	// anything slow happens.
-	if err := prepareOutDir(rf.out, rf.overwrite); err != nil {
+	lock, err := prepareOutDir(rf.out, rf.overwrite)
+	if err != nil {
 		return err
 	}
+	defer lock.Release() // held until the episode is done
 	return withOwnADBServer(devOpts, os.Stderr, func() error {
 		// Reach the device before loading the model: a missing phone is the
 		// more common mistake and the faster one to report.
@@ -217,28 +220,40 @@ func runCmd(ctx context.Context, args []string) error {
 	})
 }
 
-// prepareOutDir refuses a used --out, creates it and checks that a file can
-// be written in it, so that a bad --out (e.g. under /proc) fails before the
-// device is reached, not after.
-func prepareOutDir(dir string, overwrite bool) error {
+// prepareOutDir creates --out, locks it (so that no other process writes
+// or clears it until the returned lock is released), refuses a used one and
+// checks that a file can be written in it, so that a bad --out (e.g. under
+// /proc) fails before the device is reached, not after. With no --out the
+// lock is nil (Release does nothing).
+func prepareOutDir(dir string, overwrite bool) (*outlock.Lock, error) {
 	if dir == "" {
-		return nil
-	}
-	if err := agent.CheckOutDir(dir, overwrite); err != nil {
-		return err
+		return nil, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	lock, err := outlock.Acquire(dir, "autoui run")
+	if errors.Is(err, outlock.ErrLocked) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	if err := agent.CheckOutDir(dir, overwrite); err != nil {
+		lock.Release()
+		return nil, err
 	}
 	f, err := os.CreateTemp(dir, ".autoui-write-check-*")
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		lock.Release()
+		return nil, fmt.Errorf("--out: %w", err)
 	}
 	f.Close()
 	if err := os.Remove(f.Name()); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		lock.Release()
+		return nil, fmt.Errorf("--out: %w", err)
 	}
-	return nil
+	return lock, nil
 }
 
 // runEpisode plays the episode and prints the summary. Split from runCmd so

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/autoui/autoui/device"
 	"github.com/autoui/autoui/device/fakephone"
 	"github.com/autoui/autoui/device/fakephone/phonetest"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/predict/predicttest"
 )
@@ -212,5 +215,58 @@ func TestRunEpisodeUnwritableOut(t *testing.T) {
 	err := runEpisode(context.Background(), dev, &cannedPredictor{answers: []action.Action{done}}, rf, strings.NewReader(""), io.Discard, &stdout)
 	if err == nil || strings.Contains(stdout.String(), "trajectory:") {
 		t.Fatalf("err %v, output:\n%s", err, stdout.String())
+	}
+}
+
+// While another process holds --out, `autoui run` is refused before the
+// device is reached, naming the holder, and the trajectory there is left
+// alone, --overwrite or not; its own lock is held until the episode ends
+// and --overwrite keeps the lock file.
+func TestRunRefusesAHeldOut(t *testing.T) {
+	out := t.TempDir()
+	steps := filepath.Join(out, "steps.jsonl")
+	os.WriteFile(steps, []byte("{}\n"), 0o644)
+	lock, err := outlock.Acquire(out, "autoui run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	for _, extra := range [][]string{nil, {"--overwrite"}} {
+		args := append([]string{"--model", tinyBundle, "--goal", "g", "--out", out, "--adb-host", "127.0.0.1", "--adb-port", "1"}, extra...)
+		err := runCmd(context.Background(), args)
+		want := fmt.Sprintf("%s is in use by pid %d on %s (another autoui run); wait for it to finish or use another --out", out, os.Getpid(), host)
+		if !errors.Is(err, outlock.ErrLocked) || err.Error() != want {
+			t.Fatalf("run %v on a held --out: %v\nwant: %s", extra, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(steps); string(b) != "{}\n" {
+		t.Fatal("a refused run changed steps.jsonl")
+	}
+	lock.Release()
+	held, err := prepareOutDir(out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareOutDir(out, true); !errors.Is(err, outlock.ErrLocked) {
+		t.Fatalf("prepareOutDir while the first holds it: %v", err)
+	}
+	srv := phonetest.StartServer(t)
+	phonetest.Connect(t, srv, phonetest.New(t, fakephone.Options{}))
+	rf := parseRunFlags(t, "--goal", "g", "--adb-host", "127.0.0.1", "--adb-port", strconv.Itoa(srv.Port), "--out", out, "--overwrite", "--no-annotate")
+	done := action.Action{Type: action.StatusTaskComplete, Touch: action.NoPoint, Lift: action.NoPoint}
+	if err := runEpisode(context.Background(), connect(t, rf), &cannedPredictor{answers: []action.Action{done}}, rf, strings.NewReader(""), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, outlock.File)); err != nil {
+		t.Fatalf("--overwrite removed the lock file: %v", err)
+	}
+	if _, err := prepareOutDir(out, true); !errors.Is(err, outlock.ErrLocked) {
+		t.Fatalf("the lock was not held through the episode: %v", err)
+	}
+	held.Release()
+	if l, err := prepareOutDir(out, true); err != nil {
+		t.Fatalf("after release: %v", err)
+	} else {
+		l.Release()
 	}
 }

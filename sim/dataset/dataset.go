@@ -28,6 +28,7 @@ import (
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/progress"
 	"github.com/autoui/autoui/atomicfile"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/sim"
 	"github.com/autoui/autoui/sim/tasks"
 )
@@ -219,6 +220,16 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 		return nil, err
 	}
 	info := Info{Episodes: o.Episodes, Seed: o.Seed, Width: o.Width, Height: o.Height, Families: o.Families}
+	// Hold the directory from before it is checked or cleared to the end,
+	// so that no other process writes or clears it meanwhile.
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	lock, err := outlock.Acquire(o.Dir, "autoui dataset")
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer lock.Release()
 	done, err := prepareDir(o.Dir, o.Overwrite, info)
 	if err != nil {
 		return nil, err
@@ -450,40 +461,43 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
-// prepareDir makes dir ready for a dataset of info and returns how many
-// episodes of each family an interrupted run of the same options wrote
-// there (nil for a new dataset). The directory is created if missing; if it
-// holds anything else, it is refused unless overwrite, which removes an
+// prepareDir makes dir, which exists and is locked, ready for a dataset of
+// info and returns how many episodes of each family an interrupted run of
+// the same options wrote there (nil for a new dataset). If dir holds
+// anything but the lock, it is refused unless overwrite, which removes an
 // earlier dataset's files first. A directory with other files is never
-// cleared.
+// cleared, and the lock file never counts nor is removed.
 func prepareDir(dir string, overwrite bool, info Info) (map[string]int, error) {
 	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, os.MkdirAll(dir, 0o755)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
+	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == outlock.File })
 	if len(ents) == 0 {
 		return nil, nil
-	}
-	if !overwrite {
-		var old Stats
-		b, err := os.ReadFile(filepath.Join(dir, aitw.DatasetFile))
-		switch {
-		case err != nil || json.Unmarshal(b, &old) != nil:
-		case old.Interrupted && reflect.DeepEqual(old.Options, info):
-			return old.Done, nil
-		case old.Interrupted:
-			return nil, fmt.Errorf("dataset: %s holds an interrupted dataset of other options (%s): run its own command again to finish it, or pass --overwrite to replace it", dir, old.Options)
-		}
-		return nil, fmt.Errorf("dataset: %s is not empty (%d entries): pass --overwrite to replace the dataset in it, or use another --out", dir, len(ents))
 	}
 	var foreign []string
 	for _, e := range ents {
 		if !isDatasetEntry(e) {
 			foreign = append(foreign, e.Name())
 		}
+	}
+	if !overwrite {
+		var old Stats
+		b, err := os.ReadFile(filepath.Join(dir, aitw.DatasetFile))
+		switch {
+		case err != nil || json.Unmarshal(b, &old) != nil:
+			// A run killed (not interrupted) before it wrote dataset.json
+			// leaves only its temporary files: it cannot be resumed.
+			if tmp := tempFiles(dir); len(foreign) == 0 && len(tmp) > 0 {
+				return nil, fmt.Errorf("dataset: %s looks like an interrupted dataset: it holds temporary files (%s) but no %s, so the run was killed before it saved any progress and cannot be resumed (a dataset stopped with Ctrl-C can); pass --overwrite to start over, or use another --out", dir, strings.Join(firstN(tmp, 3), ", "), aitw.DatasetFile)
+			}
+		case old.Interrupted && reflect.DeepEqual(old.Options, info):
+			return old.Done, nil
+		case old.Interrupted:
+			return nil, fmt.Errorf("dataset: %s holds an interrupted dataset of other options (%s): run its own command again to finish it, or pass --overwrite to replace it", dir, old.Options)
+		}
+		return nil, fmt.Errorf("dataset: %s is not empty (%d entries): pass --overwrite to replace the dataset in it, or use another --out", dir, len(ents))
 	}
 	if len(foreign) > 0 {
 		return nil, fmt.Errorf("dataset: %s holds files that are not a dataset's (%s): refusing to clear it", dir, strings.Join(foreign, ", "))
@@ -496,18 +510,41 @@ func prepareDir(dir string, overwrite bool, info Info) (map[string]int, error) {
 	return nil, nil
 }
 
+// tempFiles lists the temporary files (atomicfile's) in dir and its split
+// directories, relative to dir.
+func tempFiles(dir string) []string {
+	var tmp []string
+	for _, sub := range append([]string{"."}, Splits...) {
+		ents, _ := os.ReadDir(filepath.Join(dir, sub))
+		for _, e := range ents {
+			if !e.IsDir() && strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
+				tmp = append(tmp, filepath.Join(sub, e.Name()))
+			}
+		}
+	}
+	return tmp
+}
+
+func firstN(names []string, n int) []string {
+	if len(names) > n {
+		return append(names[:n:n], "...")
+	}
+	return names
+}
+
 // String is the options as `autoui dataset` flags.
 func (i Info) String() string {
 	return fmt.Sprintf("--episodes %d --seed %d --size %dx%d --families %s", i.Episodes, i.Seed, i.Width, i.Height, strings.Join(i.Families, ","))
 }
 
 // isDatasetEntry reports whether a directory entry is something Write
-// makes: a split directory, splits.json, dataset.json or a temporary file
-// left by an interrupted run.
+// makes and --overwrite may remove: a split directory, splits.json,
+// dataset.json or a temporary file left by an interrupted run (never the
+// lock file).
 func isDatasetEntry(e fs.DirEntry) bool {
 	name := e.Name()
 	if e.IsDir() {
 		return slices.Contains(Splits, name)
 	}
-	return name == "splits.json" || name == aitw.DatasetFile || strings.HasPrefix(name, ".")
+	return name == "splits.json" || name == aitw.DatasetFile || (strings.HasPrefix(name, ".") && name != outlock.File)
 }

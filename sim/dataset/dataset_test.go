@@ -17,6 +17,7 @@ import (
 	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/aitw/progress"
+	"github.com/autoui/autoui/outlock"
 	"github.com/autoui/autoui/sim/tasks"
 )
 
@@ -232,7 +233,7 @@ func TestWriteIntoUsedDirectory(t *testing.T) {
 		}
 		return nil
 	})
-	want := append(append([]string{}, st.Files...), "dataset.json", "splits.json")
+	want := append(append([]string{}, st.Files...), "dataset.json", "splits.json", outlock.File)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
@@ -244,6 +245,83 @@ func TestWriteIntoUsedDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Error("a foreign file was removed")
+	}
+}
+
+// While another process holds --out, Write refuses at once, naming it,
+// and touches nothing there, --overwrite or not; the lock file is not
+// content: a directory holding only it is empty, and --overwrite keeps it.
+func TestWriteRefusedWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Dir: dir, Episodes: 2, Seed: 6, Width: 90, Height: 200, Families: []string{"open_app"}}
+	lock, err := outlock.Acquire(dir, "autoui dataset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	for _, ow := range []bool{false, true} {
+		o.Overwrite = ow
+		_, err := Write(ctx, o)
+		if !errors.Is(err, outlock.ErrLocked) || !strings.Contains(err.Error(), "in use by pid "+strconv.Itoa(os.Getpid())+" on "+host+" (another autoui dataset)") {
+			t.Fatalf("Write (overwrite %v) on a held --out: %v", ow, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("a refused Write left %d entries", len(ents))
+	}
+	lock.Release()
+	o.Overwrite = false
+	if _, err := Write(ctx, o); err != nil { // only the lock file: empty
+		t.Fatalf("a directory holding only the lock file: %v", err)
+	}
+	lock, err = outlock.Acquire(dir, "autoui dataset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Overwrite = true
+	if _, err := Write(ctx, o); !errors.Is(err, outlock.ErrLocked) {
+		t.Fatalf("--overwrite of a held dataset: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, aitw.DatasetFile)); err != nil {
+		t.Fatal("a refused --overwrite removed the dataset")
+	}
+	lock.Release()
+	if _, err := Write(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, outlock.File)); err != nil {
+		t.Errorf("--overwrite removed the lock file: %v", err)
+	}
+	// The lock is released when Write returns.
+	l, err := outlock.Acquire(dir, "test")
+	if err != nil {
+		t.Fatalf("after Write: %v", err)
+	}
+	l.Release()
+}
+
+// A run killed (SIGKILL) before its dataset.json leaves temporary files
+// only: the next run says so and that --overwrite starts over.
+func TestWriteAfterKilledRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, sp := range Splits {
+		os.MkdirAll(filepath.Join(dir, sp), 0o755)
+		os.WriteFile(filepath.Join(dir, sp, ".open_app.tfrecord.gz.tmp-123"), []byte("torn"), 0o644)
+	}
+	o := Options{Dir: dir, Episodes: 2, Seed: 6, Width: 90, Height: 200, Families: []string{"open_app"}}
+	_, err := Write(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "looks like an interrupted dataset") || !strings.Contains(err.Error(), "train/.open_app.tfrecord.gz.tmp-123") || !strings.Contains(err.Error(), "--overwrite to start over") {
+		t.Fatalf("rerun after a killed run: %v", err)
+	}
+	o.Overwrite = true
+	if _, err := Write(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range Splits {
+		if m, _ := filepath.Glob(filepath.Join(dir, sp, ".*.tmp-*")); len(m) > 0 {
+			t.Errorf("--overwrite kept %v", m)
+		}
 	}
 }
 
