@@ -67,6 +67,7 @@ func TestResolveShardErrors(t *testing.T) {
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX is not"},
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=x " + slurm3, `SLURM_ARRAY_TASK_ID="x" is not a task number`},
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=-1 " + slurm3, "is not a task number"},
+		{"auto", 0, "SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=9223372036854775807", `SLURM_ARRAY_TASK_MAX="9223372036854775807" is not a task number`},
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=3 " + slurm3, "SLURM_ARRAY_TASK_ID=3 is not in the array 0-2:1"},
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=10 SLURM_ARRAY_TASK_STEP=5", "not in the array 0-10:5"},
 		{"auto", 0, "SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=2 SLURM_ARRAY_TASK_STEP=0", "not in the array"},

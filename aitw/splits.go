@@ -143,6 +143,10 @@ func shardFromEnv(shards int, getenv func(string) string) (Shard, error) {
 	return Shard{}, errors.New("--shard auto: no SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX in the environment")
 }
 
+// maxSlurmTask bounds Slurm's task numbers (its MaxArraySize is at most
+// 4000001).
+const maxSlurmTask = 1 << 31
+
 // slurmShard numbers the tasks of an array MIN-MAX[:STEP] from 0. Arrays
 // that are lists (--array=1,3,7) have no such numbering and are rejected.
 func slurmShard(shards int, getenv func(string) string) (Shard, error) {
@@ -155,8 +159,8 @@ func slurmShard(shards int, getenv func(string) string) (Shard, error) {
 			return 0, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID is set but %s is not", name)
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("--shard auto: %s=%q is not a task number", name, v)
+		if err != nil || n < 0 || n > maxSlurmTask { // bounded: their differences do not overflow
+			return 0, fmt.Errorf("--shard auto: %s=%q is not a task number (0 to %d)", name, v, maxSlurmTask)
 		}
 		return n, nil
 	}
