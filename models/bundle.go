@@ -245,7 +245,12 @@ func matchIO(kind string, want []TensorSpec, got []IOInfo) error {
 			return fmt.Errorf("%s %q has rank %d in the graph, %d in the manifest: %w", kind, w.Name, len(g.Dims), len(w.Dims), ErrIOMismatch)
 		}
 		for i, d := range w.Dims {
-			if !d.Dynamic() && g.Dims[i] >= 0 && g.Dims[i] != d.Size {
+			switch {
+			case d.Dynamic():
+			case g.Dims[i] < 0:
+				// the manifest's size would go unchecked, and it sizes buffers
+				return fmt.Errorf("%s %q dimension %d is free in the graph, %d in the manifest: %w", kind, w.Name, i, d.Size, ErrIOMismatch)
+			case g.Dims[i] != d.Size:
 				return fmt.Errorf("%s %q dimension %d is %d in the graph, %d in the manifest: %w", kind, w.Name, i, g.Dims[i], d.Size, ErrIOMismatch)
 			}
 		}
