@@ -58,8 +58,12 @@ func InitRuntime(libPath string) error {
 	if os.Getenv("ORT_DISABLE_TELEMETRY") == "" {
 		os.Setenv("ORT_DISABLE_TELEMETRY", "1")
 	}
+	level, err := ortLogLevel(os.Getenv("AUTOUI_ORT_LOG"))
+	if err != nil {
+		return err
+	}
 	ort.SetSharedLibraryPath(path)
-	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+	if err := ort.InitializeEnvironment(level); err != nil {
 		return fmt.Errorf("%w: load %s: %v\n%s", ErrRuntime, path, err, installHint())
 	}
 	if err := checkVersion(ort.GetVersion()); err != nil {
@@ -72,6 +76,26 @@ func InitRuntime(libPath string) error {
 	}
 	runtimePath = path
 	return nil
+}
+
+// ortLogLevel is ONNX Runtime's own log level, from $AUTOUI_ORT_LOG:
+// fatal by default, since every error ORT logs it also returns, and autoui
+// reports that in one line (ORT's log line, coloured, came on top of it);
+// verbose, info, warning or error show ORT's log on stderr, to diagnose it.
+func ortLogLevel(name string) (ort.EnvironmentOption, error) {
+	switch strings.ToLower(name) {
+	case "", "fatal":
+		return ort.WithLogLevelFatal(), nil
+	case "error":
+		return ort.WithLogLevelError(), nil
+	case "warning":
+		return ort.WithLogLevelWarning(), nil
+	case "info":
+		return ort.WithLogLevelInfo(), nil
+	case "verbose":
+		return ort.WithLogLevelVerbose(), nil
+	}
+	return nil, fmt.Errorf("%w: AUTOUI_ORT_LOG=%q: want verbose, info, warning, error or fatal", ErrRuntime, name)
 }
 
 // RuntimeVersion returns the loaded ONNX Runtime version ("" before InitRuntime).

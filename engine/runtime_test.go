@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,5 +97,18 @@ func TestOpsSessionOptions(t *testing.T) {
 	want.IntraOpThreads, want.Spin = 1, SpinOff
 	if got != want {
 		t.Errorf("ops session options %+v, want %+v", got, want)
+	}
+}
+
+// ORT's own log is off unless $AUTOUI_ORT_LOG asks for it; a value that is
+// no level is an error naming the variable.
+func TestORTLogLevel(t *testing.T) {
+	for _, name := range []string{"", "fatal", "error", "warning", "info", "verbose", "WARNING"} {
+		if opt, err := ortLogLevel(name); err != nil || opt == nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if _, err := ortLogLevel("loud"); !errors.Is(err, ErrRuntime) || !strings.Contains(err.Error(), `AUTOUI_ORT_LOG="loud"`) {
+		t.Errorf("loud: %v", err)
 	}
 }
