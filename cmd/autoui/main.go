@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -73,9 +74,15 @@ func main() {
 	err := c.run(ctx, os.Args[2:])
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(os.Stderr, "autoui %s: %v\n", c.name, err)
+		fmt.Fprintln(os.Stderr, errorLine(c.name, err))
 	}
 	os.Exit(code)
+}
+
+// errorLine is a command's error as the one line it prints: ONNX Runtime's
+// messages, a hint, a page a server answered may hold line breaks.
+func errorLine(command string, err error) string {
+	return "autoui " + command + ": " + strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // Exit codes, the same for every command (docs/device.md, "Exit codes").

@@ -104,3 +104,13 @@ func TestRunStopsTheADBServerItStarted(t *testing.T) {
 		t.Fatal("the adb server autoui started is still running")
 	}
 }
+
+// A command's error is printed on one line, whatever line breaks ONNX
+// Runtime's message (or a hint, or a page) held.
+func TestErrorLine(t *testing.T) {
+	err := fmt.Errorf("decoder call 0: %w", errors.New("Got invalid dimensions for output: logits\n index: 2 Got: 2112 Expected: 1000\n Please fix either the inputs/outputs or the model."))
+	got := errorLine("predict", err)
+	if strings.Contains(got, "\n") || got != "autoui predict: decoder call 0: Got invalid dimensions for output: logits index: 2 Got: 2112 Expected: 1000 Please fix either the inputs/outputs or the model." {
+		t.Errorf("%q", got)
+	}
+}
