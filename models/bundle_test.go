@@ -163,6 +163,7 @@ func TestCheckIO(t *testing.T) {
 		"dtype":          func(in, out []IOInfo) ([]IOInfo, []IOInfo) { in[0].DType = "int64"; return in, out },
 		"rank":           func(in, out []IOInfo) ([]IOInfo, []IOInfo) { out[0].Dims = []int64{-1}; return in, out },
 		"fixed dim":      func(in, out []IOInfo) ([]IOInfo, []IOInfo) { out[0].Dims = []int64{-1, 16}; return in, out },
+		"free in graph":  func(in, out []IOInfo) ([]IOInfo, []IOInfo) { out[0].Dims = []int64{-1, -1}; return in, out },
 		"extra output":   func(in, out []IOInfo) ([]IOInfo, []IOInfo) { return in, append(out, IOInfo{Name: "present.0"}) },
 		"missing output": func(in, out []IOInfo) ([]IOInfo, []IOInfo) { return in, nil },
 	}
