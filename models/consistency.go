@@ -58,9 +58,22 @@ func (m *Manifest) checkConsistency() error {
 			if err := checkDims(ts, m.expectedDims(ts.Name)); err != nil {
 				return fmt.Errorf("files.%s %w: %w", role, err, ErrBadManifest)
 			}
+			if want, ok := engineDTypes[ts.Name]; ok && ts.DType != want {
+				return fmt.Errorf("files.%s %q is %s; the engine's buffers for it are %s: %w", role, ts.Name, ts.DType, want, ErrBadManifest)
+			}
 		}
 	}
 	return nil
+}
+
+// engineDTypes are the element types of the tensors the engine feeds and
+// reads by name (the K/V caches' are CacheDType's): a graph of another type
+// would fail in its first call, so its bundle is refused at load.
+var engineDTypes = map[string]string{
+	"pixel_values": "float32", "image_features": "float32",
+	"input_ids": "int64", "attention_mask": "int64", "encoder_attention_mask": "int64", "position": "int64",
+	"last_hidden_state": "float32", "encoder_hidden_states": "float32", "fused_hidden_states": "float32",
+	"logits": "float32", "logits_argmax": "int64",
 }
 
 // expectedDims gives the sizes a tensor's fixed dimensions must have, by

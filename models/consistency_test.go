@@ -48,6 +48,10 @@ func TestLoadRefusesInconsistentManifest(t *testing.T) {
 		{"logits vs vocab", setDims(RoleDecoder, true, "b", "s", 32128), `"logits" dimension 2 is 32128, the manifest's config says 10`},
 		{"heads", setDims(RoleDecoderCross, true, "b", 3, "s", 4), `dimension 1 is 3`},
 		{"d_model", setDims(RoleEncoder, true, "b", "s", 16), `dimension 2 is 16`},
+		{"logits dtype", func(m map[string]any) {
+			setDims(RoleDecoder, true, "b", "s", 10)(m)
+			file(m, RoleDecoder)["outputs"].([]map[string]any)[0]["dtype"] = "float64"
+		}, `"logits" is float64; the engine's buffers for it are float32`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
