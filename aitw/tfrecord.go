@@ -156,7 +156,7 @@ func (rr *RecordReader) fail(start int64, part string, got int, err error) error
 	switch {
 	case errors.Is(err, errGzipCut) && got == 0:
 		rr.err = &RecordError{File: rr.name, Offset: start, Err: ErrTruncated,
-			Reason: "gzip stream cut short at a record boundary (the records from here on are lost)"}
+			Reason: "gzip stream cut short at a record boundary (any records after this point are lost; every one before it was read and checked)"}
 	case errors.Is(err, errGzipCut):
 		rr.err = &RecordError{File: rr.name, Offset: start, Err: ErrTruncated,
 			Reason: fmt.Sprintf("gzip stream cut short inside the record %s (%d bytes of the record read)", part, got)}
