@@ -64,6 +64,10 @@ func readPickleFile(path, subset string, opts ReadOptions, st *ReadStats, fn fun
 	if !ok {
 		return fmt.Errorf("read Auto-UI pickle %s: top level is %T, want a list of episodes", path, obj)
 	}
+	// Every episode is read before the first is handed over: a pickle is
+	// read whole or not at all (a bad value in its last episode would
+	// otherwise stop a run after predicting the first ones).
+	var eps []Episode
 	for i, item := range *list {
 		if opts.Stop != nil {
 			if err := opts.Stop(); err != nil {
@@ -80,6 +84,9 @@ func readPickleFile(path, subset string, opts ReadOptions, st *ReadStats, fn fun
 		for j := range ep.Steps {
 			ep.Steps[j].Source = fmt.Sprintf("%s#%d.%d", path, i, j)
 		}
+		eps = append(eps, ep)
+	}
+	for _, ep := range eps {
 		st.Records += len(ep.Steps)
 		if err := fn(ep); err != nil {
 			return err
@@ -251,31 +258,48 @@ func toInt(v any) (int, bool) {
 }
 
 // toFloat32s flattens a numpy array, torch tensor or (nested) list of numbers.
-func toFloat32s(v any) ([]float32, error) { return nestedFloat32s(v, 0) }
+func toFloat32s(v any) ([]float32, error) {
+	left := maxPickleNumbers
+	return nestedFloat32s(v, 0, &left)
+}
 
-// listDepth bounds the nesting of lists of numbers: features and boxes are
-// one or two deep, and a pickled list may hold itself.
-const listDepth = 8
+// Bounds on one value's numbers: features and boxes are one or two lists
+// deep and a few thousand numbers, while a pickled list may hold itself, or
+// hold one list K times over 8 levels: K^8 numbers from a few KB of shared
+// references.
+const (
+	listDepth        = 8
+	maxPickleNumbers = 1 << 20
+)
 
-func nestedFloat32s(v any, depth int) ([]float32, error) {
+// nestedFloat32s flattens v, taking its numbers from *left (an error past
+// it).
+func nestedFloat32s(v any, depth int, left *int) ([]float32, error) {
 	if depth > listDepth {
 		return nil, fmt.Errorf("lists nested over %d deep", listDepth)
 	}
+	var out []float32
+	var err error
 	switch x := v.(type) {
 	case *ndarray:
-		return x.float32s()
+		out, err = x.float32s()
 	case *pytorch.Tensor:
-		return tensorFloat32s(x)
+		out, err = tensorFloat32s(x)
 	case *types.List:
-		return listFloat32s(*x, depth+1)
+		return listFloat32s(*x, depth+1, left)
 	case *types.Tuple:
-		return listFloat32s(*x, depth+1)
+		return listFloat32s(*x, depth+1, left)
+	default:
+		return nil, fmt.Errorf("unsupported value %T", v)
 	}
-	return nil, fmt.Errorf("unsupported value %T", v)
+	if *left -= len(out); err == nil && *left < 0 {
+		err = fmt.Errorf("more than %d numbers in one value", maxPickleNumbers)
+	}
+	return out, err
 }
 
-func listFloat32s(items []any, depth int) ([]float32, error) {
-	out := make([]float32, 0, len(items))
+func listFloat32s(items []any, depth int, left *int) ([]float32, error) {
+	out := make([]float32, 0, min(len(items), *left+1))
 	for _, it := range items {
 		switch n := it.(type) {
 		case float64:
@@ -285,11 +309,15 @@ func listFloat32s(items []any, depth int) ([]float32, error) {
 		case numpyScalar:
 			out = append(out, float32(n.f))
 		default:
-			inner, err := nestedFloat32s(it, depth)
+			inner, err := nestedFloat32s(it, depth, left)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, inner...)
+			continue
+		}
+		if *left--; *left < 0 {
+			return nil, fmt.Errorf("more than %d numbers in one value", maxPickleNumbers)
 		}
 	}
 	return out, nil
@@ -423,7 +451,8 @@ func (a *ndarray) PySetState(state any) error {
 
 func (a *ndarray) float32s() ([]float32, error) {
 	if a.list != nil {
-		return listFloat32s(a.list, 1)
+		left := maxPickleNumbers
+		return listFloat32s(a.list, 1, &left)
 	}
 	w := a.dtype.width()
 	if w == 0 {

@@ -135,3 +135,36 @@ func TestMutatedPicklesFailCleanly(t *testing.T) {
 		}
 	}
 }
+
+// A few KB of shared references can nest one list K times over 8 levels:
+// K^8 numbers. One value's numbers are bounded, so the file is an error,
+// not gigabytes.
+func TestPickleSharedReferenceBomb(t *testing.T) {
+	// image: L7 where L0 = [0.5]*20, Li = [Li-1]*20 (memo gets: a few KB)
+	p := newPK().op("](").op("}(").str("episode_id").str("e").str("data").op("](").
+		op("}(").str("goal").str("g").str("step_id").op("K\x00").str("image")
+	p.op("]q\x00(")
+	for range 20 {
+		p.op("G\x3f\xe0\x00\x00\x00\x00\x00\x00") // 0.5
+	}
+	p.op("e")
+	for lvl := 1; lvl <= 7; lvl++ {
+		p.op("0](") // the level below is in the memo: off the stack
+		for range 20 {
+			p.op("h" + string(rune(lvl-1)))
+		}
+		p.op("eq" + string(rune(lvl)))
+	}
+	p.op("ue").op("ue.")
+	f := filepath.Join(t.TempDir(), "general_bomb.obj")
+	if err := os.WriteFile(f, p.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Bytes()) > 8<<10 {
+		t.Fatalf("the bomb is %d bytes", len(p.Bytes()))
+	}
+	_, err := ReadAutoUIPickle(f, "general")
+	if err == nil || !strings.Contains(err.Error(), "more than 1048576 numbers") {
+		t.Fatalf("got %v", err)
+	}
+}
