@@ -18,6 +18,9 @@ type About struct {
 	// agree on everything but the shard, so one stands for all); nil when
 	// the predictions came without one.
 	Run *runinfo.Info `json:"run,omitempty"`
+	// Notes are what reading the predictions found: an unfinished run, a
+	// shard not given, a torn last line, repeated steps.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Describe gives the report's provenance as lines of text, for the text
@@ -55,5 +58,9 @@ func (r *Report) Describe() []string {
 	if a.Split != "" {
 		gold += "; split " + a.Split
 	}
-	return append(lines, gold, "predictions: "+strings.Join(a.Predictions, ", "), "date: "+a.Date)
+	lines = append(lines, gold, "predictions: "+strings.Join(a.Predictions, ", "), "date: "+a.Date)
+	for _, n := range a.Notes {
+		lines = append(lines, "note: "+n)
+	}
+	return lines
 }

@@ -536,7 +536,7 @@ func splitList(vals []string) []string {
 // about is the report's provenance: the gold, the predictions and the run
 // that made them.
 func about(df dataFlags, ps *runinfo.Predictions) *score.About {
-	a := &score.About{Date: time.Now().UTC().Format(time.RFC3339), Gold: df.paths, Split: df.split}
+	a := &score.About{Date: time.Now().UTC().Format(time.RFC3339), Gold: df.paths, Split: df.split, Notes: ps.Notes}
 	for _, s := range ps.Sources {
 		a.Predictions = append(a.Predictions, s.Path)
 	}

@@ -613,6 +613,12 @@ func TestEvalPresetAutoUIAndPaperWarning(t *testing.T) {
 	}
 	var rep struct {
 		PaperDifferences []string `json:"paper_differences"`
+		About            struct {
+			Notes []string `json:"notes"`
+		} `json:"about"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.About.Notes) != 1 || !strings.Contains(rep.About.Notes[0], "has not finished") {
+		t.Errorf("the JSON report's notes: %q (%v)", rep.About.Notes, err)
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.PaperDifferences) != 1 {
 		t.Errorf("JSON paper_differences %q (%v)", rep.PaperDifferences, err)
