@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -152,14 +153,22 @@ func runServe(ctx context.Context, args []string) error {
 		if stats != nil {
 			fmt.Fprintf(os.Stderr, "autoui serve: continuous decode: %s\n", stats())
 		}
-		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Connections still sending a request (a slow upload, a client
+		// that has not sent its headers) get a grace to be refused 503;
+		// then they are closed: the server stopped as asked.
+		hctx, hcancel := context.WithTimeout(context.Background(), connectionGrace)
 		defer hcancel()
 		herr := hs.Shutdown(hctx)
+		if errors.Is(herr, context.DeadlineExceeded) {
+			hs.Close()
+			fmt.Fprintf(os.Stderr, "autoui serve: closed the connections still sending a request %v after the drain\n", connectionGrace)
+			herr = nil
+		}
 		if closeFn != nil {
 			closeFn()
 		}
 		if derr != nil {
-			return fmt.Errorf("shutdown: batches still running after --request-timeout %v: %w", *timeout, derr)
+			return fmt.Errorf("shutdown: requests still decoding or in a batch after --request-timeout %v: %w", *timeout, derr)
 		}
 		if herr != nil {
 			return fmt.Errorf("shutdown: %w", herr)
@@ -219,6 +228,10 @@ func replayModel(m serve.Model, p *engine.Predictor, replay string) (serve.Model
 // provider's default: on the cpu a join's prefill costs by the request, so
 // requests join as soon as they come; a GPU prefills a few screens in about
 // the time of one, and every join pauses the decode.
+// connectionGrace is how long a shutdown waits, after the drain, for the
+// connections still sending a request.
+const connectionGrace = 5 * time.Second
+
 func defaultJoinMin(flag int, provider engine.Provider, maxBatch int) int {
 	switch {
 	case flag > 0:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,14 +30,15 @@ import (
 
 // TestServeCLI runs `autoui serve` in a child process, batching and
 // continuous: it reports its address, loads the model, answers a
-// prediction, and exits 0 on SIGTERM.
+// prediction, and exits 0 on SIGTERM, also with a client still sending its
+// request (its connection is closed after a grace).
 func TestServeCLI(t *testing.T) {
-	t.Run("batches", func(t *testing.T) { serveCLI(t, "--concurrent-batches", "2") })
-	t.Run("continuous", func(t *testing.T) { serveCLI(t, "--continuous", "--cuda-graph") })
-	t.Run("continuous-overlap", func(t *testing.T) { serveCLI(t, "--continuous", "--cuda-graph", "--overlap-joins") })
+	t.Run("batches", func(t *testing.T) { serveCLI(t, true, "--concurrent-batches", "2") })
+	t.Run("continuous", func(t *testing.T) { serveCLI(t, false, "--continuous", "--cuda-graph") })
+	t.Run("continuous-overlap", func(t *testing.T) { serveCLI(t, false, "--continuous", "--cuda-graph", "--overlap-joins") })
 }
 
-func serveCLI(t *testing.T, args ...string) {
+func serveCLI(t *testing.T, stalled bool, args ...string) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("  t0ken\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,8 +125,20 @@ func serveCLI(t *testing.T, args ...string) {
 		t.Fatalf("predict: %d %s", resp.StatusCode, b)
 	}
 
+	if stalled { // half a request line, never finished: it held the exit at 1
+		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("POST /v1/pre"))
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	if stalled {
+		next("autoui serve: closed the connections still sending a request")
 	}
 	if slices.Contains(args, "--continuous") {
 		// where the continuous decode's time went: the one request's join
