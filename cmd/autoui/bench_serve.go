@@ -91,7 +91,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 			return 0, err
 		}
 		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("%s: %.200s", resp.Status, strings.Join(strings.Fields(string(raw)), " ")) // one line
+			return 0, client.ErrorOf(resp, raw)
 		}
 		var p api.Prediction
 		if err := json.Unmarshal(raw, &p); err != nil {

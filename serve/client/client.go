@@ -364,7 +364,7 @@ func (c *Client) once(ctx context.Context, body []byte) (*api.Prediction, error)
 		return nil, fmt.Errorf("read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, errorOf(resp, raw)
+		return nil, ErrorOf(resp, raw)
 	}
 	if len(raw) > maxAnswer {
 		return nil, fmt.Errorf("answer is over the %d MiB limit: not a prediction", maxAnswer>>20)
@@ -382,7 +382,9 @@ const maxAnswer = 64 << 20
 // maxMessage caps an error message taken from an answer.
 const maxMessage = 200
 
-func errorOf(resp *http.Response, raw []byte) *Error {
+// ErrorOf is the *Error of a server's answer other than 200, raw its body:
+// the api.ErrorBody's kind and message, else the body's text on one line.
+func ErrorOf(resp *http.Response, raw []byte) *Error {
 	e := &Error{Status: resp.StatusCode}
 	if s := resp.Header.Get("Retry-After"); s != "" {
 		e.RetryAfter = parseRetryAfter(s)
@@ -453,7 +455,7 @@ func (c *Client) Ready(ctx context.Context) error {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		e := errorOf(resp, raw)
+		e := ErrorOf(resp, raw)
 		if e.Kind == "" && resp.StatusCode == http.StatusServiceUnavailable {
 			e.Kind = "not_ready"
 			if strings.Contains(e.Message, "shutting") {
