@@ -37,6 +37,18 @@ func Create(path string) (*File, error) {
 	return &File{File: tmp, path: path}, nil
 }
 
+// Check says, before any work, whether Create could write path: its
+// directory exists, and it is nothing yet, a regular file or a link to one.
+func Check(path string) error {
+	if _, err := target(path); err != nil {
+		return err
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return fmt.Errorf("write %s: no directory %s to write it in", path, filepath.Dir(path))
+	}
+	return nil
+}
+
 // target is the file a write to path replaces: path, or where its links
 // lead.
 func target(path string) (string, error) {

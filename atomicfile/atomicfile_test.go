@@ -112,4 +112,15 @@ func TestWriteThroughLinksRefuseOthers(t *testing.T) {
 		}
 	}
 	assertOnly(t, dir, "real.txt", "link.txt", "fifo", "null", "dangling")
+	// Check says the same before any work, and refuses a missing directory
+	for _, ok := range []string{real, link, filepath.Join(dir, "new.txt")} {
+		if err := Check(ok); err != nil {
+			t.Errorf("Check(%s): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{dir, fifo, toDev, filepath.Join(dir, "no", "x.txt")} {
+		if err := Check(bad); err == nil {
+			t.Errorf("Check(%s) passed", bad)
+		}
+	}
 }

@@ -221,11 +221,8 @@ func checkOutputs(paths map[string]string) error {
 		if path == "" || path == "-" {
 			continue
 		}
-		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-			return usageErrorf("%s %s: no directory %s to write it in", flag, path, filepath.Dir(path))
-		}
-		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-			return usageErrorf("%s %s: not a regular file", flag, path)
+		if err := atomicfile.Check(path); err != nil {
+			return usageErrorf("%s: %w", flag, err)
 		}
 	}
 	return nil
