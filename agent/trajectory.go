@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -192,14 +191,13 @@ func CheckOutDir(dir string, overwrite bool) error {
 // file `autoui run` holds on the directory (package outlock) is not content:
 // it is neither counted nor removed.
 func outDirFiles(dir string, overwrite bool) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := outlock.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == outlock.File })
 	if len(ents) == 0 {
 		return nil, nil
 	}

@@ -12,8 +12,10 @@ package outlock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,4 +97,11 @@ func (l *Lock) Release() error {
 	err := l.f.Close() // closing the descriptor releases the flock
 	l.f = nil
 	return err
+}
+
+// ReadDir is os.ReadDir of an output directory without the lock file: what
+// it holds, for the checks that it is empty or whose it is.
+func ReadDir(dir string) ([]fs.DirEntry, error) {
+	ents, err := os.ReadDir(dir)
+	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == File }), err
 }

@@ -468,11 +468,10 @@ func writeJSON(path string, v any) error {
 // earlier dataset's files first. A directory with other files is never
 // cleared, and the lock file never counts nor is removed.
 func prepareDir(dir string, overwrite bool, info Info) (map[string]int, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := outlock.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == outlock.File })
 	if len(ents) == 0 {
 		return nil, nil
 	}
