@@ -30,11 +30,15 @@ var ErrLocked = errors.New("in use")
 // Lock is a held lock; Release drops it.
 type Lock struct{ f *os.File }
 
-// Acquire takes the lock on dir (which must exist) without waiting. command
-// names the caller (e.g. "autoui dataset"); it is recorded with the pid and
-// host, and a refusal reads e.g. "D is in use by pid 1234 on host-a
-// (another autoui dataset); wait for it to finish or use another --out".
+// Acquire creates dir if missing and takes the lock on it without waiting.
+// command names the caller (e.g. "autoui dataset"); it is recorded with the
+// pid and host, and a refusal reads e.g. "D is in use by pid 1234 on
+// host-a (another autoui dataset); wait for it to finish or use another
+// --out".
 func Acquire(dir, command string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
 	f, err := os.OpenFile(filepath.Join(dir, File), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)

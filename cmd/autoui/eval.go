@@ -215,9 +215,6 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	// Lock before loading the model, so a second run on the same --out
 	// stops at once instead of after a long load.
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
 	lock, err := outlock.Acquire(*out, "autoui eval run")
 	if err != nil {
 		return err

@@ -229,9 +229,6 @@ func prepareOutDir(dir string, overwrite bool) (*outlock.Lock, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
 	lock, err := outlock.Acquire(dir, "autoui run")
 	if errors.Is(err, outlock.ErrLocked) {
 		return nil, err

@@ -222,9 +222,6 @@ func Write(ctx context.Context, o Options) (*Stats, error) {
 	info := Info{Episodes: o.Episodes, Seed: o.Seed, Width: o.Width, Height: o.Height, Families: o.Families}
 	// Hold the directory from before it is checked or cleared to the end,
 	// so that no other process writes or clears it meanwhile.
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
-	}
 	lock, err := outlock.Acquire(o.Dir, "autoui dataset")
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
