@@ -6,6 +6,8 @@
 package runinfo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +53,26 @@ type Model struct {
 	Name           string `json:"name"`
 	Dir            string `json:"dir"`
 	ManifestSHA256 string `json:"manifest_sha256"`
+}
+
+// ModelOf identifies the bundle in dir, a loaded one: its manifest's name,
+// the directory's absolute path and the manifest's SHA-256. It returns the
+// manifest too, for what else the caller reads from it.
+func ModelOf(dir string) (Model, []byte, error) {
+	man, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return Model{}, nil, err
+	}
+	var named struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(man, &named) // the bundle loaded, so the manifest parses
+	sum := sha256.Sum256(man)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return Model{Name: named.Name, Dir: abs, ManifestSHA256: hex.EncodeToString(sum[:])}, man, nil
 }
 
 // Options are the settings that change predictions (and the batch size,

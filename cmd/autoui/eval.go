@@ -341,27 +341,24 @@ func cacheNotes(sum runner.Summary) string {
 // newRunInfo records what a run predicts with: the bundle, the effective
 // settings and the data.
 func newRunInfo(modelDir string, set engine.Settings, hist runner.History, batch int, files []string, df dataFlags, sh aitw.Shard) (*runinfo.Info, error) {
-	man, err := os.ReadFile(filepath.Join(modelDir, "manifest.json"))
+	model, man, err := runinfo.ModelOf(modelDir)
 	if err != nil {
 		return nil, err
 	}
 	var named struct {
-		Name   string `json:"name"`
 		Action struct {
 			ScrollMap string `json:"scroll_map"`
 		} `json:"action"`
 	}
 	json.Unmarshal(man, &named) // the bundle loaded, so the manifest parses
 	scroll, _ := action.ParseScrollMap(named.Action.ScrollMap)
-	sum := sha256.Sum256(man)
-	absModel, _ := filepath.Abs(modelDir)
 	data, err := runinfo.DataFiles(files)
 	if err != nil {
 		return nil, err
 	}
 	in := &runinfo.Info{
 		Format: runinfo.FormatVersion, Version: runinfo.Version(),
-		Model: runinfo.Model{Name: named.Name, Dir: absModel, ManifestSHA256: hex.EncodeToString(sum[:])},
+		Model: model,
 		Options: runinfo.Options{
 			History: string(hist), HistoryWindow: set.HistoryWindow, Truncation: set.Truncation.String(),
 			MaxNewTokens: set.MaxNewTokens, Decoding: set.Decoding.String(), Constrained: set.Constrained,

@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/autoui/autoui/agent"
+	"github.com/autoui/autoui/aitw/runinfo"
 	"github.com/autoui/autoui/engine"
-	"github.com/autoui/autoui/models"
 	"github.com/autoui/autoui/predict"
 	"github.com/autoui/autoui/serve/client"
 )
@@ -136,16 +132,11 @@ func (s *serverFlags) open(mf *modelFlags) (predict.Predictor, func(), error) {
 func predictorSource(pred predict.Predictor) *agent.Source {
 	switch p := pred.(type) {
 	case *engine.Predictor:
-		b := p.Bundle()
-		src := &agent.Source{Name: b.Manifest.Name, Dir: b.Dir}
-		if abs, err := filepath.Abs(b.Dir); err == nil {
-			src.Dir = abs
+		m, _, err := runinfo.ModelOf(p.Bundle().Dir)
+		if err != nil {
+			return &agent.Source{Name: p.Bundle().Manifest.Name, Dir: p.Bundle().Dir}
 		}
-		if man, err := os.ReadFile(filepath.Join(b.Dir, models.ManifestFile)); err == nil {
-			sum := sha256.Sum256(man)
-			src.ManifestSHA256 = hex.EncodeToString(sum[:])
-		}
-		return src
+		return &agent.Source{Name: m.Name, Dir: m.Dir, ManifestSHA256: m.ManifestSHA256}
 	case remotePredictor:
 		if u, err := url.Parse(p.url); err == nil {
 			return &agent.Source{Server: u.Redacted()}
