@@ -99,13 +99,7 @@ const ServerInstallHint = "install the Android platform tools: `sudo apt-get ins
 // $ANDROID_ADB_SERVER_ADDRESS (default localhost) and
 // $ANDROID_ADB_SERVER_PORT (default 5037).
 func (o Options) ServerAddr() (string, int, error) {
-	if o.Getenv != nil {
-		return o.addr(o.Getenv)
-	}
-	return o.addr(defaultGetenv)
-}
-
-func (o Options) addr(getenv func(string) string) (string, int, error) {
+	getenv := o.getenv()
 	host, port := o.Host, o.Port
 	if spec := getenv("ADB_SERVER_SOCKET"); spec != "" && host == "" && port == 0 {
 		h, p, err := parseServerSocket(spec)
@@ -127,6 +121,14 @@ func (o Options) addr(getenv func(string) string) (string, int, error) {
 		}
 	}
 	return host, port, nil
+}
+
+// getenv is Getenv, or the process's environment.
+func (o Options) getenv() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return defaultGetenv
 }
 
 // ADBCommandEnv is the environment for an adb command given its server by
@@ -189,10 +191,7 @@ func isLoopback(host string) bool {
 // Connect reaches the adb server (starting it when none answers on a
 // loopback address and adb is on PATH) and picks the device.
 func Connect(ctx context.Context, opts Options) (*Device, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = defaultGetenv
-	}
+	getenv := opts.getenv()
 	lookPath := opts.LookPath
 	if lookPath == nil {
 		lookPath = exec.LookPath
@@ -206,7 +205,7 @@ func Connect(ctx context.Context, opts Options) (*Device, error) {
 		opts.Serial = getenv("ANDROID_SERIAL")
 		serialFromEnv = opts.Serial != ""
 	}
-	host, port, err := opts.addr(getenv)
+	host, port, err := opts.ServerAddr()
 	if err != nil {
 		return nil, err
 	}
