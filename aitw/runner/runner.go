@@ -473,7 +473,6 @@ func appendHistory(h []action.Action, mode History, gold, pred action.Action) []
 			return h // an output that did not parse has no action to show
 		}
 		return append(h, pred.Clamped()) // as a device would have performed it
-
 	}
 	return append(h, gold)
 }
