@@ -114,7 +114,7 @@ type Step struct {
 // again), a gold point that is not a number in [0, 1] (or -1 for none),
 // which would stop the run where the step is history.
 func (s *Step) checkValues() error {
-	for _, f := range []struct{ name, v string }{{"episode_id", s.EpisodeID}, {"goal", s.Goal}, {"typed text", s.Action.Text}} {
+	for _, f := range []struct{ name, v string }{{"episode_id", s.EpisodeID}, {"goal", s.Goal}} { // the typed text: Validate's
 		if !utf8.ValidString(f.v) {
 			return fmt.Errorf("%s %q is not UTF-8", f.name, f.v)
 		}
