@@ -10,7 +10,6 @@ import (
 	"math/big"
 	"os"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/pytorch"
@@ -104,9 +103,6 @@ func pickleEpisode(item any, subset string) (Episode, error) {
 	if err != nil {
 		return Episode{}, err
 	}
-	if !utf8.ValidString(id) {
-		return Episode{}, fmt.Errorf("episode_id %q is not UTF-8", id)
-	}
 	raw, ok := d.Get("data")
 	if !ok {
 		return Episode{}, fmt.Errorf("episode %s: no \"data\"", id)
@@ -122,6 +118,9 @@ func pickleEpisode(item any, subset string) (Episode, error) {
 			return Episode{}, fmt.Errorf("episode %s step #%d: %w", id, j, err)
 		}
 		s.EpisodeID, s.Subset, s.EpisodeLength = id, subset, len(*data)
+		if err := s.checkValues(); err != nil {
+			return Episode{}, fmt.Errorf("episode %s step #%d: %w", id, j, err)
+		}
 		if ep.Goal == "" {
 			ep.Goal = s.Goal
 		}
@@ -185,7 +184,7 @@ func pickleStep(raw any) (Step, error) {
 		return s, fmt.Errorf("result_action: %w", err)
 	}
 	s.Action = action.Action{Type: t, Touch: touch, Lift: lift, Text: ra[1]}
-	return s, s.checkValues()
+	return s, nil
 }
 
 func dictString(d *types.Dict, key string) (string, error) {
