@@ -3,6 +3,7 @@ package runner
 import (
 	"image"
 	"sync"
+	"time"
 
 	"github.com/autoui/autoui/aitw"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -142,7 +143,11 @@ func (r *run) readAhead(files []string, ro aitw.ReadOptions, budget int64, fn fu
 		}
 	}()
 	for {
+		t := time.Now()
 		ep, ok := q.take()
+		if !r.warm.IsZero() {
+			r.reading += time.Since(t)
+		}
 		if !ok {
 			break
 		}

@@ -114,6 +114,12 @@ type Summary struct {
 		First int // the predictions of the first call
 		Steps int // written after them
 		Time  time.Duration
+		// Of Time, on the run's goroutine (batches; a continuous decode
+		// runs on its own): Engine in the predictor's calls, Reading
+		// waiting for the read-ahead's next episode. The rest is the
+		// run's own work between calls (requests, writing predictions),
+		// during which the engine idles.
+		Engine, Reading time.Duration
 	}
 }
 
@@ -232,6 +238,7 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 	if !r.warm.IsZero() {
 		a := &sum.AfterFirst
 		a.First, a.Steps, a.Time = r.warmN, sum.Predicted-r.warmN, time.Since(r.warm)
+		a.Engine, a.Reading = r.engine, r.reading
 	}
 	return sum, err
 }
@@ -270,9 +277,12 @@ type run struct {
 	sum     *Summary
 	prog    *progress.Bar
 	batch   int
-	warm    time.Time     // when the first call's predictions were written (warmedUp)
-	warmN   int           // how many they were
-	cache   *featureCache // nil: no cache
+	warm    time.Time // when the first call's predictions were written (warmedUp)
+	warmN   int       // how many they were
+	// after warm: time in the predictor's calls, and waiting for the
+	// read-ahead (Summary.AfterFirst)
+	engine, reading time.Duration
+	cache           *featureCache // nil: no cache
 }
 
 // job is one step waiting for its prediction.
@@ -357,7 +367,11 @@ func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := time.Now()
 	res, err := r.p.PredictBatch(r.ctx, reqs)
+	if !r.warm.IsZero() {
+		r.engine += time.Since(t)
+	}
 	if err == nil && len(res) != len(jobs) {
 		err = fmt.Errorf("%d results for %d requests", len(res), len(jobs))
 	}

@@ -32,6 +32,7 @@ type fakePredictor struct {
 	batches     []int // size of each PredictBatch call
 	lastFeature []float32
 	firstDelay  time.Duration // the first call's sleep: an engine's warm-up
+	delay       time.Duration // every later call's sleep: an engine's work
 }
 
 func (f *fakePredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
@@ -44,6 +45,8 @@ func (f *fakePredictor) PredictBatch(ctx context.Context, reqs []predict.Request
 	f.batches = append(f.batches, len(reqs))
 	if len(f.batches) == 1 {
 		time.Sleep(f.firstDelay)
+	} else {
+		time.Sleep(f.delay)
 	}
 	out := make([]*predict.Result, len(reqs))
 	for i, req := range reqs {
@@ -278,18 +281,22 @@ func TestLimitExact(t *testing.T) {
 }
 
 // Summary.AfterFirst starts after the first engine call: a slow first call
-// (an engine's warm-up) is in neither its steps nor its time.
+// (an engine's warm-up) is in neither its steps nor its time. Of its time,
+// the later calls' is the engine's.
 func TestAfterFirstLeavesOutTheFirstCall(t *testing.T) {
 	for _, mode := range []History{HistoryGold, HistoryPredicted} {
 		opts := testOptions(t, t.TempDir())
 		opts.History, opts.Batch = mode, 4
-		fp := &fakePredictor{firstDelay: 100 * time.Millisecond}
+		fp := &fakePredictor{firstDelay: 100 * time.Millisecond, delay: 2 * time.Millisecond}
 		t0 := time.Now()
 		sum, err := Run(context.Background(), fp, opts)
 		total := time.Since(t0)
 		a := sum.AfterFirst
 		if err != nil || len(fp.batches) < 2 || a.First != fp.batches[0] || a.Steps != sum.Predicted-a.First || a.Time <= 0 || a.Time > total-fp.firstDelay {
 			t.Errorf("%s: %+v after a first call of %v in a run of %v (%v)", mode, a, fp.batches, total, err)
+		}
+		if later := time.Duration(len(fp.batches)-1) * fp.delay; a.Engine < later || a.Reading < 0 || a.Engine+a.Reading > a.Time {
+			t.Errorf("%s: engine %v (its %d later calls slept %v), reading %v, of %v", mode, a.Engine, len(fp.batches)-1, later, a.Reading, a.Time)
 		}
 	}
 }

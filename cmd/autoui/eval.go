@@ -282,7 +282,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 		sum.Predicted, sum.AlreadyDone, sum.Path, sum.Episodes, sum.ParseErrors, sum.CacheHits, sum.CacheMisses, cacheNotes(sum))
 	if a := sum.AfterFirst; a.Steps >= *batch && a.Time > 0 {
 		// the first call carries the engine's warm-up; a short GPU run is mostly that
-		fmt.Fprintf(os.Stderr, "after the first %d predictions: %d in %.1f s, %.2f steps/s\n", a.First, a.Steps, a.Time.Seconds(), float64(a.Steps)/a.Time.Seconds())
+		fmt.Fprintf(os.Stderr, "after the first %d predictions: %d in %.1f s, %.2f steps/s%s\n", a.First, a.Steps, a.Time.Seconds(), float64(a.Steps)/a.Time.Seconds(), afterFirstParts(sum))
 	}
 	if d, n := sum.Decode, sum.Predicted; n > 0 && d.Calls > 0 {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
@@ -305,6 +305,19 @@ func runEvalRun(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "stopped at --limit %d; re-run to continue\n", *limit)
 	}
 	return nil
+}
+
+// afterFirstParts says where a batched run's time after its first call
+// went: the engine's calls, waiting for the reading, and the run's own work
+// between calls (the engine idle then).
+func afterFirstParts(sum runner.Summary) string {
+	a := sum.AfterFirst
+	if a.Engine <= 0 {
+		return "" // a continuous decode: its calls run beside the run's goroutine
+	}
+	rest := max(a.Time-a.Engine-a.Reading, 0)
+	return fmt.Sprintf(" (engine calls %.2f s, waiting for the reading %.2f s, writing and the rest %.2f s)",
+		a.Engine.Seconds(), a.Reading.Seconds(), rest.Seconds())
 }
 
 // recordedSubset is the subset run.json records: --subset, else the one a
