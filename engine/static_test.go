@@ -370,8 +370,8 @@ func TestStaticAdopt(t *testing.T) {
 	}
 	defer sv.Destroy()
 	mask := []int64{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0}
-	if err := a.Join([]int{0, 1, 2, 3}, sv, mask); err != nil {
-		t.Fatal(err)
+	if tm, err := a.Join([]int{0, 1, 2, 3}, sv, mask); err != nil || tm.Cross <= 0 || tm.Scatter <= 0 || tm.Mask <= 0 {
+		t.Fatal(tm, err)
 	}
 	// step feeds row r of s the ids of A's row from[r] at position pos
 	ids := make([]int64, 4*W*3)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/sample"
 	"github.com/autoui/autoui/predict"
 )
@@ -86,6 +87,13 @@ type StreamStats struct {
 	// fusion, cross projection) but their moves, Decode the decoder
 	// calls', Move the moves'.
 	Prefill, Decode, Move time.Duration
+	// Place is the part of Prefill that placed the prefilled joins on
+	// their rows: the states as a value, new buffers (a first set, not a
+	// move), and Join's parts.
+	Place struct {
+		States, Buffers time.Duration
+		kv.JoinTimes
+	}
 	// Beside counts the joins prefilled beside the calls
 	// (Options.OverlapJoins) that started a request, as Joins counts,
 	// BesideTime the time of every such prefill that landed, which is in
@@ -99,6 +107,8 @@ func (a *StreamStats) add(b StreamStats) {
 	a.BusyRows, a.Rows = a.BusyRows+b.BusyRows, a.Rows+b.Rows
 	a.Prefill, a.Decode, a.Move = a.Prefill+b.Prefill, a.Decode+b.Decode, a.Move+b.Move
 	a.Beside, a.BesideTime = a.Beside+b.Beside, a.BesideTime+b.BesideTime
+	a.Place.States, a.Place.Buffers = a.Place.States+b.Place.States, a.Place.Buffers+b.Place.Buffers
+	a.Place.JoinTimes.Add(b.Place.JoinTimes)
 }
 
 // StreamStats is what every Stream of the predictor did so far (a server's
@@ -514,6 +524,7 @@ func (s *streamState) place(jobs []predict.Job, seqs []*sequence, res []*predict
 		return batchErr(err)
 	}
 	defer done()
+	s.stats.Place.States += time.Since(t)
 	enc := min(alignUp(len(mask)/B, streamEncBucket), p.bundle.Manifest.Prompt.MaxSourceTokens)
 	rows := len(s.rows)
 	switch {
@@ -523,7 +534,9 @@ func (s *streamState) place(jobs []predict.Job, seqs []*sequence, res []*predict
 		rows = streamRows(s.busy+B, s.maxRows)
 	}
 	if st := s.set.st; st == nil || enc > st.Enc() || rows != len(s.rows) {
+		tb, moved := time.Now(), s.stats.Move
 		err := s.resize(rows, max(enc, s.key.enc))
+		s.stats.Place.Buffers += time.Since(tb) - (s.stats.Move - moved)
 		if err != nil && (st == nil || enc > st.Enc() || s.busy+B > len(s.rows)) {
 			return batchErr(fmt.Errorf("continuous batching: %w", err))
 		} // else the buffers in place do, only larger than needed
@@ -534,7 +547,9 @@ func (s *streamState) place(jobs []predict.Job, seqs []*sequence, res []*predict
 			at = append(at, r)
 		}
 	}
-	if err := s.set.st.Join(at, states, mask); err != nil {
+	tm, err := s.set.st.Join(at, states, mask)
+	s.stats.Place.JoinTimes.Add(tm)
+	if err != nil {
 		return batchErr(err)
 	}
 	cross := time.Since(t)

@@ -271,5 +271,8 @@ func streamLine(p *engine.Predictor) string {
 	if st.Beside > 0 {
 		line += fmt.Sprintf("; %d joins prefilled beside the calls in %.2f s", st.Beside, st.BesideTime.Seconds())
 	}
+	pl := st.Place
+	line += fmt.Sprintf("; placing the joins: states %.2f s, new buffers %.2f s, cross projection %.2f s, writing it %.2f s, mask %.2f s",
+		pl.States.Seconds(), pl.Buffers.Seconds(), pl.Cross.Seconds(), pl.Scatter.Seconds(), pl.Mask.Seconds())
 	return line
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -244,39 +245,57 @@ func (s *Static) Start(states ort.Value, mask []int64) error {
 	return nil
 }
 
+// JoinTimes is where a join's placing went (Static.Join): the cross
+// projection at the joining rows, writing its K/V into the buffers
+// (ScatterRows), and copying the mask up.
+type JoinTimes struct{ Cross, Scatter, Mask time.Duration }
+
+// Add adds b's times.
+func (a *JoinTimes) Add(b JoinTimes) {
+	a.Cross, a.Scatter, a.Mask = a.Cross+b.Cross, a.Scatter+b.Scatter, a.Mask+b.Mask
+}
+
 // Join starts requests on some rows while the other rows go on decoding
 // (continuous batching): the cross graph runs on their states [len(rows),
 // m, DModel] (m <= Enc) alone, its K/V are written over those rows' in the
 // cross buffers, positions padded to Enc (Ops.ScatterRows: the addresses
 // stay, so a captured call still reads them), and their mask [len(rows), m]
 // is copied up, padded with zeros. As for Start, the rows'
-// self-attention cache needs no reset.
-func (s *Static) Join(rows []int, states ort.Value, mask []int64) error {
+// self-attention cache needs no reset. It returns how long each part took.
+func (s *Static) Join(rows []int, states ort.Value, mask []int64) (JoinTimes, error) {
+	var tm JoinTimes
 	n := int64(len(rows))
 	sh := states.GetShape()
 	if n == 0 || len(sh) != 3 || sh[0] != n || sh[1] > s.d.enc || sh[2] != s.d.model || int64(len(mask)) != n*sh[1] {
-		return fmt.Errorf("static cache: join %d rows with states %v and %d mask values, enc %d (programmer error)", n, sh, len(mask), s.d.enc)
+		return tm, fmt.Errorf("static cache: join %d rows with states %v and %d mask values, enc %d (programmer error)", n, sh, len(mask), s.d.enc)
 	}
 	at := make([]int64, n)
 	for j, r := range rows {
 		if r < 0 || int64(r) >= s.d.b {
-			return fmt.Errorf("static cache: join row %d of %d (programmer error)", r, s.d.b)
+			return tm, fmt.Errorf("static cache: join row %d of %d (programmer error)", r, s.d.b)
 		}
 		at[j] = int64(r)
 	}
+	t := time.Now()
 	kv, err := projectCross(s.names, s.cross, states, s.mem)
 	if err != nil {
-		return fmt.Errorf("static cache: cross projection: %w", err)
+		return tm, fmt.Errorf("static cache: cross projection: %w", err)
 	}
 	defer ortval.DestroyAll(kv)
+	tm.Cross = time.Since(t)
+	t = time.Now()
 	if err := s.ops.ScatterRows(ortval.Values(s.crossKV), at, ortval.Values(kv)); err != nil {
-		return fmt.Errorf("static cache: write the joining rows' cross K/V: %w", err)
+		return tm, fmt.Errorf("static cache: write the joining rows' cross K/V: %w", err)
 	}
+	tm.Scatter = time.Since(t)
+	t = time.Now()
 	mine := make([]int64, n)
 	for j := range mine {
 		mine[j] = int64(j)
 	}
-	return s.setMask(at, mask, mine, sh[1])
+	err = s.setMask(at, mask, mine, sh[1])
+	tm.Mask = time.Since(t)
+	return tm, err
 }
 
 // setMask sets rows at[j] of the mask to rows from[j] of src, mask rows of
