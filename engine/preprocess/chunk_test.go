@@ -62,40 +62,14 @@ func TestResizeMemoryBounded(t *testing.T) {
 	t.Logf("1x60000 -> 224x224 allocated %d bytes", n)
 }
 
-// A lazy window computes the weights a stored one holds, bit for bit.
-func TestLazyWindowMatchesStored(t *testing.T) {
-	for _, sz := range [][2]int{{1_000_000, 224}, {300_000, 16}, {5_000_000, 7}} {
-		lazy := buildWindow(sz[0], sz[1], true)
-		if lazy.coef != nil {
-			t.Fatalf("%v: window not lazy", sz)
-		}
-		stored := newWindow(sz[0], sz[1])
-		for xx := 0; xx < sz[1]; xx++ {
-			if lazy.first[xx] != stored.first[xx] || lazy.count[xx] != stored.count[xx] {
-				t.Fatalf("%v output %d: window [%d +%d], stored [%d +%d]", sz, xx, lazy.first[xx], lazy.count[xx], stored.first[xx], stored.count[xx])
-			}
-			for j := stored.first[xx]; j < stored.first[xx]+stored.count[xx]; j++ {
-				if got, want := lazy.coefAt(xx, j), stored.coef[xx*stored.ksize+j-stored.first[xx]]; got != want {
-					t.Fatalf("%v output %d source %d: lazy %d, stored %d", sz, xx, j, got, want)
-				}
-			}
-		}
-	}
-	if w := buildWindow(2400, 224, true); w.coef == nil {
-		t.Error("a phone screenshot's window is lazy")
-	}
-}
-
-// A source tall enough for a lazy vertical window resizes as the plain
-// reference does.
+// A source of the tallest side resizes as the plain reference does, in one
+// piece and in chunks.
 func TestTallSourceMatchesReference(t *testing.T) {
-	src := noisyImage(3, 300_000)
+	src := noisyImage(3, MaxSide)
 	want := referenceResize(src, 16, 16)
-	if vw := cachedWindow(300_000, 16, true); vw.coef != nil {
-		t.Fatal("expected a lazy window")
-	}
-	for _, workers := range []int{1, 3} {
-		s := &scratch{forceWorkers: workers}
+	for _, c := range [][2]int{{1, 0}, {3, 0}, {3, 4000}} {
+		workers := c[0]
+		s := &scratch{forceWorkers: workers, forceChunkRows: c[1]}
 		got, ch, err := s.resize(src, 16, 16)
 		if err != nil || ch != 3 {
 			t.Fatal(err, ch)

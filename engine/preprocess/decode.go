@@ -28,6 +28,13 @@ var (
 // header claims (a 855-byte PNG can claim 200000x200000, 160 GB).
 const DefaultMaxPixels = 40_000_000
 
+// MaxSide is the longest side (pixels) an image may have: JPEG's own limit,
+// nine times an 8K display's width. Within the pixel cap a longer side is
+// no screen, only a cost: a 40-megapixel single-row PNG took 1.5 GB to
+// decode and resize (the resampler's per-column scratch and weights grow
+// with the side, not the area).
+const MaxSide = 1<<16 - 1
+
 // DecodeOptions tunes DecodeWith.
 type DecodeOptions struct {
 	// MaxPixels refuses images whose header says more than this many
@@ -60,6 +67,9 @@ func (e *TooLargeError) Error() string {
 	if e.Format == "" {
 		what = "decoded image is"
 	}
+	if e.Width*e.Height <= uint64(e.MaxPixels) {
+		return fmt.Sprintf("%s %dx%d: a side over %d pixels", what, e.Width, e.Height, MaxSide)
+	}
 	return fmt.Sprintf("%s %dx%d = %d pixels, over the --max-pixels limit of %d",
 		what, e.Width, e.Height, e.Width*e.Height, e.MaxPixels)
 }
@@ -68,7 +78,7 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 func checkPixels(format string, w, h uint64, max int) error {
 	// w and h are at most 2^32-1, so the product cannot overflow uint64.
-	if w*h > uint64(max) {
+	if w*h > uint64(max) || w > MaxSide || h > MaxSide {
 		return &TooLargeError{Format: format, Width: w, Height: h, MaxPixels: max}
 	}
 	return nil
@@ -207,6 +217,9 @@ func FromRaw(pix []byte, height, width, channels int) (image.Image, error) {
 	}
 	if len(pix) != want {
 		return nil, fmt.Errorf("raw image: %d bytes, want %dx%dx%d = %d", len(pix), height, width, channels, want)
+	}
+	if width > MaxSide || height > MaxSide {
+		return nil, fmt.Errorf("raw image: size %dx%d has a side over %d pixels", width, height, MaxSide)
 	}
 	r := image.Rect(0, 0, width, height)
 	switch channels {

@@ -152,6 +152,37 @@ func TestDecodeRefusesHostileHeadersWithoutAllocating(t *testing.T) {
 	}
 }
 
+// A side over MaxSide is refused from the header however few the pixels:
+// a 40-megapixel single-row PNG within the pixel cap took 1.5 GB to decode
+// and resize.
+func TestDecodeRefusesALongSide(t *testing.T) {
+	for _, c := range []struct {
+		data []byte
+		want string
+	}{
+		{hostilePNG(40_000_000, 1), "PNG header says 40000000x1: a side over 65535 pixels"},
+		{hostilePNG(1, 65536), "PNG header says 1x65536: a side over 65535 pixels"},
+	} {
+		var err error
+		n := allocated(func() { _, err = Decode(bytes.NewReader(c.data)) })
+		if !errors.Is(err, ErrTooLarge) || err.Error() != c.want || n > 10<<20 {
+			t.Errorf("got %v after allocating %d bytes, want %q", err, n, c.want)
+		}
+	}
+	// at the limit: a PNG of 65535x1 decodes
+	if _, err := Decode(bytes.NewReader(encodePNG(t, markedImage(MaxSide, 1)))); err != nil {
+		t.Errorf("65535x1: %v", err)
+	}
+	// a raw AITW screen the same, and the resampler behind both
+	if _, err := FromRaw(make([]byte, 3*(MaxSide+1)), 1, MaxSide+1, 3); err == nil || !strings.Contains(err.Error(), "a side over 65535") {
+		t.Errorf("raw 65536x1: %v", err)
+	}
+	wide := &RGB{Pix: make([]byte, 3*(MaxSide+1)), Stride: 3 * (MaxSide + 1), Rect: image.Rect(0, 0, MaxSide+1, 1)}
+	if err := DefaultConfig().PixelsInto(make([]float32, DefaultConfig().Len()), wide); err == nil || !strings.Contains(err.Error(), "a side over 65535") {
+		t.Errorf("resizing 65536x1: %v", err)
+	}
+}
+
 func TestDecodeCapOptions(t *testing.T) {
 	pngData := encodePNG(t, markedImage(40, 30)) // 1200 pixels
 	jpgData := encodeJPEG(t, markedImage(40, 30))

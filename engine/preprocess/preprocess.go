@@ -131,7 +131,7 @@ func ResizeBicubic(src image.Image, width, height int) *image.NRGBA {
 	out := image.NewNRGBA(image.Rect(0, 0, width, height))
 	px, ch, err := s.resize(src, width, height)
 	if err != nil {
-		return out // empty source: nothing to sample, return black
+		return out // an empty source (or a side Decode and FromRaw refuse): black
 	}
 	n := width * height
 	for i := 0; i < n; i++ {
@@ -279,6 +279,10 @@ func (s *scratch) resize(img image.Image, outW, outH int) (px []byte, ch int, er
 	if inW <= 0 || inH <= 0 {
 		return nil, 0, errEmptyImage
 	}
+	if inW > MaxSide || inH > MaxSide {
+		// what Decode and FromRaw refuse: the scratch grows with a side
+		return nil, 0, fmt.Errorf("preprocess: image %dx%d has a side over %d pixels", inW, inH, MaxSide)
+	}
 	n := workers(inW * inH)
 	if s.forceWorkers > 0 {
 		n = s.forceWorkers
@@ -299,16 +303,16 @@ func (s *scratch) resize(img image.Image, outW, outH int) (px []byte, ch int, er
 	var vw, hw *window
 	first, last := 0, inH
 	if needV {
-		vw = cachedWindow(inH, outH, true)
+		vw = cachedWindow(inH, outH)
 		first = vw.first[0]
 		last = vw.first[outH-1] + vw.count[outH-1]
 	}
 	if needH {
-		hw = cachedWindow(inW, outW, false)
+		hw = cachedWindow(inW, outW)
 	}
 	stride := outW * ch
 	s.first, s.stride, s.needH, s.hw, s.vw = first, stride, needH, hw, vw
-	if chunk := s.chunkRows(stride); needV && (chunk < last-first || vw.coef == nil) {
+	if chunk := s.chunkRows(stride); needV && chunk < last-first {
 		return s.resizeChunked(first, last, outH, chunk), ch, nil
 	}
 	s.tmp = grow(s.tmp, (last-first)*stride)

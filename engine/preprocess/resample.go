@@ -14,25 +14,15 @@ const precisionBits = 32 - 8 - 2
 // window is the resampling of one axis (inSize -> outSize): for every output
 // index, the first source index, the number of source samples and their
 // fixed-point bicubic weights (ksize slots per output, the unused ones 0).
-//
 // The weights take about 16 bytes per source index (ksize is about four
-// times the downscale factor). A lazy window, used for the vertical axis of
-// sources taller than maxWindowCoefs allows, keeps only each output's weight
-// sum and computes a weight when it is used (coefAt), to the same bits.
+// times the downscale factor): 1 MB at MaxSide.
 type window struct {
 	inSize, outSize int
 	ksize           int
 	first           []int
 	count           []int
-	coef            []int32 // nil in a lazy window
-
-	sums      []float64 // lazy: each output's sum of unnormalized weights
-	scale, ss float64   // lazy: newWindow's scale and 1/filterScale
+	coef            []int32
 }
-
-// maxWindowCoefs is the most weights a window stores (4 MB): a phone
-// screenshot's windows hold some 10 000.
-const maxWindowCoefs = 1 << 20
 
 // cubic is the bicubic convolution kernel with a = -0.5. Every product is
 // rounded explicitly (float64 conversions) so no fused multiply-add changes
@@ -61,11 +51,7 @@ func cubic(x float64) float64 {
 // Pillow's resampler does: support scaled by the downscale factor, bounds
 // rounded from the sample centre, weights normalized to sum 1, then
 // quantized to precisionBits with round-half-away-from-zero.
-func newWindow(inSize, outSize int) *window { return buildWindow(inSize, outSize, false) }
-
-// buildWindow is newWindow, giving a lazy window when lazy is set and the
-// weights would be more than maxWindowCoefs.
-func buildWindow(inSize, outSize int, lazy bool) *window {
+func newWindow(inSize, outSize int) *window {
 	// Pillow takes the box edges as float32 and the scale in float64.
 	scale := float64(float32(inSize)) / float64(outSize)
 	filterScale := scale
@@ -80,16 +66,9 @@ func buildWindow(inSize, outSize int, lazy bool) *window {
 		inSize: inSize, outSize: outSize, ksize: ksize,
 		first: make([]int, outSize),
 		count: make([]int, outSize),
-		scale: scale, ss: ss,
+		coef:  make([]int32, outSize*ksize),
 	}
-	lazy = lazy && outSize*ksize > maxWindowCoefs
-	var weights []float64
-	if lazy {
-		w.sums = make([]float64, outSize)
-	} else {
-		w.coef = make([]int32, outSize*ksize)
-		weights = make([]float64, ksize)
-	}
+	weights := make([]float64, ksize)
 	for xx := 0; xx < outSize; xx++ {
 		center := float64((float64(xx) + 0.5) * scale)
 		lo := int(center - support + 0.5) // truncation toward zero, as C's (int)
@@ -107,17 +86,11 @@ func buildWindow(inSize, outSize int, lazy bool) *window {
 		sum := 0.0
 		for x := 0; x < n; x++ {
 			v := cubic(float64(float64(x+lo)-center+0.5) * ss)
-			if !lazy {
-				weights[x] = v
-			}
+			weights[x] = v
 			sum += v
 		}
 		w.first[xx] = lo
 		w.count[xx] = n
-		if lazy {
-			w.sums[xx] = sum
-			continue
-		}
 		k := w.coef[xx*ksize : xx*ksize+ksize]
 		for x := 0; x < n; x++ {
 			k[x] = quantize(weights[x], sum)
@@ -140,42 +113,30 @@ func quantize(v, sum float64) int32 {
 }
 
 // coefAt is the weight of source index j for output index xx (j within its
-// window), stored or, in a lazy window, computed as newWindow does.
-func (w *window) coefAt(xx, j int) int32 {
-	if w.coef != nil {
-		return w.coef[xx*w.ksize+j-w.first[xx]]
-	}
-	center := float64((float64(xx) + 0.5) * w.scale)
-	return quantize(cubic(float64(float64(j)-center+0.5)*w.ss), w.sums[xx])
-}
+// window).
+func (w *window) coefAt(xx, j int) int32 { return w.coef[xx*w.ksize+j-w.first[xx]] }
 
 // windowCache keeps the windows of recently used (in, out) sizes: a phone
 // produces one screen size, so after the first frame no window is rebuilt.
 var windowCache struct {
 	sync.Mutex
-	m map[[3]int]*window
+	m map[[2]int]*window
 }
 
 const maxCachedWindows = 64
 
-func cachedWindow(inSize, outSize int, lazy bool) *window {
-	key := [3]int{inSize, outSize, 0}
-	if lazy {
-		key[2] = 1
-	}
+func cachedWindow(inSize, outSize int) *window {
+	key := [2]int{inSize, outSize}
 	windowCache.Lock()
 	w := windowCache.m[key]
 	windowCache.Unlock()
 	if w != nil {
 		return w
 	}
-	w = buildWindow(inSize, outSize, lazy)
-	if len(w.coef) > maxWindowCoefs {
-		return w // a huge source's: not worth keeping
-	}
+	w = newWindow(inSize, outSize)
 	windowCache.Lock()
 	if windowCache.m == nil || len(windowCache.m) >= maxCachedWindows {
-		windowCache.m = make(map[[3]int]*window)
+		windowCache.m = make(map[[2]int]*window)
 	}
 	windowCache.m[key] = w
 	windowCache.Unlock()
