@@ -82,7 +82,8 @@ func awAction(a action.Action, g GestureRecord, prevTap *[2]int) (AWAction, bool
 		}
 		return AWAction{ActionType: "scroll", Direction: ScrollDirection(action.SwipeDirection(a.Touch, a.Lift))}, true
 	case action.TypeText:
-		out := AWAction{ActionType: "input_text", Text: a.Text}
+		// the text the device typed (folded to ASCII, say), not the model's
+		out := AWAction{ActionType: "input_text", Text: g.Text}
 		if prevTap != nil {
 			x, y := prevTap[0], prevTap[1]
 			out.X, out.Y = &x, &y

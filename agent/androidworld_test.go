@@ -21,14 +21,18 @@ import (
 func TestAWExportConventions(t *testing.T) {
 	tap := func(x, y int) GestureRecord { return GestureRecord{Kind: "tap", X1: x, Y1: y} }
 	none := GestureRecord{Kind: "key"}
+	typed := GestureRecord{Kind: "text", Text: typeA.Text}
+	// the model's text folded to ASCII on the device: the file says what was typed
+	cafe := action.Action{Type: action.TypeText, Touch: action.NoPoint, Lift: action.NoPoint, Text: "café crème"}
 	steps := []struct {
 		a action.Action
 		g GestureRecord
 	}{
-		{tapA, tap(54, 120)}, {typeA, GestureRecord{Kind: "text"}}, {enter, none}, // tap, type, enter: enter merged
-		{back, none}, {typeA, GestureRecord{Kind: "text"}}, // no tap just before: no coordinates
+		{tapA, tap(54, 120)}, {typeA, typed}, {enter, none}, // tap, type, enter: enter merged
+		{back, none}, {typeA, typed}, // no tap just before: no coordinates
 		{enter, none}, {enter, none}, // the second Enter is a real one
-		{tapB, tap(81, 60)}, {swipeUp, GestureRecord{Kind: "swipe"}}, {typeA, GestureRecord{Kind: "text"}},
+		{tapB, tap(81, 60)}, {swipeUp, GestureRecord{Kind: "swipe"}}, {typeA, typed},
+		{cafe, GestureRecord{Kind: "text", Text: "cafe creme"}},
 		{done, GestureRecord{Kind: "stop"}},
 	}
 	want := []string{
@@ -40,6 +44,7 @@ func TestAWExportConventions(t *testing.T) {
 		`{"action_type":"click","x":81,"y":60}`,
 		`{"action_type":"scroll","direction":"down"}`,
 		`{"action_type":"input_text","text":"coffee & cake; $(reboot)"}`,
+		`{"action_type":"input_text","text":"cafe creme"}`,
 		`{"action_type":"status","goal_status":"complete"}`,
 	}
 	var c awContext

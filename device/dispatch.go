@@ -106,6 +106,9 @@ func (d *Device) PlanAction(a action.Action, width, height int) Plan {
 	if g.Kind == action.GestureText {
 		tp := d.PlanText(g.Text)
 		p.Commands, p.TextWarning, p.Refused = tp.Commands, tp.Warning, tp.Refused
+		if tp.Refused == nil {
+			p.Gesture.Text = tp.Typed // what the device types: folded, say
+		}
 	}
 	return p
 }

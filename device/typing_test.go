@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autoui/autoui/action"
 	"github.com/autoui/autoui/device/fakephone"
 )
 
@@ -74,6 +75,11 @@ func TestTypingModes(t *testing.T) {
 			want, _ := FoldASCII(s)
 			if got := strings.TrimPrefix(phoneOf(fake).TypedText(), before); got != want || got != p.Typed {
 				t.Fatalf("typed %q, want %q", got, want)
+			}
+			// an action's plan records the text the device types
+			a := action.Action{Type: action.TypeText, Text: s, Touch: action.NoPoint, Lift: action.NoPoint}
+			if g := d.PlanAction(a, 1080, 2400).Gesture; g.Text != want {
+				t.Fatalf("%q: the plan's gesture says %q, the device types %q", s, g.Text, want)
 			}
 		}
 	})
