@@ -70,13 +70,12 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) predict(w http.ResponseWriter, r *http.Request, start time.Time) {
-	if r.Method != http.MethodPost {
-		s.refuse(w, r, methodNotAllowed("POST"))
+	if !s.authorized(r) {
+		s.refuse(w, r, errUnauthorized)
 		return
 	}
-	if !s.authorized(r) {
-		s.refuse(w, r, &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized,
-			msg: "missing or wrong bearer token (Authorization: Bearer TOKEN)"})
+	if r.Method != http.MethodPost {
+		s.refuse(w, r, methodNotAllowed("POST"))
 		return
 	}
 	s.mu.Lock()

@@ -443,6 +443,7 @@ var Kinds = []string{KindBadRequest, KindUnauthorized, KindMethodNotAllowed, Kin
 var (
 	errShuttingDown = &httpError{status: http.StatusServiceUnavailable, kind: KindShuttingDown, msg: "the server is shutting down; retry on another replica"}
 	errNotReady     = &httpError{status: http.StatusServiceUnavailable, kind: KindNotReady, msg: "the model is still loading; retry shortly"}
+	errUnauthorized = &httpError{status: http.StatusUnauthorized, kind: KindUnauthorized, msg: "missing or wrong bearer token (Authorization: Bearer TOKEN)"}
 )
 
 // authorized checks the bearer token in constant time.
@@ -460,6 +461,11 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+		// the token guards all of /v1: without it, nothing says which paths exist
+		s.refuse(w, r, errUnauthorized)
+		return
+	}
 	s.refuse(w, r, &httpError{status: http.StatusNotFound, kind: KindNotFound,
 		msg: fmt.Sprintf("no such path %q; the API is POST /v1/predict (docs/serve.md)", r.URL.Path)})
 }

@@ -507,6 +507,22 @@ func TestAuth(t *testing.T) {
 	wantError(t, resp, body, 401, KindUnauthorized, "bearer token")
 	resp, body = post(t, ctx, ts.URL, req, "Authorization", "Bearer s3cret-token")
 	wantPrediction(t, resp.StatusCode, body)
+	// all of /v1 wants the token before it says more: no path, no method
+	for _, path := range []string{"/v1/predict", "/v1/models", "/v1/"} {
+		if c, b := get(t, ts.URL+path); c != 401 || !strings.Contains(b, KindUnauthorized) {
+			t.Errorf("GET %s without a token: %d %s", path, c, b)
+		}
+	}
+	r, err := http.NewRequest(http.MethodGet, ts.URL+"/v1/models", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer s3cret-token")
+	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != 404 {
+		t.Errorf("GET /v1/models with the token: %v %v", code(resp), err)
+	} else {
+		resp.Body.Close()
+	}
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		r, err := http.Get(ts.URL + path)
 		if err != nil {
