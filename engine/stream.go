@@ -94,6 +94,10 @@ type StreamStats struct {
 		States, Buffers time.Duration
 		kv.JoinTimes
 	}
+	// Screens and Prompts are the parts of Prefill that prefilled the joins
+	// in place (not beside the calls): their screens (resizing, the vision
+	// tower) and their prompts (tokenizing, encoder, fusion).
+	Screens, Prompts time.Duration
 	// Beside counts the joins prefilled beside the calls
 	// (Options.OverlapJoins) that started a request, as Joins counts,
 	// BesideTime the time of every such prefill that landed, which is in
@@ -109,6 +113,7 @@ func (a *StreamStats) add(b StreamStats) {
 	a.Beside, a.BesideTime = a.Beside+b.Beside, a.BesideTime+b.BesideTime
 	a.Place.States, a.Place.Buffers = a.Place.States+b.Place.States, a.Place.Buffers+b.Place.Buffers
 	a.Place.JoinTimes.Add(b.Place.JoinTimes)
+	a.Screens, a.Prompts = a.Screens+b.Screens, a.Prompts+b.Prompts
 }
 
 // StreamStats is what every Stream of the predictor did so far (a server's
@@ -499,7 +504,25 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 		return err
 	}
 	defer fused.release()
+	screens, prompts := prefillParts(res)
+	s.stats.Screens += screens
+	s.stats.Prompts += prompts
 	return s.place(jobs, seqs, res, fused, mask, start)
+}
+
+// prefillParts is how long a prefill's screens and prompts took, from its
+// results' timings: the screens' stages are the whole batch's in each
+// result, the encoder's and fusion's each group's of EncoderRows results,
+// tokenizing each result's own.
+func prefillParts(res []*predict.Result) (screens, prompts time.Duration) {
+	for i, r := range res {
+		t := r.Timings
+		if i == 0 {
+			screens = t.Preprocess + t.Vision
+		}
+		prompts += t.Tokenize + (t.Encoder+t.Fusion)/time.Duration(max(t.EncoderRows, 1))
+	}
+	return screens, prompts
 }
 
 // requestsOf is the jobs' requests.

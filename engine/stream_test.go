@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autoui/autoui/predict"
 )
@@ -150,6 +151,14 @@ func testStreamGolden(t *testing.T, overlap bool) {
 			st.Calls != steps || st.BusyRows < int64(st.Calls) || st.BusyRows > st.Rows ||
 			st.Prefill <= 0 || st.Decode <= 0 || st.Move <= 0 {
 			t.Errorf("%s: stream stats %+v (%d requests, %d moves, %d calls)", dec, st, 4*len(reqs), len(moves), steps)
+		}
+		// the joins' time in its parts: in place, the prompts' prefill (these
+		// requests bring features: no screens), then placing (every join
+		// runs the cross projection and writes its K/V)
+		pl := st.Place
+		if parts := st.Screens + st.Prompts + pl.States + pl.Buffers + pl.Cross + pl.Scatter + pl.Mask; st.Screens != 0 || st.Prompts <= 0 ||
+			pl.Cross <= 0 || pl.Scatter <= 0 || pl.Mask <= 0 || parts > st.Prefill {
+			t.Errorf("%s: the joins' %v in parts: screens %v, prompts %v, placing %+v", dec, st.Prefill, st.Screens, st.Prompts, pl)
 		}
 		// beside the calls: every join into a busy decode (the rows 1
 		// stream never has one)
@@ -299,5 +308,19 @@ func TestStreamRefuses(t *testing.T) {
 		if err := ps.Stream(context.Background(), rows, never); err == nil {
 			t.Errorf("rows %d: no error", rows)
 		}
+	}
+}
+
+// A prefill's screens take the batch's time once, its prompts each
+// encoder group's once and each request's tokenizing.
+func TestPrefillParts(t *testing.T) {
+	ms := time.Millisecond
+	res := []*predict.Result{
+		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: ms, Encoder: 6 * ms, Fusion: 2 * ms, EncoderRows: 2}},
+		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: ms, Encoder: 6 * ms, Fusion: 2 * ms, EncoderRows: 2}},
+		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, EncoderRows: 1}},
+	}
+	if screens, prompts := prefillParts(res); screens != 13*ms || prompts != (ms+ms+2*ms)+(6*ms+2*ms)+(4*ms+ms) {
+		t.Errorf("screens %v, prompts %v", screens, prompts)
 	}
 }

@@ -272,7 +272,7 @@ func streamLine(p *engine.Predictor) string {
 		line += fmt.Sprintf("; %d joins prefilled beside the calls in %.2f s", st.Beside, st.BesideTime.Seconds())
 	}
 	pl := st.Place
-	line += fmt.Sprintf("; placing the joins: states %.2f s, new buffers %.2f s, cross projection %.2f s, writing it %.2f s, mask %.2f s",
-		pl.States.Seconds(), pl.Buffers.Seconds(), pl.Cross.Seconds(), pl.Scatter.Seconds(), pl.Mask.Seconds())
+	line += fmt.Sprintf("; of the joins' time, prefilling in place: screens %.2f s, prompts %.2f s; placing: states %.2f s, new buffers %.2f s, cross projection %.2f s, writing it %.2f s, mask %.2f s",
+		st.Screens.Seconds(), st.Prompts.Seconds(), pl.States.Seconds(), pl.Buffers.Seconds(), pl.Cross.Seconds(), pl.Scatter.Seconds(), pl.Mask.Seconds())
 	return line
 }
