@@ -10,6 +10,7 @@ require (
 	github.com/sugarme/tokenizer v0.3.0
 	github.com/yalue/onnxruntime_go v1.36.0
 	golang.org/x/image v0.23.0
+	golang.org/x/sys v0.28.0
 	golang.org/x/term v0.27.0
 	golang.org/x/text v0.25.0
 	google.golang.org/protobuf v1.36.11
@@ -23,7 +24,6 @@ require (
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
-	golang.org/x/sys v0.28.0 // indirect
 )
 
 // onnxruntime_go v1.36.0 plus IoBinding.BindOutputToDevice and OwnedValue

@@ -175,6 +175,9 @@ type band struct {
 	acc  []int32 // vertical accumulators, one output row
 	rb   []int64 // packed red/blue of one source row
 	g    []int32 // green of one source row
+
+	pp    []byte // SIMD horizontal pass: tap pairs of two rows
+	spare []byte // SIMD one-row pass: the discarded second output row
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -377,17 +380,14 @@ func (bd *band) horizontal(tmp []byte, lo, hi int, needH bool, hw *window, strid
 	src := &bd.src
 	ch, inW := src.channels(), src.width
 	bd.row = grow(bd.row, inW*src.bytesPerPixel())
-	bd.rb = grow(bd.rb, inW)
-	bd.g = grow(bd.g, inW)
 	y := lo
 	if needH && ch == 3 {
 		bd.row2 = grow(bd.row2, inW*4)
-		bd.p3 = grow(bd.p3, 3*inW)
 		for ; y+1 < hi; y += 2 {
 			a := src.row(y, bd.row)
 			b := src.row(y+1, bd.row2)
 			t := tmp[(y-lo)*stride : (y-lo+2)*stride]
-			horizontal4x2(a, b, hw, bd.p3, t[:stride], t[stride:])
+			bd.horizontalPair(a, b, hw, t[:stride], t[stride:])
 		}
 	}
 	for ; y < hi; y++ {
@@ -397,7 +397,7 @@ func (bd *band) horizontal(tmp []byte, lo, hi int, needH bool, hw *window, strid
 		case needH && ch == 1:
 			horizontal1(r, hw, t)
 		case needH:
-			horizontal4(r, hw, bd.rb, bd.g, t)
+			bd.horizontalOne(r, hw, t)
 		case ch == 1:
 			copy(t, r)
 		default:

@@ -22,6 +22,12 @@ type window struct {
 	first           []int
 	count           []int
 	coef            []int32
+
+	// pairs holds the weights split for the SIMD horizontal pass (see
+	// splitPairs); nil where that pass is unavailable or the window does not
+	// qualify, and then the Go kernels run.
+	pairs  []int32
+	kpairs int // pairs per output index
 }
 
 // cubic is the bicubic convolution kernel with a = -0.5. Every product is
@@ -96,7 +102,62 @@ func newWindow(inSize, outSize int) *window {
 			k[x] = quantize(weights[x], sum)
 		}
 	}
+	if haveSIMD {
+		w.splitPairs()
+	}
 	return w
+}
+
+// splitPairs fills w.pairs for the SIMD horizontal pass. Each weight c is
+// split into hi = c>>11 and lo = c&0x7ff (c = hi<<11 + lo, both int16), and
+// the taps of an output index are taken in pairs: pair j is two int32s, the
+// first holding hi of taps 2j and 2j+1 as two int16s (low half first), the
+// second their lo. kpairs pairs per output index; the slots past its count
+// are 0. The kernel sums pixel*hi and pixel*lo separately in int32 lanes
+// and returns (sumHi<<11)+sumLo+half, which wraps to the exact sum whenever
+// that sum fits an int32. Windows where a weight does not split into int16
+// halves, or where a sum of 8-bit pixels could leave int32 (so that the Go
+// kernels' own wrap-around would decide the result), keep pairs nil; so do
+// windows reaching outside the source, which the kernel does not check.
+func (w *window) splitPairs() {
+	ks := w.ksize
+	kp := (ks + 1) / 2
+	for xx := 0; xx < w.outSize; xx++ {
+		if f, n := w.first[xx], w.count[xx]; f < 0 || n < 0 || n > ks || f+n > w.inSize {
+			return
+		}
+		var pos, neg int64
+		for _, c := range w.coef[xx*ks : xx*ks+w.count[xx]] {
+			if c < -1<<26 || c >= 1<<26 {
+				return
+			}
+			if c > 0 {
+				pos += int64(c)
+			} else {
+				neg += int64(c)
+			}
+		}
+		if int64(half)+255*pos > math.MaxInt32 || int64(half)+255*neg < math.MinInt32 {
+			return
+		}
+	}
+	pairs := make([]int32, w.outSize*kp*2)
+	for xx := 0; xx < w.outSize; xx++ {
+		k := w.coef[xx*ks : xx*ks+ks]
+		d := pairs[xx*kp*2 : (xx+1)*kp*2]
+		for j := 0; j < kp; j++ {
+			var c0, c1 int32
+			c0 = k[2*j]
+			if 2*j+1 < ks {
+				c1 = k[2*j+1]
+			}
+			hi0, lo0 := uint32(uint16(c0>>11)), uint32(c0&0x7ff)
+			hi1, lo1 := uint32(uint16(c1>>11)), uint32(c1&0x7ff)
+			d[2*j] = int32(hi0 | hi1<<16)
+			d[2*j+1] = int32(lo0 | lo1<<16)
+		}
+	}
+	w.pairs, w.kpairs = pairs, kp
 }
 
 // quantize normalizes weight v by the window's sum and rounds it to
@@ -240,6 +301,36 @@ func horizontal4x2(a, b []byte, w *window, p []int64, dstA, dstB []byte) {
 		db[1] = clip8(int32((accG - int64(gA)) >> 32))
 		db[2] = clip8(int32((accB - int64(bA)) >> 32))
 	}
+}
+
+// useSIMD selects the SIMD horizontal pass where the CPU has one (haveSIMD);
+// tests clear it to run the Go kernels.
+var useSIMD = haveSIMD
+
+// horizontalPair resamples two source rows: horizontal4x2, on the SIMD
+// kernel where it runs (same bytes).
+func (bd *band) horizontalPair(a, b []byte, w *window, dstA, dstB []byte) {
+	if useSIMD && w.pairs != nil {
+		bd.pp = grow(bd.pp, 32*w.inSize)
+		horizontal4x2SIMD(a, b, w, bd.pp, dstA, dstB)
+		return
+	}
+	bd.p3 = grow(bd.p3, 3*w.inSize)
+	horizontal4x2(a, b, w, bd.p3, dstA, dstB)
+}
+
+// horizontalOne resamples one source row: horizontal4, on the SIMD kernel
+// where it runs (same bytes).
+func (bd *band) horizontalOne(src []byte, w *window, dst []byte) {
+	if useSIMD && w.pairs != nil {
+		bd.pp = grow(bd.pp, 32*w.inSize)
+		bd.spare = grow(bd.spare, 3*w.outSize)
+		horizontal4SIMD(src, w, bd.pp, bd.spare, dst)
+		return
+	}
+	bd.rb = grow(bd.rb, w.inSize)
+	bd.g = grow(bd.g, w.inSize)
+	horizontal4(src, w, bd.rb, bd.g, dst)
 }
 
 // horizontal1 resamples one row of a single-channel image.
