@@ -237,7 +237,7 @@ func (s *scratch) pass(kind, w, lo, hi int) {
 		return
 	}
 	bd.acc = grow(bd.acc, s.stride)
-	vertical(s.tmp, s.stride, s.first, s.vw, lo, hi, bd.acc, s.out)
+	verticalRows(s.tmp, s.stride, s.first, s.vw, lo, hi, bd.acc, s.out)
 }
 
 // parallel runs a pass over [lo, hi) cut into up to len(s.bands) contiguous

@@ -303,8 +303,8 @@ func horizontal4x2(a, b []byte, w *window, p []int64, dstA, dstB []byte) {
 	}
 }
 
-// useSIMD selects the SIMD horizontal pass where the CPU has one (haveSIMD);
-// tests clear it to run the Go kernels.
+// useSIMD selects the SIMD horizontal and vertical passes where the CPU has
+// them (haveSIMD); tests clear it to run the Go kernels.
 var useSIMD = haveSIMD
 
 // horizontalPair resamples two source rows: horizontal4x2, on the SIMD
@@ -396,4 +396,15 @@ func vertical(tmp []byte, stride, rowOffset int, w *window, lo, hi int, acc []in
 			out[i] = clip8(a)
 		}
 	}
+}
+
+// verticalRows is vertical, on the SIMD kernel where it runs (same bytes:
+// both sum in wrapping int32, whose result does not depend on the order).
+// acc is vertical's scratch of stride int32s, unused by the SIMD kernel.
+func verticalRows(tmp []byte, stride, rowOffset int, w *window, lo, hi int, acc []int32, dst []byte) {
+	if useSIMD {
+		verticalSIMD(tmp, stride, rowOffset, w, lo, hi, dst)
+		return
+	}
+	vertical(tmp, stride, rowOffset, w, lo, hi, acc, dst)
 }

@@ -4,7 +4,8 @@ package preprocess
 
 import "golang.org/x/sys/cpu"
 
-// haveSIMD reports whether the AVX2 horizontal pass can run here.
+// haveSIMD reports whether the AVX2 horizontal and vertical passes can run
+// here.
 var haveSIMD = cpu.X86.HasAVX2
 
 // packPairsAVX2 writes, for every source index x < n, the 32 bytes of
@@ -41,4 +42,43 @@ func horizontal4x2SIMD(a, b []byte, w *window, p []byte, dstA, dstB []byte) {
 // itself): p is scratch of 32*source width bytes, spare of 3*output width.
 func horizontal4SIMD(src []byte, w *window, p, spare, dst []byte) {
 	horizontal4x2SIMD(src, src, w, p, dst, spare)
+}
+
+// verticalRowAVX2 writes width bytes of one output row of the vertical
+// pass: for every column i < width (a multiple of 8), clip8 of half plus
+// src[j*stride+i]*coef[j] summed over the n taps j, in wrapping int32 as
+// vertical computes it. src holds the n source rows, stride bytes apart.
+//
+//go:noescape
+func verticalRowAVX2(src *byte, stride int, coef *int32, n, width int, dst *byte)
+
+// verticalSIMD is vertical on the AVX2 kernel: the columns of each output
+// row in blocks of 8, the last stride%8 in Go. It needs no accumulators.
+func verticalSIMD(tmp []byte, stride, rowOffset int, w *window, lo, hi int, dst []byte) {
+	ks := w.ksize
+	vec := stride &^ 7
+	for yy := lo; yy < hi; yy++ {
+		n := w.count[yy]
+		k := w.coef[yy*ks : yy*ks+n]
+		base := w.first[yy] - rowOffset
+		// the kernel reads src[j*stride : j*stride+vec] for j < n
+		src := tmp[base*stride : (base+n)*stride]
+		out := dst[yy*stride : (yy+1)*stride]
+		if n == 0 || stride == 0 {
+			for i := range out {
+				out[i] = clip8(half)
+			}
+			continue
+		}
+		if vec > 0 {
+			verticalRowAVX2(&src[0], stride, &k[0], n, vec, &out[0])
+		}
+		for i := vec; i < stride; i++ {
+			acc := half
+			for j, c := range k {
+				acc += int32(src[j*stride+i]) * c
+			}
+			out[i] = clip8(acc)
+		}
+	}
 }

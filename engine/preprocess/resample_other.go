@@ -13,3 +13,7 @@ func horizontal4x2SIMD(a, b []byte, w *window, p []byte, dstA, dstB []byte) {
 func horizontal4SIMD(src []byte, w *window, p, spare, dst []byte) {
 	panic("preprocess: no SIMD horizontal pass on this architecture")
 }
+
+func verticalSIMD(tmp []byte, stride, rowOffset int, w *window, lo, hi int, dst []byte) {
+	panic("preprocess: no SIMD vertical pass on this architecture")
+}
