@@ -512,7 +512,7 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 
 // prefillParts is how long a prefill's screens and prompts took, from its
 // results' timings: the screens' stages are the whole batch's in each
-// result, the encoder's and fusion's each group's of EncoderRows results,
+// result, the encoder's and fusion's each group's (Timings.EncoderShare),
 // tokenizing each result's own.
 func prefillParts(res []*predict.Result) (screens, prompts time.Duration) {
 	for i, r := range res {
@@ -520,7 +520,7 @@ func prefillParts(res []*predict.Result) (screens, prompts time.Duration) {
 		if i == 0 {
 			screens = t.Preprocess + t.Vision
 		}
-		prompts += t.Tokenize + (t.Encoder+t.Fusion)/time.Duration(max(t.EncoderRows, 1))
+		prompts += t.Tokenize + t.EncoderShare(len(res))
 	}
 	return screens, prompts
 }

@@ -85,6 +85,17 @@ type Timings struct {
 	EncoderRows, EncoderLength int
 }
 
+// EncoderShare is the item's share of the encoder and fusion calls it took
+// part in: their time over the EncoderRows items that shared them, or over
+// batch (the call's items) where the predictor does not say.
+func (t Timings) EncoderShare(batch int) time.Duration {
+	sharing := t.EncoderRows
+	if sharing <= 0 {
+		sharing = max(batch, 1)
+	}
+	return (t.Encoder + t.Fusion) / time.Duration(sharing)
+}
+
 // UnmarshalJSON reads what MarshalJSON writes (to the microsecond).
 func (t *Timings) UnmarshalJSON(data []byte) error {
 	var ms struct {

@@ -149,11 +149,7 @@ func (d *DecodeStats) addBatch(res []*predict.Result) {
 		d.TextPath += t.Tokenize // each item's own
 		calls = max(calls, t.DecoderCalls)
 		decode = max(decode, t.FirstStep+t.LaterSteps)
-		sharing := t.EncoderRows
-		if sharing <= 0 {
-			sharing = len(res)
-		}
-		prefill += (t.Encoder + t.Fusion) / time.Duration(sharing) // a group's share
+		prefill += t.EncoderShare(len(res)) // a group's share
 	}
 	d.Calls += calls
 	d.Decode += decode
