@@ -236,8 +236,7 @@ func (s *scratch) pass(kind, w, lo, hi int) {
 		verticalAcc(s.tmp, s.stride, s.first, s.chunkEnd, s.vw, lo, hi, s.acc)
 		return
 	}
-	bd.acc = grow(bd.acc, s.stride)
-	verticalRows(s.tmp, s.stride, s.first, s.vw, lo, hi, bd.acc, s.out)
+	bd.verticalRows(s.tmp, s.stride, s.first, s.vw, lo, hi, s.out)
 }
 
 // parallel runs a pass over [lo, hi) cut into up to len(s.bands) contiguous

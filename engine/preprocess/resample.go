@@ -399,12 +399,13 @@ func vertical(tmp []byte, stride, rowOffset int, w *window, lo, hi int, acc []in
 }
 
 // verticalRows is vertical, on the SIMD kernel where it runs (same bytes:
-// both sum in wrapping int32, whose result does not depend on the order).
-// acc is vertical's scratch of stride int32s, unused by the SIMD kernel.
-func verticalRows(tmp []byte, stride, rowOffset int, w *window, lo, hi int, acc []int32, dst []byte) {
+// both sum in wrapping int32, whose result does not depend on the order),
+// which needs no accumulators.
+func (bd *band) verticalRows(tmp []byte, stride, rowOffset int, w *window, lo, hi int, dst []byte) {
 	if useSIMD {
 		verticalSIMD(tmp, stride, rowOffset, w, lo, hi, dst)
 		return
 	}
-	vertical(tmp, stride, rowOffset, w, lo, hi, acc, dst)
+	bd.acc = grow(bd.acc, stride)
+	vertical(tmp, stride, rowOffset, w, lo, hi, bd.acc, dst)
 }
