@@ -132,10 +132,14 @@ func timeRuns(model []byte, so *ort.SessionOptions, inShape ort.Shape, in []floa
 }
 
 // rates turns sorted run times into the best and median rate of work units
-// per second, each time less overhead (kept positive).
+// per second, each time less overhead where the fastest is over twice it
+// (kept positive). One rule for both, so the median never beats the best:
+// deciding per time, a fastest run under twice the overhead kept it and a
+// slower one lost it.
 func rates(work float64, sorted []time.Duration, overhead time.Duration) (best, median float64) {
+	less := sorted[0] > 2*overhead
 	rate := func(d time.Duration) float64 {
-		if d > 2*overhead {
+		if less {
 			d -= overhead
 		}
 		return work / d.Seconds()

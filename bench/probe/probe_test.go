@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -304,5 +305,28 @@ func TestShapesOfCacheBytes(t *testing.T) {
 	}
 	if got := ShapesOf(b).CacheBytes; got != 2 {
 		t.Errorf("float16 cache: %v bytes", got)
+	}
+}
+
+// The median rate never beats the best, whichever side of twice the
+// overhead the times fall (the device probe's median once came out 1.6x its
+// best: the fastest run kept the overhead, a slower one lost it).
+func TestRatesOrdered(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		times    []time.Duration
+		overhead time.Duration
+	}{
+		{[]time.Duration{7 * ms / 2, 9 * ms / 2, 9 * ms}, 2 * ms}, // fastest under twice the overhead, the median over
+		{[]time.Duration{5 * ms, 6 * ms, 9 * ms}, 2 * ms},
+		{[]time.Duration{ms, ms, ms}, 0},
+	} {
+		best, median := rates(1, c.times, c.overhead)
+		if best <= 0 || median > best {
+			t.Errorf("times %v, overhead %v: best %v, median %v", c.times, c.overhead, best, median)
+		}
+	}
+	if best, _ := rates(1, []time.Duration{5 * ms, 6 * ms}, 2*ms); best != 1/(3*ms).Seconds() {
+		t.Errorf("overhead not taken off: %v", best)
 	}
 }
