@@ -132,6 +132,12 @@ type DecodeStats struct {
 	Tokens   int           // generated tokens
 	TextPath time.Duration // tokenize + encoder + fusion + decoding
 	Decode   time.Duration // decoder calls
+	// Batches counts the engine calls; Screens and Prompts are their
+	// screens' stages (preprocessing + vision, once per call) and their
+	// prompts' encoder and fusion calls (each group's once). The two may
+	// overlap in time (the engine encodes prompts while it sees screens).
+	Batches          int
+	Screens, Prompts time.Duration
 }
 
 // addBatch adds one PredictBatch call's results. PredictBatch gives every
@@ -142,18 +148,23 @@ type DecodeStats struct {
 // part in every decoder call).
 func (d *DecodeStats) addBatch(res []*predict.Result) {
 	var calls int
-	var decode, prefill time.Duration
+	var decode, prefill, screens time.Duration
 	for _, r := range res {
 		t := r.Timings
 		d.Tokens += len(r.TokenIDs)
 		d.TextPath += t.Tokenize // each item's own
 		calls = max(calls, t.DecoderCalls)
 		decode = max(decode, t.FirstStep+t.LaterSteps)
-		prefill += t.EncoderShare(len(res)) // a group's share
+		prefill += t.EncoderShare(len(res))           // a group's share
+		screens = max(screens, t.Preprocess+t.Vision) // the call's, in every item that had a screen
 	}
+	prefill = prefill.Round(time.Microsecond)
 	d.Calls += calls
 	d.Decode += decode
-	d.TextPath += prefill.Round(time.Microsecond) + decode
+	d.TextPath += prefill + decode
+	d.Batches++
+	d.Screens += screens
+	d.Prompts += prefill
 }
 
 // errStop ends the episode stream early (limit reached or interrupted).

@@ -311,16 +311,17 @@ func TestDecodeStatsBatch(t *testing.T) {
 		{TokenIDs: make([]int64, 20), Timings: predict.Timings{Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 18 * ms, DecoderCalls: 19}},
 		{TokenIDs: make([]int64, 5), Timings: predict.Timings{Tokenize: ms, Encoder: 4 * ms, Fusion: ms, FirstStep: 2 * ms, LaterSteps: 3 * ms, DecoderCalls: 4}},
 	}
+	res[1].Timings.Preprocess, res[1].Timings.Vision = ms, 3*ms // the call's screens, in the items that had one
 	var d DecodeStats
 	d.addBatch(res)
-	want := DecodeStats{Calls: 19, Tokens: 35, Decode: 20 * ms, TextPath: 4*ms + 4*ms + ms + 20*ms}
+	want := DecodeStats{Calls: 19, Tokens: 35, Decode: 20 * ms, TextPath: 4*ms + 4*ms + ms + 20*ms, Batches: 1, Screens: 4 * ms, Prompts: 5 * ms}
 	if d != want {
 		t.Errorf("got %+v, want %+v", d, want)
 	}
 	// A batch of one is Predict's own timings.
 	var one DecodeStats
 	one.addBatch(res[:1])
-	if want := (DecodeStats{Calls: 9, Tokens: 10, Decode: 10 * ms, TextPath: 16 * ms}); one != want {
+	if want := (DecodeStats{Calls: 9, Tokens: 10, Decode: 10 * ms, TextPath: 16 * ms, Batches: 1, Prompts: 5 * ms}); one != want {
 		t.Errorf("one item: got %+v, want %+v", one, want)
 	}
 	// Prompts encoded in groups: each group's encoder and fusion once.
@@ -329,6 +330,7 @@ func TestDecodeStatsBatch(t *testing.T) {
 	var grouped DecodeStats
 	grouped.addBatch(res)
 	want.TextPath = 4*ms + (4*ms + ms) + (7*ms + 2*ms) + 20*ms
+	want.Prompts = (4*ms + ms) + (7*ms + 2*ms)
 	if grouped != want {
 		t.Errorf("grouped: got %+v, want %+v", grouped, want)
 	}

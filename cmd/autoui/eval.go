@@ -288,9 +288,9 @@ func runEvalRun(ctx context.Context, args []string) error {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
 		// A batched call serves several steps: these are wall time and calls
 		// per step, averaged over the batches.
-		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d)\n",
+		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d)%s\n",
 			ms(d.TextPath)/float64(n), ms(d.Decode)/float64(n), float64(d.Calls)/float64(n), float64(d.Tokens)/float64(n),
-			float64(d.Tokens)/float64(d.Calls), *batch)
+			float64(d.Tokens)/float64(d.Calls), *batch, perCall(d))
 	} else if n > 0 && *continuous {
 		// a stream's calls serve whichever steps are decoding: not per step
 		fmt.Fprintf(os.Stderr, "continuous decode on %d rows: %.1f tokens per action; %s\n", *batch, float64(d.Tokens)/float64(n), streamLine(p))
@@ -318,6 +318,18 @@ func afterFirstParts(sum runner.Summary) string {
 	rest := max(a.Time-a.Engine-a.Reading, 0)
 	return fmt.Sprintf(" (engine calls %.2f s, waiting for the reading %.2f s, writing and the rest %.2f s)",
 		a.Engine.Seconds(), a.Reading.Seconds(), rest.Seconds())
+}
+
+// perCall says what a batched run's engine calls spent on average, by
+// stage: where the screens and the prompts overlap, the call is shorter
+// than their sum.
+func perCall(d runner.DecodeStats) string {
+	if d.Batches < 2 {
+		return ""
+	}
+	per := func(t time.Duration) float64 { return t.Seconds() * 1000 / float64(d.Batches) }
+	return fmt.Sprintf("; per engine call: screens %.1f ms, prompts %.1f ms, decoding %.1f ms in %.1f decoder calls",
+		per(d.Screens), per(d.Prompts), per(d.Decode), float64(d.Calls)/float64(d.Batches))
 }
 
 // recordedSubset is the subset run.json records: --subset, else the one a
