@@ -31,7 +31,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, fp16attnsn-b128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -458,6 +458,12 @@ if want e2e && fits 60 e2e; then
       fp16attnsn-graph64) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64) ;;
       # one record file at a time (cuda's default reads 4 at once): what the reading alone allows
       fp16attnsn-graph64-read1) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --read-files 1) ;;
+      # eight record files at once: whether the 16-core host's reading holds the engine back
+      fp16attnsn-graph64-read8) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --read-files 8) ;;
+      # 128 screens a call (two captured decodes of 64 rows): whether a longer call pays for the gaps between calls
+      fp16attnsn-b128) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --batch 128) ;;
+      # rows drafting up to 20 tokens a call (the default 12): fewer calls where a call's cost barely grows with its width
+      fp16attnsn-graph64-d20) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --max-draft 20) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
       # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them
@@ -467,12 +473,13 @@ if want e2e && fits 60 e2e; then
     [ -d "$bd" ] || { log "e2e $cfg: no bundle $bd"; continue; }
     fits 60 "e2e $cfg" || break
     m=$(logmark)
-    run timeout "$(capped 200)" autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
+    # SIGQUIT: a run that hangs leaves its goroutines' stacks in the log (-read8 outlived its SIGTERM on the sixth loan)
+    run timeout -s QUIT -k 15 "$(capped 200)" autoui eval run --provider "$prov" --model "$bd" --no-verify --data $d --batch 64 "${fl[@]}" \
       --replay typical --no-feature-cache --out "$res/e2e-$cfg" >/dev/null
     rc=$?
     log "e2e $cfg (rc $rc): $(eval_line "$m")"
+    save
   done
-  save
 fi
 
 if want evalc && [ -d /tmp/bundles/default-static ]; then
