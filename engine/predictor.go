@@ -87,11 +87,11 @@ type Options struct {
 	OverlapJoins bool
 }
 
-// CaptureRowsLimit bounds Options.CaptureRows: up to 64 a batch's rows are
-// padded to a power of two (staticRows), so 7 row counts x 8 prompt lengths
-// fit maxCapturedGraphs; past it every multiple of 64 rows, each at its own
-// verify width, would be another shape.
-const CaptureRowsLimit = 64
+// CaptureRowsLimit bounds Options.CaptureRows: a batch's rows are padded to
+// a power of two up to 64, then to 128 (staticRows), so 8 row counts x 8
+// prompt lengths fit maxCapturedGraphs; past it every multiple of 64 rows,
+// each at its own verify width, would be another shape.
+const CaptureRowsLimit = 128
 
 // PromptGroupsLimit bounds Options.PromptGroups.
 const PromptGroupsLimit = kv.MergeParts

@@ -31,7 +31,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, fp16attnsn-b128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -460,8 +460,10 @@ if want e2e && fits 60 e2e; then
       fp16attnsn-graph64-read1) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --read-files 1) ;;
       # eight record files at once: whether the 16-core host's reading holds the engine back
       fp16attnsn-graph64-read8) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --read-files 8) ;;
-      # 128 screens a call (two captured decodes of 64 rows): whether a longer call pays for the gaps between calls
-      fp16attnsn-b128) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --batch 128) ;;
+      # 128 screens a call, uncaptured (past --capture-rows 64) and captured: whether a larger call pays per screen;
+      # 1664 positions a call keep a row's 13 (cuda's default 832 is shared by the rows)
+      fp16attnsn-b128) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --batch 128 --verify-positions 1664) ;;
+      fp16attnsn-graph128) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 128 --batch 128 --verify-positions 1664) ;;
       # rows drafting up to 20 tokens a call (the default 12): fewer calls where a call's cost barely grows with its width
       fp16attnsn-graph64-d20) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --max-draft 20) ;;
       # a batch's prompts encoded in one call padded to the longest, or in at most two groups (the default: the most)

@@ -140,7 +140,7 @@ func TestPredictBadInputsCLI(t *testing.T) {
 		"max-draft 65":        {[]string{"--screen", sampleScreen, "--max-draft", "65"}, 2, "--max-draft 65: want 0 (12) to 64"},
 		"align-positions -1":  {[]string{"--screen", sampleScreen, "--align-positions", "-1"}, 2, "--align-positions -1: want 0 (none) to 64"},
 		"capture-rows alone":  {[]string{"--screen", sampleScreen, "--capture-rows", "16"}, 2, "--capture-rows needs --cuda-graph"},
-		"capture-rows 65":     {[]string{"--screen", sampleScreen, "--cuda-graph", "--capture-rows", "65"}, 2, "--capture-rows 65: want 0 (the provider's default) to 64"},
+		"capture-rows 129":    {[]string{"--screen", sampleScreen, "--cuda-graph", "--capture-rows", "129"}, 2, "--capture-rows 129: want 0 (the provider's default) to 128"},
 		"goal huge":           {[]string{"--screen", sampleScreen, "--goal", strings.Repeat("open ", 2000)}, 2, "goal is 10000 bytes, over the limit of 8192"},
 	}
 	for name, c := range cases {
