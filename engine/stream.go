@@ -511,16 +511,12 @@ func (s *streamState) start(ctx context.Context, jobs []predict.Job, seqs []*seq
 }
 
 // prefillParts is how long a prefill's screens and prompts took, from its
-// results' timings: the screens' stages are the whole batch's in each
-// result, the encoder's and fusion's each group's (Timings.EncoderShare),
-// tokenizing each result's own.
+// results' timings: the shared stages once (predict.SharedStages), and
+// each result's own tokenizing.
 func prefillParts(res []*predict.Result) (screens, prompts time.Duration) {
-	for i, r := range res {
-		t := r.Timings
-		if i == 0 {
-			screens = t.Preprocess + t.Vision
-		}
-		prompts += t.Tokenize + t.EncoderShare(len(res))
+	screens, prompts = predict.SharedStages(res)
+	for _, r := range res {
+		prompts += r.Timings.Tokenize
 	}
 	return screens, prompts
 }

@@ -311,12 +311,13 @@ func TestStreamRefuses(t *testing.T) {
 	}
 }
 
-// A prefill's screens take the batch's time once, its prompts each
-// encoder group's once and each request's tokenizing.
+// A prefill's screens take the batch's time once (whichever requests had
+// a screen: the first here brought its features), its prompts each encoder
+// group's once and each request's tokenizing.
 func TestPrefillParts(t *testing.T) {
 	ms := time.Millisecond
 	res := []*predict.Result{
-		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: ms, Encoder: 6 * ms, Fusion: 2 * ms, EncoderRows: 2}},
+		{Timings: predict.Timings{Tokenize: ms, Encoder: 6 * ms, Fusion: 2 * ms, EncoderRows: 2}},
 		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: ms, Encoder: 6 * ms, Fusion: 2 * ms, EncoderRows: 2}},
 		{Timings: predict.Timings{Preprocess: 3 * ms, Vision: 10 * ms, Tokenize: 2 * ms, Encoder: 4 * ms, Fusion: ms, EncoderRows: 1}},
 	}

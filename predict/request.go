@@ -96,6 +96,18 @@ func (t Timings) EncoderShare(batch int) time.Duration {
 	return (t.Encoder + t.Fusion) / time.Duration(sharing)
 }
 
+// SharedStages is what a batch's results spent on the stages their items
+// shared, each taken once: the screens (preprocessing and vision: the
+// call's, in every item that had a screen) and the prompts' encoder and
+// fusion calls (each group's, EncoderShare).
+func SharedStages(res []*Result) (screens, prompts time.Duration) {
+	for _, r := range res {
+		screens = max(screens, r.Timings.Preprocess+r.Timings.Vision)
+		prompts += r.Timings.EncoderShare(len(res))
+	}
+	return screens, prompts
+}
+
 // UnmarshalJSON reads what MarshalJSON writes (to the microsecond).
 func (t *Timings) UnmarshalJSON(data []byte) error {
 	var ms struct {

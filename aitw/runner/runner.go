@@ -148,16 +148,15 @@ type DecodeStats struct {
 // part in every decoder call).
 func (d *DecodeStats) addBatch(res []*predict.Result) {
 	var calls int
-	var decode, prefill, screens time.Duration
+	var decode time.Duration
 	for _, r := range res {
 		t := r.Timings
 		d.Tokens += len(r.TokenIDs)
 		d.TextPath += t.Tokenize // each item's own
 		calls = max(calls, t.DecoderCalls)
 		decode = max(decode, t.FirstStep+t.LaterSteps)
-		prefill += t.EncoderShare(len(res))           // a group's share
-		screens = max(screens, t.Preprocess+t.Vision) // the call's, in every item that had a screen
 	}
+	screens, prefill := predict.SharedStages(res)
 	prefill = prefill.Round(time.Microsecond)
 	d.Calls += calls
 	d.Decode += decode
