@@ -379,3 +379,42 @@ func TestPredictBatchDefaultModel(t *testing.T) {
 	}
 	t.Logf("default bundle, %d items: e.g. %q", len(reqs), got[0].Raw)
 }
+
+// screenBatchesAtOnce predicts n batches of size requests from screens
+// (the cases in turn) from n goroutines at once; each result is golden.
+func screenBatchesAtOnce(t *testing.T, p *Predictor, cases []goldenCase, size, n int, label string) {
+	t.Helper()
+	batches := make([][]predict.Request, n)
+	want := make([][]goldenCase, n)
+	for w := range batches {
+		for i := range size {
+			c := cases[(w*size+i)%len(cases)]
+			batches[w] = append(batches[w], predict.Request{Screen: screen(t, c.Screen), Goal: c.Goal, History: c.history(t), MaxNewTokens: c.MaxNewTokens})
+			want[w] = append(want[w], c)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for w := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := p.PredictBatch(context.Background(), batches[w])
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			for j, res := range got {
+				if c := want[w][j]; !slices.Equal(res.TokenIDs, c.GeneratedIDs) {
+					errs[w] = fmt.Errorf("%s: ids differ from golden\n got %v\nwant %v", c.ID, res.TokenIDs, c.GeneratedIDs)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			t.Errorf("%s, batch %d of %d at once: %v", label, w, n, err)
+		}
+	}
+}

@@ -179,3 +179,117 @@ func TestCaptureOnOneThread(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// besideHold is a prefillHook for a prefill beside the capture thread that
+// signals in once it runs, then holds the gate a while before done is set:
+// a run that must not overlap it returns only after done.
+type besideHold struct {
+	in   chan struct{}
+	done atomic.Bool
+	tid  atomic.Int64
+}
+
+func newBesideHold() *besideHold { return &besideHold{in: make(chan struct{})} }
+
+func (h *besideHold) hook() {
+	h.tid.Store(int64(syscall.Gettid()))
+	close(h.in)
+	time.Sleep(200 * time.Millisecond)
+	h.done.Store(true)
+}
+
+// wait waits for the held prefill to start (an error after a while).
+func (h *besideHold) wait(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.in:
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s: no prefill ran beside the capture thread", what)
+	}
+}
+
+// Under capture, a batch that needs no fixed vision buffers prefills on its
+// caller's goroutine, beside another batch's decode on the capture thread;
+// the thread's calls that may capture (a new buffer set's first calls) and
+// its runs on the tower's fixed buffers wait for such a prefill; every
+// batch gets the golden tokens.
+func TestPrefillBesideCaptureThread(t *testing.T) {
+	cases := loadGolden(t)[:2]
+	p := placed(t, placeStatic, Options{})
+	p.statics.capture = true
+	var calls atomic.Int32
+	hold := newBesideHold()
+	p.prefillHook = func() {
+		if calls.Add(1) == 2 { // B's
+			hold.hook()
+		}
+	}
+	aDecoding := make(chan struct{})
+	var threadTid atomic.Int64
+	var first sync.Once
+	p.newCallHook = func(stepper) {
+		threadTid.Store(int64(syscall.Gettid()))
+		first.Do(func() {
+			close(aDecoding)
+			hold.wait(t, "batch B while batch A decodes") // B prefills now, or never
+		})
+	}
+	predictOne := func(c goldenCase, bDone *atomic.Bool) <-chan error {
+		errc := make(chan error, 1)
+		go func() {
+			res, err := p.Predict(context.Background(), c.featureRequest(t))
+			switch {
+			case err != nil:
+			case !slices.Equal(res.TokenIDs, c.GeneratedIDs):
+				err = errors.New(c.ID + ": ids differ from golden")
+			case bDone != nil && !bDone.Load():
+				err = errors.New("batch A's first decoder call, which may capture, ran beside batch B's prefill")
+			}
+			errc <- err
+		}()
+		return errc
+	}
+	a := predictOne(cases[0], &hold.done)
+	<-aDecoding
+	b := predictOne(cases[1], nil)
+	for _, errc := range []<-chan error{a, b} {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+	if hold.tid.Load() == threadTid.Load() {
+		t.Error("batch B prefilled on the capture thread")
+	}
+
+	// The tower's fixed buffers (ImageFeatures runs one screen on them)
+	// wait for a prefill beside.
+	q := placed(t, placeStatic, Options{})
+	q.statics.capture = true
+	hold = newBesideHold()
+	q.prefillHook = hold.hook
+	b = func() <-chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := q.Predict(context.Background(), cases[1].featureRequest(t))
+			errc <- err
+		}()
+		return errc
+	}()
+	hold.wait(t, "a batch from features")
+	if _, err := q.ImageFeatures(context.Background(), screen(t, cases[0].Screen)); err != nil {
+		t.Fatal(err)
+	}
+	if !hold.done.Load() {
+		t.Error("the vision tower ran on its fixed buffers beside a prefill")
+	}
+	if err := <-b; err != nil {
+		t.Error(err)
+	}
+
+	// Batches of screens past the tower's fixed buffers (decoding on fixed
+	// buffers of 16 rows, as --capture-rows 16 does) see them beside the
+	// thread too, each batch its own.
+	q = placed(t, placeStatic, Options{})
+	q.statics.capture, q.graphRows = true, 2*captureRows
+	screenBatchesAtOnce(t, q, loadGolden(t), captureRows+1, 2, "screens beside the capture thread")
+}

@@ -31,6 +31,10 @@ type fixedGraph struct {
 	graphs int // graph ids handed out
 	// runHook, when set (tests), runs before each run of the graph.
 	runHook func()
+	// alone, when set (under capture), is held around each run's device
+	// work: the graph's session has plain runs beside the capture thread
+	// too, which must not share the memory a capture or replay uses.
+	alone sync.Locker
 }
 
 // capturingRuns is how many runs of a set may capture its CUDA graph: ORT's
@@ -94,6 +98,10 @@ func (f *fixedGraph) run(b int, fill func(in []float32) error, out []float32) er
 	}
 	if f.runHook != nil {
 		f.runHook()
+	}
+	if f.alone != nil {
+		f.alone.Lock()
+		defer f.alone.Unlock()
 	}
 	if err := s.up.Run(); err != nil {
 		return fmt.Errorf("%s input: %w", f.g.role, err)

@@ -154,8 +154,10 @@ func sameConstrained(t *testing.T, a, b *Predictor, cases []goldenCase) {
 // (and a batch of 16, past captureRows, on the device-resident path),
 // speculative and greedy, twice over (the second pass replays the graphs
 // the first captured, on the same buffers), and from screens (the vision
-// tower captured too); constrained decoding gives the device-resident
-// decode's tokens.
+// tower captured too), and in batches of 9 screens three at once (each
+// batch's screens and prompts beside the capture thread while another
+// decodes; decoded past captureRows, and on captured buffers of 16 rows);
+// constrained decoding gives the device-resident decode's tokens.
 func TestCUDAGraphGolden(t *testing.T) {
 	if !inCUDAChild() {
 		runCUDAChild(t, "TestCUDAGraphGolden")
@@ -189,7 +191,16 @@ func TestCUDAGraphGolden(t *testing.T) {
 				}
 			}
 		}
+		// batches of screens past the tower's fixed buffers, three at once:
+		// each prefills beside the capture thread while another decodes
+		screenBatchesAtOnce(t, p, cases, captureRows+1, 3, fmt.Sprintf("cuda graph, %s, screens beside", dec))
 		t.Logf("%s: %d decoder and %d vision CUDA graphs captured", dec, p.statics.graphs, p.visionFixed.graphs)
+	}
+	// the same decoded on captured buffers (--capture-rows 16), twice: the
+	// second replays what the first captured
+	wide := cudaPredictorWith(t, Options{CUDAGraph: true, CaptureRows: 2 * captureRows})
+	for pass := range 2 {
+		screenBatchesAtOnce(t, wide, cases, captureRows+1, 3, fmt.Sprintf("cuda graph at 16 rows, screens beside, pass %d", pass))
 	}
 	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
 	sameConstrained(t, dev, graph, cases[:6])

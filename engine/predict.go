@@ -55,13 +55,120 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 //
 // The results are in request order. A bad request fails the whole batch with
 // an error naming its index (in batches of more than one).
+//
+// Under capture the decoder calls run on the capture thread, one batch at a
+// time; a batch whose prefill runs no graph that may be captured (its
+// screens, if any, are too many for the vision tower's fixed buffers)
+// prefills on the caller's goroutine first, so that concurrent calls see
+// one batch's screens and prompts while another decodes.
 func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	if p.statics.capture {
+		b, ok, err := p.prefillBeside(ctx, reqs)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return p.decodePrefilled(ctx, b)
+		}
+	}
 	var res []*predict.Result
 	var err error
 	if cerr := p.engineCall(ctx, func() { res, err = p.predictBatch(ctx, reqs) }); cerr != nil {
 		return nil, cerr
 	}
 	return res, err
+}
+
+// prefilledBatch is a batch up to its decode: its sequences, results
+// (prefill's timings) and the fused states and mask the decoder
+// cross-attends.
+type prefilledBatch struct {
+	start    time.Time
+	seqs     []*sequence
+	res      []*predict.Result
+	fused    encoded
+	mask     []int64
+	batchErr func(error) error
+}
+
+// newBatch checks a batch's requests, started at start, and makes their
+// sequences and results.
+func (p *Predictor) newBatch(reqs []predict.Request, start time.Time) (*prefilledBatch, func(int, error) error, error) {
+	if len(reqs) == 0 {
+		return nil, nil, errors.New("predict batch: empty batch")
+	}
+	b := &prefilledBatch{start: start, seqs: make([]*sequence, len(reqs)), res: make([]*predict.Result, len(reqs))}
+	itemErr, batchErr := batchErrors(len(reqs), "predict batch")
+	b.batchErr = batchErr
+	for i, r := range reqs {
+		b.res[i] = &predict.Result{}
+		var err error
+		if b.seqs[i], err = p.sequence(r, &b.res[i].Timings); err != nil {
+			return nil, nil, itemErr(i, err)
+		}
+	}
+	return b, itemErr, nil
+}
+
+// prefillBeside prefills a batch beside the capture thread where it runs
+// no graph that may be captured (PredictBatch); ok is false where it must
+// run on the thread (nothing was done then).
+func (p *Predictor) prefillBeside(ctx context.Context, reqs []predict.Request) (b *prefilledBatch, ok bool, err error) {
+	start, screens := time.Now(), 0
+	for _, r := range reqs {
+		if r.Features == nil {
+			screens++
+		}
+	}
+	p.statics.gate.RLock() // no capture meanwhile: opening the tower allocates, and so do its runs
+	defer p.statics.gate.RUnlock()
+	if p.statics.closed {
+		return nil, true, errClosed
+	}
+	if screens > 0 {
+		if _, err := p.visionGraph(); err != nil || p.fixedVision(screens) {
+			return nil, false, nil // the thread's call says what failed
+		}
+	}
+	b, itemErr, err := p.newBatch(reqs, start)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, true, err
+	}
+	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, b.batchErr, true); err != nil {
+		return nil, true, err
+	}
+	return b, true, nil
+}
+
+// decodePrefilled decodes a prefilled batch on the capture thread (or
+// where the caller is, without capture) and releases its states.
+func (p *Predictor) decodePrefilled(ctx context.Context, b *prefilledBatch) ([]*predict.Result, error) {
+	defer b.fused.release()
+	var err error
+	if cerr := p.engineCall(ctx, func() { err = p.decodeBatch(ctx, b) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.res, nil
+}
+
+// decodeBatch decodes a prefilled batch and parses its outputs.
+func (p *Predictor) decodeBatch(ctx context.Context, b *prefilledBatch) error {
+	for i, s := range b.seqs {
+		p.draftWithPrompt(s, b.res[i].SourceIDs)
+	}
+	if err := p.decode(ctx, b.seqs, b.fused, b.mask); err != nil {
+		return b.batchErr(err)
+	}
+	for i, r := range b.res {
+		p.parse(r, b.seqs[i], b.start)
+	}
+	return nil
 }
 
 // engineCall runs f, on the capture thread under capture (captureThread
@@ -75,40 +182,21 @@ func (p *Predictor) engineCall(ctx context.Context, f func()) error {
 }
 
 func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
-	if len(reqs) == 0 {
-		return nil, errors.New("predict batch: empty batch")
-	}
-	start := time.Now()
-	B := len(reqs)
-	itemErr, batchErr := batchErrors(B, "predict batch")
-	res := make([]*predict.Result, B)
-	seqs := make([]*sequence, B)
-	for i, r := range reqs {
-		res[i] = &predict.Result{}
-		var err error
-		if seqs[i], err = p.sequence(r, &res[i].Timings); err != nil {
-			return nil, itemErr(i, err)
-		}
+	b, itemErr, err := p.newBatch(reqs, time.Now())
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fused, mask, err := p.prefill(ctx, reqs, res, itemErr, batchErr, false)
-	if err != nil {
+	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, b.batchErr, false); err != nil {
 		return nil, err
 	}
-	defer fused.release()
-
-	for i, s := range seqs {
-		p.draftWithPrompt(s, res[i].SourceIDs)
+	defer b.fused.release()
+	if err := p.decodeBatch(ctx, b); err != nil {
+		return nil, err
 	}
-	if err := p.decode(ctx, seqs, fused, mask); err != nil {
-		return nil, batchErr(err)
-	}
-	for i, r := range res {
-		p.parse(r, seqs[i], start)
-	}
-	return res, nil
+	return b.res, nil
 }
 
 // draftWithPrompt has s's drafter, if it drafts, also draft from its

@@ -511,6 +511,9 @@ func (o Options) check() error {
 // eval run for its call), since ORT's sessions go with them.
 func (p *Predictor) Close() error {
 	p.statics.thread.close()
+	p.statics.gate.Lock() // a prefill beside the thread finishes first
+	p.statics.closed = true
+	p.statics.gate.Unlock()
 	p.statics.close()
 	p.visionFixed.close()
 	p.decoderStatic.close()
@@ -613,6 +616,9 @@ func (p *Predictor) visionGraph() (*graph, error) {
 			dim, H, W := int64(p.bundle.Manifest.Vision.OutputDim), int64(p.prep.Height), int64(p.prep.Width)
 			f := &fixedGraph{g: p.vision, ops: p.kvOps, mem: p.deviceMem, capture: p.statics.capture,
 				bucket: p.bucketRows, in: []int64{3, H, W}, out: []int64{dim}}
+			if p.statics.capture {
+				f.alone = &p.statics.gate
+			}
 			p.statics.mu.Lock() // CapturedGraphs reads it from any goroutine
 			p.visionFixed = f
 			p.statics.mu.Unlock()

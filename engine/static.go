@@ -28,6 +28,14 @@ type statics struct {
 	// thread runs PredictBatch calls under capture: on one OS thread, one at
 	// a time (captureThread says why). Batches are how work is shared.
 	thread captureThread
+	// gate is held shared by a prefill running beside the capture thread
+	// (a batch's, PredictBatch; a stream's join, Options.OverlapJoins), and
+	// alone by the thread's runs that may capture (a capture must see no
+	// other CUDA work) and its runs on the vision tower's fixed buffers (the
+	// tower's plain runs beside would share the memory its graphs replay
+	// in: its session's arena).
+	gate   sync.RWMutex
+	closed bool // by Predictor.Close, under gate
 }
 
 const (
@@ -43,6 +51,22 @@ type staticSet struct {
 	st       *kv.Static
 	bytes    int64
 	captured bool
+}
+
+// mayCapture reports whether the set's next call may be one that captures
+// (its first capturingRuns, under capture).
+func (set staticSet) mayCapture() bool {
+	return set.captured && set.st.Runs() < capturingRuns
+}
+
+// stepStatic runs one decoder call on a set's buffers; one that may
+// capture runs with no prefill beside it (statics.gate).
+func (p *Predictor) stepStatic(set staticSet, logits bool) error {
+	if set.mayCapture() {
+		p.statics.gate.Lock()
+		defer p.statics.gate.Unlock()
+	}
+	return set.st.Step(logits)
 }
 
 // get returns free buffers of the key's shape, or new ones from create (with
@@ -248,7 +272,7 @@ func (c *staticCall) step(k int, wantLogits bool) (stepOut, error) {
 	for r := range st.Pos {
 		st.Pos[r] = int64(c.n)
 	}
-	if err := st.Step(wantLogits); err != nil {
+	if err := c.p.stepStatic(c.set, wantLogits); err != nil {
 		c.broken = true
 		return stepOut{}, fmt.Errorf("run %s graph %s: %w", c.p.decoderStatic.role, c.p.decoderStatic.path, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/autoui/autoui/engine/kv"
@@ -146,9 +145,6 @@ type streamState struct {
 	stats    StreamStats // since the last flush into the predictor's
 	overlap  bool        // Options.OverlapJoins
 	pending  *pendingJoin
-	// gate is held shared by a pending join's prefill, and alone by a
-	// call that may capture.
-	gate sync.RWMutex
 }
 
 // pendingJoin is a join prefilling beside the decoder calls
@@ -260,9 +256,7 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 
 // mayCapture reports whether the next call on the buffers may be one that
 // captures (their first capturingRuns, under capture).
-func (s *streamState) mayCapture() bool {
-	return s.set.captured && s.set.st.Runs() < capturingRuns
-}
+func (s *streamState) mayCapture() bool { return s.set.mayCapture() }
 
 // timed runs a join's work on the stream (join, land), counting a join when
 // it started a request and its time, but its moves', as the joins'.
@@ -285,10 +279,10 @@ func (s *streamState) begin(ctx context.Context, jobs []predict.Job, start time.
 	reqs := requestsOf(jobs)
 	itemErr, batchErr := batchErrors(len(jobs), "join")
 	s.pending = pj
-	s.gate.RLock() // here, so that no call that may capture starts before the prefill does
+	s.p.statics.gate.RLock() // here, so that no call that may capture starts before the prefill does
 	go func() {
 		defer close(pj.done)
-		defer s.gate.RUnlock()
+		defer s.p.statics.gate.RUnlock()
 		defer func() {
 			if r := recover(); r != nil {
 				pj.panicked = fmt.Sprintf("%v [prefilling a join beside the calls]\n%s", r, debug.Stack())
@@ -624,18 +618,10 @@ func (s *streamState) step() error {
 	}
 	// a call that may capture sees no other CUDA work: a join prefilling
 	// beside the calls would finish first (none is begun while the buffers
-	// may capture, and they do not change while one prefills: this holds
-	// that)
-	capturing := s.mayCapture()
-	if capturing {
-		s.gate.Lock()
-	}
+	// may capture, and they do not change while one prefills: stepStatic
+	// holds that)
 	t := time.Now()
-	err := st.Step(logits)
-	if capturing {
-		s.gate.Unlock()
-	}
-	if err != nil {
+	if err := p.stepStatic(s.set, logits); err != nil {
 		return fmt.Errorf("run %s graph %s: %w", p.decoderStatic.role, p.decoderStatic.path, err)
 	}
 	dt := time.Since(t)
