@@ -31,8 +31,8 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
-# cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128),
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, -c2, -c3, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128; also graph64-c2),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
 set -u
@@ -469,6 +469,9 @@ if want e2e && fits 60 e2e; then
       # a batch's prompts encoded in one call padded to the longest, or in at most two groups (the default: the most)
       fp16attnsn-graph64-g1) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --prompt-groups 1) ;;
       fp16attnsn-graph64-g2) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --prompt-groups 2) ;;
+      # two (three) calls in flight: one batch's screens and prompts beside another's captured decoder calls
+      fp16attnsn-graph64-c2) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2) ;;
+      fp16attnsn-graph64-c3) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 3) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
       # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them
@@ -498,6 +501,7 @@ if want evalc && [ -d /tmp/bundles/default-static ]; then
   for cfg in ${EVALC_CFGS:-batches graph64 cont cont-j1 cont-b128}; do
     case $cfg in batches) fl=() ;; graph64) fl=(--cuda-graph --capture-rows 64) ;; cont) fl=(--cuda-graph --continuous) ;;
       cont-j1) fl=(--cuda-graph --continuous --join-min 1) ;; cont-b128) fl=(--cuda-graph --continuous --batch 128) ;;
+      graph64-c2) fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2) ;;
       *) log "evalc: no configuration $cfg"; continue ;; esac
     fits 40 "eval $cfg" || break
     m=$(logmark)

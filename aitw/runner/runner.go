@@ -61,6 +61,12 @@ type Options struct {
 	// With gold history lines keep Batch 1's order; with predicted history
 	// they come as steps finish. Predictions are the same.
 	Continuous bool
+	// Concurrent is how many engine calls a run with gold history keeps in
+	// flight (0 or 1: one at a time): under CUDA-graph capture one call's
+	// screens and prompts are seen while another decodes. Lines are written
+	// in the calls' order, so they keep Batch 1's order; predictions are the
+	// same.
+	Concurrent int
 	// JoinMin is, with Continuous, the fewest steps that join a busy decode
 	// at once (0: 1); fewer join when the decode is idle or the last steps
 	// are left. Each join pauses the decode for its prefill, which a GPU
@@ -181,6 +187,11 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 	if opts.Batch < 0 {
 		return sum, fmt.Errorf("eval run: batch %d: must be >= 0", opts.Batch)
 	}
+	if opts.Concurrent > 1 && (opts.History == HistoryPredicted || opts.Continuous) {
+		// a step's prompt waits for its episode's previous prediction; a
+		// continuous decode has its own
+		return sum, errors.New("eval run: concurrent calls need gold history and batches")
+	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return sum, fmt.Errorf("eval run: %w", err)
 	}
@@ -197,7 +208,9 @@ func Run(ctx context.Context, p predict.Predictor, opts Options) (Summary, error
 			return fmt.Sprintf("%d steps predicted (%d already done), %.2f steps/s", sum.Predicted, sum.AlreadyDone, progress.Rate(sum.Predicted, el))
 		})
 	defer prog.Finish()
-	r := &run{ctx: ctx, p: p, opts: opts, done: done, written: map[aitw.StepKey]aitw.Prediction{}, w: w, sum: &sum, prog: prog, batch: max(opts.Batch, 1)}
+	r := &run{ctx: ctx, p: p, opts: opts, done: done, written: map[aitw.StepKey]aitw.Prediction{}, w: w, sum: &sum, prog: prog,
+		batch: max(opts.Batch, 1), concurrent: max(opts.Concurrent, 1)}
+	defer r.abandon() // calls still in flight after a failure: waited for, not written
 	if opts.CacheDir != "" {
 		r.cache = &featureCache{dir: opts.CacheDir, key: opts.CacheKey, warn: prog.Println, sum: &sum}
 	}
@@ -283,8 +296,13 @@ type run struct {
 	sum     *Summary
 	prog    *progress.Bar
 	batch   int
-	warm    time.Time // when the first call's predictions were written (warmedUp)
-	warmN   int       // how many they were
+	// concurrent is Options.Concurrent, at least 1; inflight the calls
+	// started and not yet written (oldest first), inflightSteps their steps.
+	concurrent    int
+	inflight      []*call
+	inflightSteps int
+	warm          time.Time // when the first call's predictions were written (warmedUp)
+	warmN         int       // how many they were
 	// after warm: time in the predictor's calls, and waiting for the
 	// read-ahead (Summary.AfterFirst)
 	engine, reading time.Duration
@@ -311,12 +329,13 @@ func (j *job) String() string {
 	return fmt.Sprintf("episode %s step %d (%s)", j.episode.ID, j.step.StepID, j.step.Source)
 }
 
-// room is how many more predictions the limit allows.
+// room is how many more predictions the limit allows, beyond the calls in
+// flight.
 func (r *run) room() int {
 	if r.opts.Limit <= 0 {
 		return int(^uint(0) >> 1)
 	}
-	return r.opts.Limit - r.sum.Predicted
+	return r.opts.Limit - r.sum.Predicted - r.inflightSteps
 }
 
 // isDone reports whether the step is in the predictions file: found there
@@ -365,19 +384,55 @@ func (r *run) newJob(ep readEpisode, i int, history []action.Action) job {
 // predict runs one engine call for jobs and writes their predictions in
 // order, returning them. A call cut short by the context writes nothing.
 func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
+	if err := r.start(jobs); err != nil {
+		return nil, err
+	}
+	return r.collect()
+}
+
+// call is an engine call started by start, its results once done is
+// closed.
+type call struct {
+	jobs []job
+	done chan struct{}
+	res  []*predict.Result
+	err  error
+}
+
+// start begins an engine call for jobs, after the calls in flight (each
+// call's predictions are written in the order the calls started). The
+// caller hands jobs over.
+func (r *run) start(jobs []job) error {
 	if r.ctx.Err() != nil {
 		r.sum.Interrupted = true
-		return nil, errStop
+		return errStop
 	}
 	reqs, err := requests(jobs)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	c := &call{jobs: jobs, done: make(chan struct{})}
+	r.inflight = append(r.inflight, c)
+	r.inflightSteps += len(jobs)
+	go func() {
+		defer close(c.done)
+		c.res, c.err = r.p.PredictBatch(r.ctx, reqs)
+	}()
+	return nil
+}
+
+// collect waits for the oldest call in flight and writes its predictions in
+// order, returning them. A call cut short by the context writes nothing.
+func (r *run) collect() ([]aitw.Prediction, error) {
+	c := r.inflight[0]
 	t := time.Now()
-	res, err := r.p.PredictBatch(r.ctx, reqs)
+	<-c.done
 	if !r.warm.IsZero() {
 		r.engine += time.Since(t)
 	}
+	r.inflight = r.inflight[1:]
+	r.inflightSteps -= len(c.jobs)
+	jobs, res, err := c.jobs, c.res, c.err
 	if err == nil && len(res) != len(jobs) {
 		err = fmt.Errorf("%d results for %d requests", len(res), len(jobs))
 	}
@@ -397,6 +452,16 @@ func (r *run) predict(jobs []job) ([]aitw.Prediction, error) {
 	}
 	r.warmedUp()
 	return preds, nil
+}
+
+// abandon waits for the calls still in flight (a failed call or a stop
+// left them), writing nothing: lines keep the calls' order, and a re-run
+// predicts their steps.
+func (r *run) abandon() {
+	for _, c := range r.inflight {
+		<-c.done
+	}
+	r.inflight, r.inflightSteps = nil, 0
 }
 
 // warmedUp marks the end of the first engine call's predictions

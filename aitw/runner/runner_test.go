@@ -97,15 +97,15 @@ func testOptions(t *testing.T, out string) Options {
 // An interrupt drops the call in flight: with batches of B, the lines
 // written are the whole batches before it. A resume completes the file.
 func TestRunResumeAfterInterrupt(t *testing.T) {
-	for _, batch := range []int{1, 4} {
-		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) { testResumeAfterInterrupt(t, batch) })
+	for _, c := range []struct{ batch, concurrent int }{{1, 1}, {4, 1}, {4, 2}} {
+		t.Run(fmt.Sprintf("batch=%d,concurrent=%d", c.batch, c.concurrent), func(t *testing.T) { testResumeAfterInterrupt(t, c.batch, c.concurrent) })
 	}
 }
 
-func testResumeAfterInterrupt(t *testing.T, batch int) {
+func testResumeAfterInterrupt(t *testing.T, batch, concurrent int) {
 	out := t.TempDir()
 	opts := testOptions(t, out)
-	opts.Batch = batch
+	opts.Batch, opts.Concurrent = batch, concurrent
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fp := &fakePredictor{cancelAt: 8, cancel: cancel}
@@ -469,18 +469,23 @@ func (f *failingPredictor) PredictBatch(ctx context.Context, reqs []predict.Requ
 }
 
 // A failed call stops the run with an error naming its steps; the calls
-// before it are written and it is not retried.
+// before it are written and it is not retried. With two calls at once, the
+// one started after it is waited for and not written.
 func TestEngineErrorStops(t *testing.T) {
-	for _, mode := range []History{HistoryGold, HistoryPredicted} {
+	for _, tc := range []struct {
+		mode       History
+		concurrent int
+		sent       int
+	}{{HistoryGold, 1, 12}, {HistoryPredicted, 1, 12}, {HistoryGold, 2, 16}} {
 		opts := testOptions(t, t.TempDir())
-		opts.History, opts.Batch = mode, 4
+		opts.History, opts.Batch, opts.Concurrent = tc.mode, 4, tc.concurrent
 		fp := &failingPredictor{n: 10}
 		sum, err := Run(context.Background(), fp, opts)
 		if err == nil || !strings.Contains(err.Error(), "engine broke") || !strings.Contains(err.Error(), "batch of 4 steps, episode ") {
-			t.Fatalf("%s: error %v", mode, err)
+			t.Fatalf("%s, %d at once: error %v", tc.mode, tc.concurrent, err)
 		}
-		if sum.Predicted != 8 || fp.predicts != 12 {
-			t.Errorf("%s: %d written, %d items sent, want 8 and 12: %+v", mode, sum.Predicted, fp.predicts, sum)
+		if sum.Predicted != 8 || fp.predicts != tc.sent {
+			t.Errorf("%s, %d at once: %d written, %d items sent, want 8 and %d: %+v", tc.mode, tc.concurrent, sum.Predicted, fp.predicts, tc.sent, sum)
 		}
 		checkLines(t, sum.Path, 8)
 	}
@@ -534,5 +539,90 @@ func TestPredictedHistoryClamped(t *testing.T) {
 	}
 	if h := appendHistory(nil, HistoryGold, gold, off); len(h) != 1 || h[0] != gold {
 		t.Errorf("gold history %+v", h)
+	}
+}
+
+// overlapPredictor answers as fakePredictor does, its calls running at
+// once (odd calls slower, so that calls end out of order), and counts the
+// calls in flight at once.
+type overlapPredictor struct {
+	mu                    sync.Mutex
+	calls, inflight, most int
+}
+
+func (o *overlapPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, o, req)
+}
+
+func (o *overlapPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	o.mu.Lock()
+	o.calls++
+	n := o.calls
+	o.inflight++
+	o.most = max(o.most, o.inflight)
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.inflight--
+		o.mu.Unlock()
+	}()
+	time.Sleep(time.Duration(1+20*(n%2)) * time.Millisecond)
+	out := make([]*predict.Result, len(reqs))
+	for i, req := range reqs {
+		if req.Features == nil {
+			req.Features = fakeFeatures(req.Screen)
+		}
+		out[i] = fakeResult(req)
+	}
+	return out, nil
+}
+
+// With calls in flight at once (Options.Concurrent), gold history writes
+// the same lines in the same order as one call at a time, fills the same
+// feature cache, and stops at a limit exactly.
+func TestConcurrentCalls(t *testing.T) {
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	opts := testOptions(t, t.TempDir())
+	opts.Batch = 3
+	sum, err := Run(context.Background(), &fakePredictor{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := read(sum.Path)
+	for _, n := range []int{2, 3} {
+		opts := testOptions(t, t.TempDir())
+		opts.Batch, opts.Concurrent = 3, n
+		op := &overlapPredictor{}
+		sum, err := Run(context.Background(), op, opts)
+		if err != nil || sum.Predicted != 55 || sum.CacheMisses != 55 {
+			t.Fatalf("%d at once: %+v, %v", n, sum, err)
+		}
+		if got := read(sum.Path); !bytes.Equal(got, want) {
+			t.Errorf("%d at once: predictions differ from one call at a time\n got %s\nwant %s", n, got, want)
+		}
+		if op.most != n {
+			t.Errorf("%d at once: at most %d calls in flight", n, op.most)
+		}
+		again, err := Run(context.Background(), &overlapPredictor{}, opts) // resumes: nothing left
+		if err != nil || again.Predicted != 0 || again.AlreadyDone != 55 {
+			t.Errorf("%d at once, again: %+v, %v", n, again, err)
+		}
+		opts = testOptions(t, t.TempDir())
+		opts.Batch, opts.Concurrent, opts.Limit = 3, n, 10
+		op = &overlapPredictor{}
+		if sum, err = Run(context.Background(), op, opts); err != nil || sum.Predicted != 10 || !sum.LimitHit {
+			t.Errorf("%d at once, --limit 10: %+v, %v", n, sum, err)
+		}
+		checkLines(t, sum.Path, 10)
+	}
+	opts.History, opts.Concurrent = HistoryPredicted, 3
+	if _, err := Run(context.Background(), &fakePredictor{}, opts); err == nil || !strings.Contains(err.Error(), "gold history") {
+		t.Errorf("predicted history, 3 at once: %v", err)
 	}
 }

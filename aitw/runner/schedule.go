@@ -53,11 +53,12 @@ func (r *run) eachPending(ep readEpisode, done func(aitw.Episode, aitw.Step) boo
 }
 
 // push queues a step, predicting the queue once it holds a batch. A step
-// past the limit (or after Ctrl-C) predicts what is queued and stops.
+// past the limit (or after Ctrl-C) predicts what is queued, writes what is
+// in flight and stops.
 func (q *goldQueue) push(ep readEpisode, i int, history []action.Action, last bool) error {
 	r := q.r
 	if r.ctx.Err() != nil || r.room() <= len(q.jobs) {
-		if err := q.flush(); err != nil {
+		if err := q.finish(); err != nil {
 			return err
 		}
 		return r.stop()
@@ -75,17 +76,42 @@ func (q *goldQueue) push(ep readEpisode, i int, history []action.Action, last bo
 	return nil
 }
 
-func (q *goldQueue) finish() error { return q.flush() }
+func (q *goldQueue) finish() error {
+	if err := q.flush(); err != nil {
+		return err
+	}
+	return q.collect(0)
+}
 
+// flush starts a call for the queued steps, once fewer than
+// Options.Concurrent calls are in flight.
 func (q *goldQueue) flush() error {
 	if len(q.jobs) == 0 {
 		return nil
 	}
-	_, err := q.r.predict(q.jobs)
-	clear(q.jobs) // drop the pixels
-	q.jobs = q.jobs[:0]
-	clear(q.queued) // written now, or the run stops
-	return err
+	if err := q.collect(q.r.concurrent - 1); err != nil {
+		return err
+	}
+	jobs := q.jobs
+	q.jobs = nil // the call's now
+	return q.r.start(jobs)
+}
+
+// collect writes the oldest calls' predictions until at most n are in
+// flight.
+func (q *goldQueue) collect(n int) error {
+	for len(q.r.inflight) > n {
+		c := q.r.inflight[0]
+		_, err := q.r.collect()
+		for i := range c.jobs {
+			delete(q.queued, c.jobs[i].key()) // written now, or the run stops
+		}
+		clear(c.jobs) // drop the pixels
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lastPending is the index of the episode's last step not done (neither

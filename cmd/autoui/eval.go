@@ -141,10 +141,13 @@ func (d *dataFlags) report(w io.Writer, st aitw.ReadStats) {
 
 // scoreReadFiles is the record files eval score reads at once;
 // maxReadFiles bounds eval run's --read-files (each file read at once holds
-// a goroutine, an open file and about an episode of screens).
+// a goroutine, an open file and about an episode of screens);
+// maxConcurrentCalls its --concurrent-batches (each call holds a batch of
+// screens, and on a GPU its states).
 const (
-	scoreReadFiles = 4
-	maxReadFiles   = 64
+	scoreReadFiles     = 4
+	maxReadFiles       = 64
+	maxConcurrentCalls = 4
 )
 
 func runEvalRun(ctx context.Context, args []string) error {
@@ -159,6 +162,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
 	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
 	readFiles := fs.Int("read-files", 0, fmt.Sprintf("record files read at once, each inflated on a core of its own, their episodes taken in turns: a fixed order, the same predictions (but under --tf32, where the steps that share a call matter) (0: %d on CPU, %d on CUDA; at most %d)", runner.DefaultReadFiles("cpu"), runner.DefaultReadFiles("cuda"), maxReadFiles))
+	concurrent := fs.Int("concurrent-batches", 1, fmt.Sprintf("engine calls in flight at once, each with a batch of its own (gold history, batches; at most %d): under --cuda-graph one batch's screens and prompts are seen while another decodes, each holding its own device memory; the same predictions in the same order", maxConcurrentCalls))
 	mf.addOverlapFlag(fs)
 	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, a quarter of --batch under cuda)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
@@ -202,6 +206,14 @@ func runEvalRun(ctx context.Context, args []string) error {
 	}
 	if mf.overlap && !*continuous {
 		return usageErrorf("--overlap-joins needs --continuous")
+	}
+	switch {
+	case *concurrent < 1 || *concurrent > maxConcurrentCalls:
+		return usageErrorf("--concurrent-batches %d: want 1 to %d", *concurrent, maxConcurrentCalls)
+	case *concurrent > 1 && (*continuous || hist == runner.HistoryPredicted):
+		// a step's prompt holds its episode's previous prediction; a
+		// continuous decode takes steps as rows free up
+		return usageErrorf("--concurrent-batches %d: needs batches with gold history (not --continuous or --history predicted)", *concurrent)
 	}
 	if *continuous && !mf.cudaGraph {
 		return usageErrorf("--continuous runs on the static decoder: add --cuda-graph")
@@ -255,7 +267,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := runner.Options{
-		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch, Continuous: *continuous,
+		Files: files, Read: ro, Split: ids, Shard: sh, History: hist, Limit: *limit, OutDir: *out, Batch: *batch, Continuous: *continuous, Concurrent: *concurrent,
 		JoinMin:  defaultJoinMin(*joinMin, set.Provider, *batch),
 		Progress: os.Stderr, TTY: term.IsTerminal(int(os.Stderr.Fd())), Shrink: p.Shrink,
 	}

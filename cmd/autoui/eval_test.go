@@ -106,6 +106,10 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--batch", "100000"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--continuous", "--join-min", "-1"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--overlap-joins"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "0"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "5"},
+		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "2", "--history", "predicted"},
+		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "2", "--cuda-graph", "--continuous"},
 	} {
 		err := runEval(context.Background(), args)
 		want := exitUsage
@@ -218,8 +222,9 @@ func TestEvalRunThenScoreWithTinyBundle(t *testing.T) {
 }
 
 // eval run --continuous (one continuous decode, here on the cpu provider's
-// fixed buffers) writes the batched run's predictions in the same order and
-// records the setting in run.json.
+// fixed buffers), and with two batches in flight (--concurrent-batches 2),
+// writes the batched run's predictions in the same order, and records the
+// setting in run.json.
 func TestEvalRunContinuousTiny(t *testing.T) {
 	data := "../../aitw/testdata/records/general"
 	run := func(extra ...string) (string, []byte) {
@@ -242,6 +247,9 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	}
 	if _, got := run("--cuda-graph", "--continuous", "--overlap-joins"); string(got) != string(want) {
 		t.Fatalf("--continuous --overlap-joins wrote\n%s\nbatches wrote\n%s", got, want)
+	}
+	if _, got := run("--cuda-graph", "--concurrent-batches", "2"); string(got) != string(want) {
+		t.Fatalf("--concurrent-batches 2 wrote\n%s\nbatches wrote\n%s", got, want)
 	}
 	info, err := runinfo.Read(out)
 	if err != nil || !info.Options.Continuous || info.Options.Batch != 4 {

@@ -29,7 +29,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.Lookup("max-pixels").Usage = fmt.Sprintf("refuse screens over this many pixels, width*height, read from the header before decoding (0: %d, every phone and tablet screen)", serve.DefaultMaxPixels)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address, HOST:PORT (loopback by default; port 0 picks a free one)")
 	maxBatch := fs.Int("max-batch", 0, fmt.Sprintf("most requests in one engine call, at most %d (0: %d on the cpu, %d under cuda)", serve.MaxBatchLimit, serve.DefaultMaxBatch, serve.DefaultMaxBatchCUDA))
-	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's kernel launching overlaps another's GPU work; each holds its own device memory)")
+	concurrent := fs.Int("concurrent-batches", 1, "engine calls that may run at once, each with a batch of its own (cuda: one batch's screens and prompts run beside another's decoding, under --cuda-graph too; each holds its own device memory)")
 	continuous := fs.Bool("continuous", false, "continuous batching: requests join the running decode between two decoder calls, on --max-batch rows, and leave it as each finishes (needs --cuda-graph: the static decoder's per-row positions; one decode at a time)")
 	mf.addOverlapFlag(fs)
 	joinMin := fs.Int("join-min", 0, "under --continuous: how many waiting requests (fewer when fewer rows are free) join a busy decode at once; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, where a prefill costs by the request; a quarter of --max-batch under cuda, where a few cost about what one does)")
