@@ -124,8 +124,8 @@ func TestVisionCaptureNeedsMark(t *testing.T) {
 	}
 }
 
-// Under capture, every decode and vision run of a predictor runs on the one
-// capture thread, whichever goroutine asked (staticConcurrent's four), from
+// Under capture, every decode and run on the vision tower's fixed buffers
+// runs on the one capture thread, whichever goroutine asked (staticConcurrent's four), from
 // features and from screens, and gives the golden tokens; while the vision
 // tower may capture, it runs only once the prompts are encoded; a closed
 // predictor refuses calls.

@@ -26,7 +26,7 @@ type fixedGraph struct {
 	bucket  bool
 	in, out []int64 // one row's dims
 
-	mu     sync.Mutex // one run at a time (under capture PredictBatch is serial anyway)
+	mu     sync.Mutex // one run at a time (under capture its runs are the capture thread's anyway)
 	sets   map[int]*fixedSet
 	graphs int // graph ids handed out
 	// runHook, when set (tests), runs before each run of the graph.
