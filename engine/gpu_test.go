@@ -156,7 +156,8 @@ func sameConstrained(t *testing.T, a, b *Predictor, cases []goldenCase) {
 // the first captured, on the same buffers), and from screens (the vision
 // tower captured too), and in batches of 9 screens three at once (each
 // batch's screens and prompts beside the capture thread while another
-// decodes; decoded past captureRows, and on captured buffers of 16 rows);
+// decodes; decoded past captureRows, and on captured buffers of 16 rows,
+// the decoder's stream of the default priority and of the highest);
 // constrained decoding gives the device-resident decode's tokens.
 func TestCUDAGraphGolden(t *testing.T) {
 	if !inCUDAChild() {
@@ -196,11 +197,15 @@ func TestCUDAGraphGolden(t *testing.T) {
 		screenBatchesAtOnce(t, p, cases, captureRows+1, 3, fmt.Sprintf("cuda graph, %s, screens beside", dec))
 		t.Logf("%s: %d decoder and %d vision CUDA graphs captured", dec, p.statics.graphs, p.visionFixed.graphs)
 	}
-	// the same decoded on captured buffers (--capture-rows 16), twice: the
-	// second replays what the first captured
-	wide := cudaPredictorWith(t, Options{CUDAGraph: true, CaptureRows: 2 * captureRows})
-	for pass := range 2 {
-		screenBatchesAtOnce(t, wide, cases, captureRows+1, 3, fmt.Sprintf("cuda graph at 16 rows, screens beside, pass %d", pass))
+	// the same decoded on captured buffers (--capture-rows 16), twice (the
+	// second replays what the first captured), and with the decoder on a
+	// stream of the highest priority (DecodePriority)
+	for _, prio := range []bool{false, true} {
+		wide := cudaPredictorWith(t, Options{CUDAGraph: true, CaptureRows: 2 * captureRows, DecodePriority: prio})
+		for pass := range 2 {
+			screenBatchesAtOnce(t, wide, cases, captureRows+1, 3, fmt.Sprintf("cuda graph at 16 rows, priority %v, screens beside, pass %d", prio, pass))
+		}
+		goldenBatches(t, wide, cases, 8, fmt.Sprintf("cuda graph at 16 rows, priority %v, B=8", prio))
 	}
 	dev, graph := cudaPredictorWith(t, Options{Constrained: true}), cudaPredictorWith(t, Options{Constrained: true, CUDAGraph: true})
 	sameConstrained(t, dev, graph, cases[:6])

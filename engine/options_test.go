@@ -30,6 +30,8 @@ func TestOptionsConvention(t *testing.T) {
 		{Options{PromptGroups: 1}, b.Manifest.Prompt.HistoryWindow, b.Manifest.Prompt.MaxTargetTokens, ""},
 		{Options{PromptGroups: -1}, 0, 0, "prompt groups -1"},
 		{Options{PromptGroups: 5}, 0, 0, "prompt groups 5"},
+		{Options{DecodePriority: true}, 0, 0, "decode priority"},
+		{Options{DecodePriority: true, CUDAGraph: true}, 0, 0, "decode priority"}, // the cpu provider
 	} {
 		p, err := NewPredictor(b, c.o)
 		if c.err != "" {

@@ -10,6 +10,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/autoui/autoui/action"
+	"github.com/autoui/autoui/engine/internal/cudart"
 	"github.com/autoui/autoui/engine/internal/ortval"
 	"github.com/autoui/autoui/engine/kv"
 	"github.com/autoui/autoui/engine/preprocess"
@@ -85,6 +86,13 @@ type Options struct {
 	// (each session has its own stream); on a CPU both share the cores.
 	// Only the time changes, never the tokens.
 	OverlapJoins bool
+	// DecodePriority runs, under cuda with CUDAGraph, the static decoder's
+	// kernels on a CUDA stream of the highest priority (cudart): where a
+	// batch's screens are seen beside another's decoding (concurrent
+	// batches, OverlapJoins), the decoder's many small kernels are
+	// dispatched ahead of the vision tower's waiting blocks instead of
+	// after them. Only the time changes, never the tokens.
+	DecodePriority bool
 }
 
 // CaptureRowsLimit bounds Options.CaptureRows: a batch's rows are padded to
@@ -168,8 +176,12 @@ type Predictor struct {
 	// tower's then (capture on under cuda), visionFixed the tower's buffers.
 	decoderStatic *graph
 	captureSO     *ort.SessionOptions
-	statics       statics
-	visionFixed   *fixedGraph
+	// decoderStaticSO and decodeStream are the static decoder's own
+	// session options and stream under Options.DecodePriority (else nil).
+	decoderStaticSO *ort.SessionOptions
+	decodeStream    *cudart.Stream
+	statics         statics
+	visionFixed     *fixedGraph
 	// promptBucket, when > 0, pads a batch's prompts to a multiple of it
 	// (at most the bundle's prompt limit): under capture, so that a few
 	// encoder lengths, not every one, each capture their CUDA graphs.
@@ -452,10 +464,22 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions, rows int) err
 		o.Spin = SpinOn
 	}
 	var err error
-	if p.captureSO, err = o.buildCapture(o.Provider == ProviderCUDA); err != nil {
+	if p.captureSO, err = o.buildCapture(o.Provider == ProviderCUDA, 0); err != nil {
 		return err
 	}
-	if p.decoderStatic, err = openGraph(b, models.RoleDecoderStatic, p.captureSO, o.Profile); err != nil {
+	so := p.captureSO
+	if p.opts.DecodePriority {
+		// a session of its own: the tower's shares captureSO, and every
+		// run of a session with a stream of the caller's is on that stream
+		if p.decodeStream, err = cudart.NewPriorityStream(); err != nil {
+			return fmt.Errorf("--decode-priority: %w", err)
+		}
+		if p.decoderStaticSO, err = o.buildCapture(true, p.decodeStream.Handle()); err != nil {
+			return err
+		}
+		so = p.decoderStaticSO
+	}
+	if p.decoderStatic, err = openGraph(b, models.RoleDecoderStatic, so, o.Profile); err != nil {
 		return err
 	}
 	if err := kv.CheckStatic(p.decoderNames, p.decoderStatic.inputs, p.decoderStatic.outputs); err != nil {
@@ -503,6 +527,9 @@ func (o Options) check() error {
 	if o.CaptureRows > 0 && !o.CUDAGraph {
 		return errors.New("capture rows: only with CUDAGraph (the fixed-buffer decode)")
 	}
+	if o.DecodePriority && (!o.CUDAGraph || o.Session.Provider != ProviderCUDA) {
+		return errors.New("decode priority: a CUDA stream's, only under the cuda provider with CUDAGraph")
+	}
 	return nil
 }
 
@@ -530,13 +557,15 @@ func (p *Predictor) Close() error {
 		p.deviceMem.Destroy()
 		p.deviceMem = nil
 	}
-	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.captureSO, &p.opsSO} {
+	for _, so := range []**ort.SessionOptions{&p.so, &p.decoderSO, &p.captureSO, &p.opsSO, &p.decoderStaticSO} {
 		if *so != nil {
 			(*so).Destroy()
 			*so = nil
 		}
 	}
-	return nil
+	err := p.decodeStream.Close() // its session is closed
+	p.decodeStream = nil
+	return err
 }
 
 // Bundle returns the bundle the predictor runs.

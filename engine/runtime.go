@@ -284,12 +284,14 @@ func (o SessionOptions) threads() int {
 	return PhysicalCores()
 }
 
-func (o SessionOptions) build() (*ort.SessionOptions, error) { return o.buildCapture(false) }
+func (o SessionOptions) build() (*ort.SessionOptions, error) { return o.buildCapture(false, 0) }
 
 // buildCapture is build, with the cuda provider's CUDA-graph capture on
 // when capture is set (for the static decoder's session only: capture needs
-// fixed shapes and bound buffers, which only that decode keeps).
-func (o SessionOptions) buildCapture(capture bool) (*ort.SessionOptions, error) {
+// fixed shapes and bound buffers, which only that decode keeps), and its
+// kernels on a stream of the caller's when stream is not 0 (a cudaStream_t:
+// Options.DecodePriority).
+func (o SessionOptions) buildCapture(capture bool, stream uintptr) (*ort.SessionOptions, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
@@ -352,6 +354,10 @@ func (o SessionOptions) buildCapture(capture bool) (*ort.SessionOptions, error) 
 		}
 		if capture {
 			opts["enable_cuda_graph"] = "1"
+		}
+		if stream != 0 {
+			opts["has_user_compute_stream"] = "1"
+			opts["user_compute_stream"] = strconv.FormatUint(uint64(stream), 10)
 		}
 		if err := cuda.Update(opts); err != nil {
 			return fail("cuda provider", cudaError(err))

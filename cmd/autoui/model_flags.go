@@ -35,6 +35,7 @@ type modelFlags struct {
 	tf32       bool
 	cudaGraph  bool
 	capRows    int
+	priority   bool   // --decode-priority
 	profile    string // bench's --ort-profile
 	overlap    bool   // serve's and eval run's --overlap-joins (addOverlapFlag)
 	capWarned  bool   // the --threads cap warning was printed
@@ -61,6 +62,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.BoolVar(&m.tf32, "tf32", false, "cuda: float32 matmuls and convolutions in TF32 (ORT's own default): up to 4x faster in large batches, but a few outputs in a thousand differ from the CPU's and between batch sizes (off: the CPU's outputs)")
 	fs.BoolVar(&m.cudaGraph, "cuda-graph", false, "decode through the bundle's static decoder graph on fixed buffers, each call shape captured once as a CUDA graph and replayed (cuda; on cpu the same decode without capture); same tokens; needs a bundle with decoder_static (python -m scripts.upgrade_bundle DIR)")
 	fs.IntVar(&m.capRows, "capture-rows", 0, "with --cuda-graph: the most rows a batch decodes on the fixed buffers, captured under cuda; larger batches run the device-resident decode (0: 8 on cuda, every batch on cpu); same tokens")
+	fs.BoolVar(&m.priority, "decode-priority", false, "cuda, with --cuda-graph: the decoder's kernels on a CUDA stream of the highest priority, ahead of a vision tower's running beside them (--concurrent-batches, --overlap-joins); same tokens")
 	fs.BoolVar(&m.noVerify, "no-verify", false, "check bundle file sizes only, not SHA-256 (for large bundles already verified)")
 	return m
 }
@@ -109,6 +111,9 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 	if m.capRows > 0 && !m.cudaGraph {
 		return engine.Options{}, usageErrorf("--capture-rows needs --cuda-graph")
 	}
+	if m.priority && (!m.cudaGraph || prov != engine.ProviderCUDA) {
+		return engine.Options{}, usageErrorf("--decode-priority needs --provider cuda and --cuda-graph")
+	}
 	if m.groups < 0 || m.groups > engine.PromptGroupsLimit {
 		return engine.Options{}, usageErrorf("--prompt-groups %d: want 0 (the most) to %d", m.groups, engine.PromptGroupsLimit)
 	}
@@ -151,6 +156,7 @@ func (m *modelFlags) parseOptions() (engine.Options, error) {
 		CUDAGraph:       m.cudaGraph,
 		CaptureRows:     m.capRows,
 		OverlapJoins:    m.overlap,
+		DecodePriority:  m.priority,
 	}, nil
 }
 
