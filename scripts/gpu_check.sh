@@ -31,7 +31,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, -c2, -c3, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, -c2, -c3, -c2p, fp16attnsn-cont-ovp, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128; also graph64-c2),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -472,6 +472,9 @@ if want e2e && fits 60 e2e; then
       # two (three) calls in flight: one batch's screens and prompts beside another's captured decoder calls
       fp16attnsn-graph64-c2) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2) ;;
       fp16attnsn-graph64-c3) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 3) ;;
+      # and the decoder's kernels on a stream of the highest priority, ahead of the tower's beside them
+      fp16attnsn-graph64-c2p) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2 --decode-priority) ;;
+      fp16attnsn-cont-ovp) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous --overlap-joins --decode-priority) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
       # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them
