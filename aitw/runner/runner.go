@@ -121,10 +121,11 @@ type Summary struct {
 		Steps int // written after them
 		Time  time.Duration
 		// Of Time, on the run's goroutine (batches; a continuous decode
-		// runs on its own): Engine in the predictor's calls, Reading
-		// waiting for the read-ahead's next episode. The rest is the
-		// run's own work between calls (requests, writing predictions),
-		// during which the engine idles.
+		// runs on its own): Engine waiting for the predictor's calls,
+		// Reading waiting for the read-ahead's next episode. The rest is
+		// the run's own work between calls (requests, writing
+		// predictions), during which the engine idles unless other calls
+		// are in flight (Options.Concurrent).
 		Engine, Reading time.Duration
 	}
 }
