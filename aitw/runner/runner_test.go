@@ -626,3 +626,55 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Errorf("predicted history, 3 at once: %v", err)
 	}
 }
+
+// cancellingPredictor answers its first two calls, the second cancelling
+// the run as it does (Ctrl-C while it finishes) and the first waiting for
+// the second to end, and fails every later one with the cancellation.
+type cancellingPredictor struct {
+	mu         sync.Mutex
+	calls      int
+	cancel     context.CancelFunc
+	secondDone chan struct{}
+}
+
+func (c *cancellingPredictor) Predict(ctx context.Context, req predict.Request) (*predict.Result, error) {
+	return predicttest.One(ctx, c, req)
+}
+
+func (c *cancellingPredictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
+	c.mu.Lock()
+	c.calls++
+	n := c.calls
+	c.mu.Unlock()
+	switch n {
+	case 1:
+		<-c.secondDone
+	case 2:
+		c.cancel()
+		defer close(c.secondDone)
+	default:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	out := make([]*predict.Result, len(reqs))
+	for i, req := range reqs {
+		req.Features = fakeFeatures(req.Screen)
+		out[i] = fakeResult(req)
+	}
+	return out, nil
+}
+
+// Stopped (Ctrl-C) with calls in flight that finished, a run writes them:
+// here the stop is seen starting the third call, while the second, done,
+// is still in flight.
+func TestConcurrentInterruptWritesWhatFinished(t *testing.T) {
+	opts := testOptions(t, t.TempDir())
+	opts.Batch, opts.Concurrent = 4, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sum, err := Run(ctx, &cancellingPredictor{cancel: cancel, secondDone: make(chan struct{})}, opts)
+	if err != nil || !sum.Interrupted || sum.Predicted != 8 {
+		t.Fatalf("%+v, %v: want both finished calls' 8 written, interrupted", sum, err)
+	}
+	checkLines(t, sum.Path, 8)
+}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/autoui/autoui/action"
@@ -94,7 +95,14 @@ func (q *goldQueue) flush() error {
 	}
 	jobs := q.jobs
 	q.jobs = nil // the call's now
-	return q.r.start(jobs)
+	if err := q.r.start(jobs); err != nil {
+		// stopped (Ctrl-C): what the calls in flight finished is written
+		if cerr := q.collect(0); cerr != nil && !errors.Is(cerr, errStop) {
+			return cerr
+		}
+		return err
+	}
+	return nil
 }
 
 // collect writes the oldest calls' predictions until at most n are in
