@@ -300,9 +300,13 @@ func runEvalRun(ctx context.Context, args []string) error {
 		ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
 		// A batched call serves several steps: these are wall time and calls
 		// per step, averaged over the batches.
-		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d)%s\n",
+		atOnce := ""
+		if *concurrent > 1 {
+			atOnce = fmt.Sprintf(", %d calls at once", *concurrent)
+		}
+		fmt.Fprintf(os.Stderr, "text path: %.1f ms per action (decoding %.1f ms); %.2f decoder calls and %.1f tokens per action, %.2f tokens per call (batch %d%s)%s\n",
 			ms(d.TextPath)/float64(n), ms(d.Decode)/float64(n), float64(d.Calls)/float64(n), float64(d.Tokens)/float64(n),
-			float64(d.Tokens)/float64(d.Calls), *batch, perCall(d))
+			float64(d.Tokens)/float64(d.Calls), *batch, atOnce, perCall(d))
 	} else if n > 0 && *continuous {
 		// a stream's calls serve whichever steps are decoding: not per step
 		fmt.Fprintf(os.Stderr, "continuous decode on %d rows: %.1f tokens per action; %s\n", *batch, float64(d.Tokens)/float64(n), streamLine(p))

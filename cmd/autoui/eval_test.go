@@ -253,6 +253,10 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	if _, got := run("--cuda-graph", "--concurrent-batches", "2"); string(got) != string(want) {
 		t.Fatalf("--concurrent-batches 2 wrote\n%s\nbatches wrote\n%s", got, want)
 	}
+	if _, stderr, code := runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", t.TempDir(), "--batch", "4",
+		"--no-feature-cache", "--concurrent-batches", "2"); code != 0 || !strings.Contains(stderr, "(batch 4, 2 calls at once)") {
+		t.Errorf("--concurrent-batches 2: exit %d, %s", code, stderr)
+	}
 	info, err := runinfo.Read(out)
 	if err != nil || !info.Options.Continuous || info.Options.Batch != 4 {
 		t.Fatalf("run.json: %+v %v", info, err)
