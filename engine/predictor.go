@@ -471,7 +471,7 @@ func (p *Predictor) openStatic(b *models.Bundle, o SessionOptions, rows int) err
 	if p.opts.DecodePriority {
 		// a session of its own: the tower's shares captureSO, and every
 		// run of a session with a stream of the caller's is on that stream
-		if p.decodeStream, err = cudart.NewPriorityStream(); err != nil {
+		if p.decodeStream, err = cudart.NewPriorityStream(o.CUDADevice); err != nil {
 			return fmt.Errorf("--decode-priority: %w", err)
 		}
 		if p.decoderStaticSO, err = o.buildCapture(true, p.decodeStream.Handle()); err != nil {

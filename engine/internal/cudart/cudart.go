@@ -14,13 +14,25 @@ package cudart
 #include <dlfcn.h>
 #include <stdlib.h>
 
+typedef int (*autoui_set_fn)(int device);
 typedef int (*autoui_range_fn)(int *least, int *greatest);
 typedef int (*autoui_create_fn)(void **stream, unsigned int flags, int priority);
 typedef int (*autoui_destroy_fn)(void *stream);
 typedef const char *(*autoui_errstr_fn)(int err);
 
-static int autoui_range(void *f, int *least, int *greatest) { return ((autoui_range_fn)f)(least, greatest); }
-static int autoui_create(void *f, void **stream, unsigned int flags, int priority) { return ((autoui_create_fn)f)(stream, flags, priority); }
+// autoui_priority_stream makes a stream of the device's highest priority in
+// one call, so on one thread: the device is the calling thread's. *step
+// says which call failed (0 set device, 1 range, 2 create).
+static int autoui_priority_stream(void *set, void *range, void *create, int device, unsigned int flags,
+                                  void **stream, int *step) {
+	int least, greatest, err;
+	*step = 0;
+	if ((err = ((autoui_set_fn)set)(device)) != 0) return err;
+	*step = 1;
+	if ((err = ((autoui_range_fn)range)(&least, &greatest)) != 0) return err;
+	*step = 2;
+	return ((autoui_create_fn)create)(stream, flags, greatest);
+}
 static int autoui_destroy(void *f, void *stream) { return ((autoui_destroy_fn)f)(stream); }
 static const char *autoui_errstr(void *f, int err) { return ((autoui_errstr_fn)f)(err); }
 */
@@ -39,7 +51,7 @@ var libraries = []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so"}
 
 // runtime is the loaded library's entry points.
 type runtime struct {
-	rangeFn, create, destroy, errstr unsafe.Pointer
+	setDevice, rangeFn, create, destroy, errstr unsafe.Pointer
 }
 
 var (
@@ -69,7 +81,7 @@ func open(names []string) (*runtime, error) {
 		for _, s := range []struct {
 			name string
 			dst  *unsafe.Pointer
-		}{{"cudaDeviceGetStreamPriorityRange", &r.rangeFn}, {"cudaStreamCreateWithPriority", &r.create},
+		}{{"cudaSetDevice", &r.setDevice}, {"cudaDeviceGetStreamPriorityRange", &r.rangeFn}, {"cudaStreamCreateWithPriority", &r.create},
 			{"cudaStreamDestroy", &r.destroy}, {"cudaGetErrorString", &r.errstr}} {
 			cs := C.CString(s.name)
 			*s.dst = C.dlsym(h, cs)
@@ -100,24 +112,23 @@ type Stream struct {
 // stream (ORT's own streams are made so too).
 const streamNonBlocking = 0x01
 
-// NewPriorityStream makes a non-blocking stream of the current device's
-// highest priority. It fails with a clear error where no CUDA runtime can
-// be loaded (a machine without CUDA).
-func NewPriorityStream() (*Stream, error) {
+// NewPriorityStream makes a non-blocking stream of the highest priority on
+// the given GPU. It fails with a clear error where no CUDA runtime can be
+// loaded (a machine without CUDA).
+func NewPriorityStream(device int) (*Stream, error) {
 	rt, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("priority stream: %w", err)
 	}
-	return rt.priorityStream()
+	return rt.priorityStream(device)
 }
 
-func (rt *runtime) priorityStream() (*Stream, error) {
-	var least, greatest C.int
-	if err := rt.check("priority stream: priority range", C.autoui_range(rt.rangeFn, &least, &greatest)); err != nil {
-		return nil, err
-	}
+func (rt *runtime) priorityStream(device int) (*Stream, error) {
 	s := &Stream{rt: rt}
-	if err := rt.check("priority stream", C.autoui_create(rt.create, &s.handle, streamNonBlocking, greatest)); err != nil {
+	var step C.int
+	code := C.autoui_priority_stream(rt.setDevice, rt.rangeFn, rt.create, C.int(device), streamNonBlocking, &s.handle, &step)
+	what := [...]string{fmt.Sprintf("priority stream: device %d", device), "priority stream: priority range", "priority stream"}[step]
+	if err := rt.check(what, code); err != nil {
 		return nil, err
 	}
 	return s, nil
