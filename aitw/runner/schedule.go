@@ -136,11 +136,13 @@ func lastPending(ep aitw.Episode, done func(aitw.Episode, aitw.Step) bool) int {
 // episodeSet batches across episodes for predicted history: a step's prompt
 // holds its own episode's previous predictions, so a call takes the next
 // step of up to Batch episodes, each moving on once its prediction is
-// written. At most Batch episodes are held beyond the one being read, each
-// with the screens of its steps not yet predicted.
+// written. With Concurrent calls in flight, each takes episodes none of the
+// others holds. At most Batch x Concurrent episodes are held beyond the one
+// being read, each with the screens of its steps not yet predicted.
 type episodeSet struct {
 	r      *run
-	active []*episodeRun // each with a pending step, oldest first
+	active []*episodeRun   // each with a pending step, oldest first
+	calls  [][]*episodeRun // the episodes of each call in flight, as run.inflight
 }
 
 // episodeRun is an episode being predicted.
@@ -148,6 +150,7 @@ type episodeRun struct {
 	ep      readEpisode
 	next    int // index of its next step to predict
 	history []action.Action
+	busy    bool // its next step is in a call in flight
 }
 
 // newEpisode is ep to predict with predicted history, past its steps
@@ -183,7 +186,7 @@ func (e *episodeSet) add(ep readEpisode) error {
 		return nil
 	}
 	e.active = append(e.active, x)
-	for len(e.active) >= e.r.batch {
+	for e.idle() >= e.r.batch {
 		if err := e.round(); err != nil {
 			return err
 		}
@@ -193,39 +196,88 @@ func (e *episodeSet) add(ep readEpisode) error {
 
 func (e *episodeSet) finish() error {
 	for len(e.active) > 0 {
-		if err := e.round(); err != nil {
+		var err error
+		if e.idle() > 0 {
+			err = e.round()
+		} else {
+			err = e.collect()
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// round predicts the next step of the oldest active episodes, as many as
-// the limit allows, and drops the episodes that are finished.
+// idle counts the active episodes whose next step is in no call.
+func (e *episodeSet) idle() int {
+	n := 0
+	for _, x := range e.active {
+		if !x.busy {
+			n++
+		}
+	}
+	return n
+}
+
+// round starts a call for the next step of the oldest idle episodes, up to
+// Batch and as many as the limit allows, then writes the oldest calls
+// while Concurrent are in flight. At the limit (or after Ctrl-C) it writes
+// the calls in flight and stops.
 func (e *episodeSet) round() error {
 	r := e.r
-	n := min(len(e.active), r.room())
+	n := min(e.idle(), r.batch, r.room())
 	if n <= 0 || r.ctx.Err() != nil {
+		for len(e.calls) > 0 {
+			if err := e.collect(); err != nil {
+				return err
+			}
+		}
 		return r.stop()
 	}
-	jobs := make([]job, n)
-	for i, x := range e.active[:n] {
-		jobs[i] = r.newJob(x.ep, x.next, x.history)
+	var xs []*episodeRun
+	for _, x := range e.active {
+		if !x.busy && len(xs) < n {
+			xs = append(xs, x)
+		}
 	}
-	preds, err := r.predict(jobs)
+	jobs := make([]job, n)
+	for i, x := range xs {
+		jobs[i] = r.newJob(x.ep, x.next, x.history)
+		x.busy = true
+	}
+	if err := r.start(jobs); err != nil {
+		return err
+	}
+	e.calls = append(e.calls, xs)
+	for len(e.calls) >= r.concurrent {
+		if err := e.collect(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect writes the oldest call in flight, moves its episodes on and drops
+// those that are finished.
+func (e *episodeSet) collect() error {
+	r := e.r
+	xs := e.calls[0]
+	e.calls = e.calls[1:]
+	preds, err := r.collect()
 	if err != nil {
 		return err
 	}
-	for i, x := range e.active[:n] {
+	done := map[*episodeRun]bool{}
+	for i, x := range xs {
 		x.predicted(preds[i])
-	}
-	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool {
-		if e.r.skipDone(x) {
-			return false
+		x.busy = false
+		if !r.skipDone(x) {
+			done[x] = true
+			r.prog.Add(1)
 		}
-		r.prog.Add(1)
-		return true
-	})
+	}
+	e.active = slices.DeleteFunc(e.active, func(x *episodeRun) bool { return done[x] })
 	return nil
 }
 

@@ -162,7 +162,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, fmt.Sprintf("steps predicted per engine call (0: %d on CPU, %d on CUDA); predictions are the same as with 1", runner.DefaultBatch("cpu"), runner.DefaultBatch("cuda")))
 	continuous := fs.Bool("continuous", false, "with --cuda-graph: decode on --batch rows of one continuous decode, a step joining as soon as a row is free and leaving when its answer ends, instead of batches that wait for their longest answer; predictions are the same (gold history: in the same order)")
 	readFiles := fs.Int("read-files", 0, fmt.Sprintf("record files read at once, each inflated on a core of its own, their episodes taken in turns: a fixed order, the same predictions (but under --tf32, where the steps that share a call matter) (0: %d on CPU, %d on CUDA; at most %d)", runner.DefaultReadFiles("cpu"), runner.DefaultReadFiles("cuda"), maxReadFiles))
-	concurrent := fs.Int("concurrent-batches", 1, fmt.Sprintf("engine calls in flight at once, each with a batch of its own (gold history, batches; at most %d): under --cuda-graph one batch's screens and prompts are seen while another decodes, each holding its own device memory; the same predictions in the same order", maxConcurrentCalls))
+	concurrent := fs.Int("concurrent-batches", 1, fmt.Sprintf("engine calls in flight at once, each with a batch of its own (not with --continuous; at most %d): under --cuda-graph one batch's screens and prompts are seen while another decodes, each holding its own device memory; the same predictions (gold history: in the same order)", maxConcurrentCalls))
 	mf.addOverlapFlag(fs)
 	joinMin := fs.Int("join-min", 0, "with --continuous: the fewest free rows that steps join a busy decode in; each join pauses the decode for its prefill, or with --overlap-joins holds up the next join (0: 1 on the cpu, a quarter of --batch under cuda)")
 	out := fs.String("out", "", "output directory: predictions.jsonl (appended to; re-running resumes) and run.json (what made them); required")
@@ -210,10 +210,9 @@ func runEvalRun(ctx context.Context, args []string) error {
 	switch {
 	case *concurrent < 1 || *concurrent > maxConcurrentCalls:
 		return usageErrorf("--concurrent-batches %d: want 1 to %d", *concurrent, maxConcurrentCalls)
-	case *concurrent > 1 && (*continuous || hist == runner.HistoryPredicted):
-		// a step's prompt holds its episode's previous prediction; a
-		// continuous decode takes steps as rows free up
-		return usageErrorf("--concurrent-batches %d: needs batches with gold history (not --continuous or --history predicted)", *concurrent)
+	case *concurrent > 1 && *continuous:
+		// a continuous decode takes steps as rows free up
+		return usageErrorf("--concurrent-batches %d: for batches, not --continuous", *concurrent)
 	}
 	if *continuous && !mf.cudaGraph {
 		return usageErrorf("--continuous runs on the static decoder: add --cuda-graph")

@@ -108,7 +108,6 @@ func TestEvalFlagErrors(t *testing.T) {
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--cuda-graph", "--overlap-joins"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "0"},
 		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "5"},
-		{"run", "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "2", "--history", "predicted"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--concurrent-batches", "2", "--cuda-graph", "--continuous"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--decode-priority"},
 		{"run", "--model", tinyBundle, "--data", "../../aitw/testdata/records", "--out", t.TempDir(), "--decode-priority", "--cuda-graph"},
