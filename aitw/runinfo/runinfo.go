@@ -105,6 +105,10 @@ type Options struct {
 	// recorded, not compared, as Batch is (0 in runs before it: one file
 	// at a time).
 	ReadFiles int `json:"read_files,omitempty"`
+	// ConcurrentBatches is the latest run's --concurrent-batches (0 in runs
+	// before it: one call at a time). With predicted history it chooses the
+	// steps that share a call; recorded, not compared, as Batch is.
+	ConcurrentBatches int `json:"concurrent_batches,omitempty"`
 	// Preset is the --preset that set the options above ("autoui": Auto-GUI's
 	// main.py), "" for none. ScrollMap is the map the prompts' gold swipes
 	// were written with (the bundle's). Neither is compared: the options
@@ -218,6 +222,10 @@ func Diff(a, b *Info, sameShard bool) []string {
 		add("batch (under TF32 the outputs depend on it)", ao.Batch, bo.Batch)
 		add("continuous (under TF32 the outputs depend on the rows a call has)", ao.Continuous, bo.Continuous)
 		add("read_files (--read-files; under TF32 the outputs depend on the steps a call has)", max(ao.ReadFiles, 1), max(bo.ReadFiles, 1))
+		if ao.History == "predicted" || bo.History == "predicted" {
+			add("concurrent_batches (--concurrent-batches; with predicted history under TF32 the outputs depend on the steps a call has)",
+				max(ao.ConcurrentBatches, 1), max(bo.ConcurrentBatches, 1))
+		}
 	}
 	if !SameData(a.Data.Files, b.Data.Files) {
 		add("data files", fileList(a.Data.Files), fileList(b.Data.Files))

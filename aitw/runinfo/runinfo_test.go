@@ -85,6 +85,18 @@ func TestDiff(t *testing.T) {
 	if b.Options.ReadFiles = 1; len(Diff(a, b, false)) != 0 {
 		t.Errorf("cuda with TF32, read_files 0 and 1: %q", Diff(a, b, false))
 	}
+	// calls at once choose the steps a call has with predicted history only
+	b.Options.ConcurrentBatches = 2
+	if d := Diff(a, b, false); len(d) != 0 {
+		t.Errorf("cuda with TF32, gold history, concurrent_batches 0 and 2: %q", d)
+	}
+	a.Options.History, b.Options.History = "predicted", "predicted"
+	if d := Diff(a, b, false); len(d) != 1 || !strings.HasPrefix(d[0], "concurrent_batches") {
+		t.Errorf("cuda with TF32, predicted history, concurrent_batches 0 and 2: %q", d)
+	}
+	if b.Options.ConcurrentBatches = 1; len(Diff(a, b, false)) != 0 {
+		t.Errorf("cuda with TF32, predicted history, concurrent_batches 0 and 1: %q", Diff(a, b, false))
+	}
 	b.Options.Batch, b.Options.ReadFiles = 64, 4
 	a.Options.ExactFP32, b.Options.ExactFP32 = true, true
 	if d := Diff(a, b, false); len(d) != 0 {

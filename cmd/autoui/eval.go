@@ -261,6 +261,7 @@ func runEvalRun(ctx context.Context, args []string) error {
 	info.Options.Preset = *preset
 	info.Options.Continuous = *continuous
 	info.Options.ReadFiles = ro.Interleave
+	info.Options.ConcurrentBatches = *concurrent
 	info.Options.Replay = *replay
 	if err := runinfo.Start(*out, info); err != nil {
 		return err

@@ -249,8 +249,12 @@ func TestEvalRunContinuousTiny(t *testing.T) {
 	if _, got := run("--cuda-graph", "--continuous", "--overlap-joins"); string(got) != string(want) {
 		t.Fatalf("--continuous --overlap-joins wrote\n%s\nbatches wrote\n%s", got, want)
 	}
-	if _, got := run("--cuda-graph", "--concurrent-batches", "2"); string(got) != string(want) {
+	cOut, got := run("--cuda-graph", "--concurrent-batches", "2")
+	if string(got) != string(want) {
 		t.Fatalf("--concurrent-batches 2 wrote\n%s\nbatches wrote\n%s", got, want)
+	}
+	if info, err := runinfo.Read(cOut); err != nil || info.Options.ConcurrentBatches != 2 {
+		t.Errorf("run.json of --concurrent-batches 2: %+v %v", info.Options, err)
 	}
 	if _, stderr, code := runCLI(t, "eval", "run", "--model", tinyBundle, "--data", data, "--out", t.TempDir(), "--batch", "4",
 		"--no-feature-cache", "--concurrent-batches", "2"); code != 0 || !strings.Contains(stderr, "(batch 4, 2 calls at once)") {
