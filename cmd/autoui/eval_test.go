@@ -594,7 +594,7 @@ func TestEvalPresetAutoUIAndPaperWarning(t *testing.T) {
 	paper := run("paper", "--preset", "autoui", "--history-window", "8") // repeating the preset's value is fine
 	want := runinfo.AutoUIPreset
 	want.Decoding, want.Provider, want.GraphOpt, want.Batch, want.ScrollMap = paper.Options.Decoding, paper.Options.Provider, paper.Options.GraphOpt, paper.Options.Batch, "fixed"
-	want.ReadFiles = runner.DefaultReadFilesCPU
+	want.ReadFiles, want.ConcurrentBatches = runner.DefaultReadFilesCPU, 1
 	if paper.Options != want {
 		t.Errorf("run.json options %+v, want %+v", paper.Options, want)
 	}
