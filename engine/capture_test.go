@@ -208,8 +208,8 @@ func (h *besideHold) wait(t *testing.T, what string) {
 	}
 }
 
-// Under capture, a batch that needs no fixed vision buffers prefills on its
-// caller's goroutine, beside another batch's decode on the capture thread;
+// Under capture, a batch that needs no fixed vision buffers prefills on the
+// prefill thread, beside another batch's decode on the capture thread;
 // the thread's calls that may capture (a new buffer set's first calls) and
 // its runs on the tower's fixed buffers wait for such a prefill; every
 // batch gets the golden tokens.
@@ -218,10 +218,13 @@ func TestPrefillBesideCaptureThread(t *testing.T) {
 	p := placed(t, placeStatic, Options{})
 	p.statics.capture = true
 	var calls atomic.Int32
+	var aTid atomic.Int64
 	hold := newBesideHold()
 	p.prefillHook = func() {
 		if calls.Add(1) == 2 { // B's
 			hold.hook()
+		} else {
+			aTid.Store(int64(syscall.Gettid()))
 		}
 	}
 	aDecoding := make(chan struct{})
@@ -257,8 +260,8 @@ func TestPrefillBesideCaptureThread(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if hold.tid.Load() == threadTid.Load() {
-		t.Error("batch B prefilled on the capture thread")
+	if hold.tid.Load() == threadTid.Load() || hold.tid.Load() != aTid.Load() {
+		t.Error("batches A and B prefilled on different OS threads, or on the capture thread (want the one prefill thread)")
 	}
 
 	// The tower's fixed buffers (ImageFeatures runs one screen on them)

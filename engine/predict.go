@@ -59,8 +59,9 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // Under capture the decoder calls run on the capture thread, one batch at a
 // time; a batch whose prefill runs no graph that may be captured (its
 // screens, if any, are too many for the vision tower's fixed buffers)
-// prefills on the caller's goroutine first, so that concurrent calls see
-// one batch's screens and prompts while another decodes.
+// prefills on a thread of its own first (the prefill thread), so that
+// concurrent calls see one batch's screens and prompts while another
+// decodes.
 func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
 	if p.statics.capture {
 		b, ok, err := p.prefillBeside(ctx, reqs)
@@ -110,11 +111,20 @@ func (p *Predictor) newBatch(reqs []predict.Request, start time.Time) (*prefille
 	return b, itemErr, nil
 }
 
-// prefillBeside prefills a batch beside the capture thread where it runs
-// no graph that may be captured (PredictBatch); ok is false where it must
-// run on the thread (nothing was done then).
+// prefillBeside prefills a batch beside the capture thread, on the prefill
+// thread, where it runs no graph that may be captured (PredictBatch); ok is
+// false where it must run on the capture thread (nothing was done then).
 func (p *Predictor) prefillBeside(ctx context.Context, reqs []predict.Request) (b *prefilledBatch, ok bool, err error) {
-	start, screens := time.Now(), 0
+	start := time.Now()
+	if cerr := p.statics.prefill.do(ctx, func() { b, ok, err = p.prefillBatch(ctx, reqs, start) }); cerr != nil {
+		return nil, true, cerr
+	}
+	return b, ok, err
+}
+
+// prefillBatch is prefillBeside's work, on the prefill thread.
+func (p *Predictor) prefillBatch(ctx context.Context, reqs []predict.Request, start time.Time) (b *prefilledBatch, ok bool, err error) {
+	screens := 0
 	for _, r := range reqs {
 		if r.Features == nil {
 			screens++

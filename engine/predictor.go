@@ -538,6 +538,7 @@ func (o Options) check() error {
 // eval run for its call), since ORT's sessions go with them.
 func (p *Predictor) Close() error {
 	p.statics.thread.close()
+	p.statics.prefill.close()
 	p.statics.gate.Lock() // a prefill beside the thread finishes first
 	p.statics.closed = true
 	p.statics.gate.Unlock()

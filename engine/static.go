@@ -28,6 +28,12 @@ type statics struct {
 	// thread runs PredictBatch calls under capture: on one OS thread, one at
 	// a time (captureThread says why). Batches are how work is shared.
 	thread captureThread
+	// prefill runs the prefills beside thread (prefillBeside, a stream's
+	// overlapped joins) on one OS thread of their own, one at a time: ORT
+	// keeps a CUDA context per session and OS thread (cuBLAS and cuDNN
+	// handles, their workspaces), which prefills on whatever thread their
+	// goroutine has would make again on thread after thread.
+	prefill captureThread
 	// gate is held shared by a prefill running beside the capture thread
 	// (a batch's, PredictBatch; a stream's join, Options.OverlapJoins), and
 	// alone by the thread's runs that may capture (a capture must see no

@@ -289,7 +289,11 @@ func (s *streamState) begin(ctx context.Context, jobs []predict.Job, start time.
 			}
 		}()
 		t := time.Now()
-		pj.fused, pj.mask, pj.err = s.p.prefill(ctx, reqs, res, itemErr, batchErr, true)
+		if err := s.p.statics.prefill.do(ctx, func() {
+			pj.fused, pj.mask, pj.err = s.p.prefill(ctx, reqs, res, itemErr, batchErr, true)
+		}); err != nil {
+			pj.err = err
+		}
 		pj.took = time.Since(t)
 	}()
 }
