@@ -10,18 +10,20 @@ import (
 )
 
 // captureThread runs a capturing predictor's engine calls on one OS thread,
-// one at a time.
+// one at a time (and, a second one, its prefills beside them:
+// statics.prefill).
 //
 // ORT's CUDA provider keeps its captured CUDA graphs, and the run counts that
 // decide when to capture, per OS thread (its PerThreadContext): a run on
 // another thread does not see a graph captured on this one, and captures its
 // own copy after two plain runs. A goroutine may move between threads between
 // any two cgo calls, so the calls of a decode would capture the same graphs
-// again on thread after thread. Hence under capture every PredictBatch (and
+// again on thread after thread. Hence under capture every decode (and
 // ImageFeatures) runs on this goroutine, locked to its thread. One call at a
 // time is what capture needs anyway: ORT captures in CUDA's global mode (no
-// other CUDA work of the process may run meanwhile), and the graphs of one
-// session share the memory its arena lent them while capturing.
+// other CUDA work of the process may run meanwhile: statics.gate keeps the
+// prefills beside out), and the graphs of one session share the memory its
+// arena lent them while capturing.
 type captureThread struct {
 	start, stop sync.Once
 	work        chan func()
