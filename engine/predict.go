@@ -63,14 +63,12 @@ func (p *Predictor) Predict(ctx context.Context, req predict.Request) (*predict.
 // concurrent calls see one batch's screens and prompts while another
 // decodes.
 func (p *Predictor) PredictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
-	if p.statics.capture {
-		b, ok, err := p.prefillBeside(ctx, reqs)
-		switch {
-		case err != nil:
+	if p.statics.capture && p.prefillsBeside(reqs) {
+		b, err := p.prefillBeside(ctx, reqs)
+		if err != nil {
 			return nil, err
-		case ok:
-			return p.decodePrefilled(ctx, b)
 		}
+		return p.decodePrefilled(ctx, b)
 	}
 	var res []*predict.Result
 	var err error
@@ -111,46 +109,47 @@ func (p *Predictor) newBatch(reqs []predict.Request, start time.Time) (*prefille
 	return b, itemErr, nil
 }
 
-// prefillBeside prefills a batch beside the capture thread, on the prefill
-// thread, where it runs no graph that may be captured (PredictBatch); ok is
-// false where it must run on the capture thread (nothing was done then).
-func (p *Predictor) prefillBeside(ctx context.Context, reqs []predict.Request) (b *prefilledBatch, ok bool, err error) {
-	start := time.Now()
-	if cerr := p.statics.prefill.do(ctx, func() { b, ok, err = p.prefillBatch(ctx, reqs, start) }); cerr != nil {
-		return nil, true, cerr
-	}
-	return b, ok, err
-}
-
-// prefillBatch is prefillBeside's work, on the prefill thread.
-func (p *Predictor) prefillBatch(ctx context.Context, reqs []predict.Request, start time.Time) (b *prefilledBatch, ok bool, err error) {
+// prefillsBeside reports whether a batch's prefill, under capture, runs
+// beside the capture thread: where it runs no graph that may be captured,
+// its screens (if any) too many for the tower's fixed buffers.
+func (p *Predictor) prefillsBeside(reqs []predict.Request) bool {
 	screens := 0
 	for _, r := range reqs {
 		if r.Features == nil {
 			screens++
 		}
 	}
+	return screens == 0 || !p.visionRows(screens)
+}
+
+// prefillBeside prefills a batch beside the capture thread, on the prefill
+// thread (PredictBatch, where prefillsBeside says).
+func (p *Predictor) prefillBeside(ctx context.Context, reqs []predict.Request) (b *prefilledBatch, err error) {
+	start := time.Now()
+	if cerr := p.statics.prefill.do(ctx, func() { b, err = p.prefillBatch(ctx, reqs, start) }); cerr != nil {
+		return nil, cerr
+	}
+	return b, err
+}
+
+// prefillBatch is prefillBeside's work, on the prefill thread.
+func (p *Predictor) prefillBatch(ctx context.Context, reqs []predict.Request, start time.Time) (*prefilledBatch, error) {
 	p.statics.gate.RLock() // no capture meanwhile: opening the tower allocates, and so do its runs
 	defer p.statics.gate.RUnlock()
 	if p.statics.closed {
-		return nil, true, errClosed
-	}
-	if screens > 0 {
-		if _, err := p.visionGraph(); err != nil || p.fixedVision(screens) {
-			return nil, false, nil // the thread's call says what failed
-		}
+		return nil, errClosed
 	}
 	b, itemErr, err := p.newBatch(reqs, start)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, b.batchErr, true); err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	return b, true, nil
+	return b, nil
 }
 
 // decodePrefilled decodes a prefilled batch on the capture thread (or

@@ -409,12 +409,19 @@ func (p *Predictor) fixedRows(b int) bool {
 }
 
 // fixedVision reports whether the vision tower runs b screens on its fixed
-// buffers (captured under cuda): as a batch decodes, but at most captureRows
-// once there is a row limit. Capture pays where the tower's ~600 launches
-// outweigh its work (a few screens); a batch of 33 bucketed to 64 rows for
-// it would run the ViT-g's work twice over.
+// buffers (captured under cuda): where visionRows says, when the tower has
+// them.
 func (p *Predictor) fixedVision(b int) bool {
-	return p.visionFixed != nil && p.fixedRows(b) && (p.graphRows == 0 || b <= captureRows)
+	return p.visionFixed != nil && p.visionRows(b)
+}
+
+// visionRows reports whether b screens are few enough for the tower's fixed
+// buffers: as a batch decodes, but at most captureRows once there is a row
+// limit. Capture pays where the tower's ~600 launches outweigh its work (a
+// few screens); a batch of 33 bucketed to 64 rows for it would run the
+// ViT-g's work twice over.
+func (p *Predictor) visionRows(b int) bool {
+	return p.fixedRows(b) && (p.graphRows == 0 || b <= captureRows)
 }
 
 // decoderOptions are the session options of the decoder (its own, when

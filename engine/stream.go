@@ -206,7 +206,7 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 		}
 		// Beside the calls, a join waits for the few calls of new buffers
 		// that may capture (which a prefill beside them would hold up).
-		if free := s.maxRows - s.busy; more && free > 0 && s.pending == nil && !(s.overlap && s.busy > 0 && s.mayCapture()) {
+		if free := s.maxRows - s.busy; more && free > 0 && s.pending == nil && !(s.overlap && s.busy > 0 && s.set.mayCapture()) {
 			var jobs []predict.Job
 			jobs, more = next(free, s.busy == 0)
 			if len(jobs) > free {
@@ -253,10 +253,6 @@ func (p *Predictor) stream(ctx context.Context, rows int, next func(free int, wa
 		calls++
 	}
 }
-
-// mayCapture reports whether the next call on the buffers may be one that
-// captures (their first capturingRuns, under capture).
-func (s *streamState) mayCapture() bool { return s.set.mayCapture() }
 
 // timed runs a join's work on the stream (join, land), counting a join when
 // it started a request and its time, but its moves', as the joins'.
