@@ -297,12 +297,11 @@ type run struct {
 	prog    *progress.Bar
 	batch   int
 	// concurrent is Options.Concurrent, at least 1; inflight the calls
-	// started and not yet written (oldest first), inflightSteps their steps.
-	concurrent    int
-	inflight      []*call
-	inflightSteps int
-	warm          time.Time // when the first call's predictions were written (warmedUp)
-	warmN         int       // how many they were
+	// started and not yet written, oldest first.
+	concurrent int
+	inflight   []*call
+	warm       time.Time // when the first call's predictions were written (warmedUp)
+	warmN      int       // how many they were
 	// after warm: time in the predictor's calls, and waiting for the
 	// read-ahead (Summary.AfterFirst)
 	engine, reading time.Duration
@@ -335,7 +334,11 @@ func (r *run) room() int {
 	if r.opts.Limit <= 0 {
 		return int(^uint(0) >> 1)
 	}
-	return r.opts.Limit - r.sum.Predicted - r.inflightSteps
+	n := r.opts.Limit - r.sum.Predicted
+	for _, c := range r.inflight {
+		n -= len(c.jobs)
+	}
+	return n
 }
 
 // isDone reports whether the step is in the predictions file: found there
@@ -413,7 +416,6 @@ func (r *run) start(jobs []job) error {
 	}
 	c := &call{jobs: jobs, done: make(chan struct{})}
 	r.inflight = append(r.inflight, c)
-	r.inflightSteps += len(jobs)
 	go func() {
 		defer close(c.done)
 		c.res, c.err = r.p.PredictBatch(r.ctx, reqs)
@@ -431,7 +433,6 @@ func (r *run) collect() ([]aitw.Prediction, error) {
 		r.engine += time.Since(t)
 	}
 	r.inflight = r.inflight[1:]
-	r.inflightSteps -= len(c.jobs)
 	jobs, res, err := c.jobs, c.res, c.err
 	if err == nil && len(res) != len(jobs) {
 		err = fmt.Errorf("%d results for %d requests", len(res), len(jobs))
@@ -461,7 +462,7 @@ func (r *run) abandon() {
 	for _, c := range r.inflight {
 		<-c.done
 	}
-	r.inflight, r.inflightSteps = nil, 0
+	r.inflight = nil
 }
 
 // warmedUp marks the end of the first engine call's predictions
