@@ -74,6 +74,19 @@ func fakeFeatures(img image.Image) []float32 {
 	return []float32{float32(r >> 8), float32(g >> 8), float32(bl >> 8), float32(b.Dx()), float32(b.Dy())}
 }
 
+// fakeResults answers reqs as fakePredictor does, with features computed
+// from the screen where none were given.
+func fakeResults(reqs []predict.Request) []*predict.Result {
+	out := make([]*predict.Result, len(reqs))
+	for i, req := range reqs {
+		if req.Features == nil {
+			req.Features = fakeFeatures(req.Screen)
+		}
+		out[i] = fakeResult(req)
+	}
+	return out
+}
+
 func fakeResult(req predict.Request) *predict.Result {
 	y := 0.01 + 0.1*float64(len(req.History))
 	a := action.Action{Type: action.DualPoint, Touch: action.Point{Y: y, X: 0.5}, Lift: action.Point{Y: y, X: 0.5}}
@@ -573,14 +586,7 @@ func (o *overlapPredictor) PredictBatch(ctx context.Context, reqs []predict.Requ
 		o.mu.Unlock()
 	}()
 	time.Sleep(time.Duration(1+20*(n%2)) * time.Millisecond)
-	out := make([]*predict.Result, len(reqs))
-	for i, req := range reqs {
-		if req.Features == nil {
-			req.Features = fakeFeatures(req.Screen)
-		}
-		out[i] = fakeResult(req)
-	}
-	return out, nil
+	return fakeResults(reqs), nil
 }
 
 // With calls in flight at once (Options.Concurrent), gold history writes
@@ -691,12 +697,7 @@ func (c *cancellingPredictor) PredictBatch(ctx context.Context, reqs []predict.R
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	out := make([]*predict.Result, len(reqs))
-	for i, req := range reqs {
-		req.Features = fakeFeatures(req.Screen)
-		out[i] = fakeResult(req)
-	}
-	return out, nil
+	return fakeResults(reqs), nil
 }
 
 // Stopped (Ctrl-C) with calls in flight that finished, a run writes them:
