@@ -90,11 +90,11 @@ type prefilledBatch struct {
 	batchErr func(error) error
 }
 
-// newBatch checks a batch's requests, started at start, and makes their
-// sequences and results.
-func (p *Predictor) newBatch(reqs []predict.Request, start time.Time) (*prefilledBatch, func(int, error) error, error) {
+// prefillNew checks a batch's requests, started at start, makes their
+// sequences and results, and prefills them (beside: prefill's).
+func (p *Predictor) prefillNew(ctx context.Context, reqs []predict.Request, start time.Time, beside bool) (*prefilledBatch, error) {
 	if len(reqs) == 0 {
-		return nil, nil, errors.New("predict batch: empty batch")
+		return nil, errors.New("predict batch: empty batch")
 	}
 	b := &prefilledBatch{start: start, seqs: make([]*sequence, len(reqs)), res: make([]*predict.Result, len(reqs))}
 	itemErr, batchErr := batchErrors(len(reqs), "predict batch")
@@ -103,10 +103,17 @@ func (p *Predictor) newBatch(reqs []predict.Request, start time.Time) (*prefille
 		b.res[i] = &predict.Result{}
 		var err error
 		if b.seqs[i], err = p.sequence(r, &b.res[i].Timings); err != nil {
-			return nil, nil, itemErr(i, err)
+			return nil, itemErr(i, err)
 		}
 	}
-	return b, itemErr, nil
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var err error
+	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, batchErr, beside); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // prefillsBeside reports whether a batch's prefill, under capture, runs
@@ -139,17 +146,7 @@ func (p *Predictor) prefillBatch(ctx context.Context, reqs []predict.Request, st
 	if p.statics.closed {
 		return nil, errClosed
 	}
-	b, itemErr, err := p.newBatch(reqs, start)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, b.batchErr, true); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return p.prefillNew(ctx, reqs, start, true)
 }
 
 // decodePrefilled decodes a prefilled batch on the capture thread (or
@@ -191,14 +188,8 @@ func (p *Predictor) engineCall(ctx context.Context, f func()) error {
 }
 
 func (p *Predictor) predictBatch(ctx context.Context, reqs []predict.Request) ([]*predict.Result, error) {
-	b, itemErr, err := p.newBatch(reqs, time.Now())
+	b, err := p.prefillNew(ctx, reqs, time.Now(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if b.fused, b.mask, err = p.prefill(ctx, reqs, b.res, itemErr, b.batchErr, false); err != nil {
 		return nil, err
 	}
 	defer b.fused.release()
