@@ -295,18 +295,18 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
         nodes.extend(replace.get(n.output[0], [n]) if n.op_type == "Reshape" else [n])
     del g.node[:]
     g.node.extend(nodes)
-    _drop_dead(g)
+    drop_dead(g)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return model, count
 
 
-def _drop_dead(g: onnx.GraphProto) -> None:
+def drop_dead(g: onnx.GraphProto, error=AttentionError) -> None:
     """Remove the nodes and initializers nothing reads any more (the graph's outputs are read), and
     the value types of what is gone. A graph with subgraphs (If, Loop, Scan), whose reads this does
     not follow, is refused."""
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute):
-        raise AttentionError("vision graph with subgraphs: not covered by the rewrite")
+        raise error("graph with subgraphs: not covered by the rewrite")
     while True:
         read = {o.name for o in g.output} | {x for n in g.node for x in n.input}
         live = [n for n in g.node if any(o in read for o in n.output if o)]

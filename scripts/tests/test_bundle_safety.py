@@ -1,5 +1,5 @@
 """The tools that write or rewrite a bundle (export, quantize, half, attention, skip_norm,
-upgrade_bundle) against hostile use: an --out that is the input (through a symlink) or nests with
+merge_qkv, upgrade_bundle) against hostile use: an --out that is the input (through a symlink) or nests with
 it, an existing bundle at --out and a run that fails or is interrupted late, corrupt input
 files, invalid flags, and errors that must be one line with a non-zero exit, not a traceback.
 Tiny bundles only (copies of the committed one; models/ is never written)."""
@@ -15,6 +15,7 @@ from scripts import attention as pa
 from scripts import bundle_files
 from scripts import export
 from scripts import half as h
+from scripts import merge_qkv as mq
 from scripts import quantize as q
 from scripts import skip_norm as sn
 from scripts import upgrade_bundle as ub
@@ -48,6 +49,7 @@ TOOLS = {
     "half": (h.main, ["--steps", "1"]),
     "attention": (pa.main, ["--decoder", "plain"]),
     "skip_norm": (sn.main, []),
+    "merge_qkv": (mq.main, []),
 }
 
 
@@ -192,7 +194,7 @@ def test_export_over_a_bundle(tmp_path):
 
 # ---------------------------------------------------------------- the input's files
 
-@pytest.mark.parametrize("tool", ["quantize", "half"])
+@pytest.mark.parametrize("tool", ["quantize", "half", "merge_qkv"])
 @pytest.mark.parametrize("damage", ["byte", "truncate", "missing"])
 def test_corrupt_input_refused(tool, damage, tmp_path, capsys):
     src = copy_tiny(tmp_path / "in")
