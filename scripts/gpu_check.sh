@@ -20,6 +20,8 @@
 #   python -m scripts.half --in /tmp/base-vitg-attn --out bench-models/base-vitg-fp16attn --roles all --fp32-ops '' --fp16-cache
 #   python -m scripts.skip_norm --in /tmp/base-vitg-attn --out /tmp/base-vitg-attnsn
 #   python -m scripts.half --in /tmp/base-vitg-attnsn --out bench-models/base-vitg-fp16attnsn --roles all --fp32-ops '' --fp16-cache
+#   python -m scripts.merge_qkv --in /tmp/base-vitg-attnsn --out /tmp/base-vitg-attnsnqkv
+#   python -m scripts.half --in /tmp/base-vitg-attnsnqkv --out bench-models/base-vitg-fp16attnsnqkv --roles all --fp32-ops '' --fp16-cache
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all [bench-models/base-vitg-fp16mha ...]
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:
@@ -31,7 +33,7 @@
 # fp16attnsn, fp16attnsn-cont, fp16attnsn-graph64, fp16attnsn-mixed, fp16attnsn-cont-mixed, fp16attnsn-cont-mixed-ov), PEER_RUNNERS and PEER_BATCHES the peers'
 # (scripts/peers/gpu.py's --runners, e.g. ours,torch_bf16, and --batches; PEER_EST their seconds),
 # ATTN_CASES the attention A/B's cases (the attn step says how they read), E2E_CFGS e2e's (fp16attnsn-graph64
-# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, -c2, -c3, -c2p, fp16attnsn-cont-ovp, fp16attnsn-b128, fp16attnsn-graph128) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
+# fp16attnsn-graph64-read1 fp16attnsn-cont fp16attnsn-cont-ov; also fp16attnsn, fp32-graph64, -read8, -d20, -g1, -g2, -c2, -c3, -c2p, fp16attnsn-cont-ovp, fp16attnsn-b128, fp16attnsn-graph128, fp16attnsnqkv-graph64, fp16attnsnqkv-graph64-c2) and E2E_EPISODES its data's, EVALC_CFGS evalc's (batches graph64 cont
 # cont-j1 cont-b128: eval run of models/default at 64 rows, the last on 128; also graph64-c2),
 # PROVIDER=cpu dry-runs the plumbing on a machine without a GPU. $OUT (the run tool's, else /tmp/gpu-check) gets summary.txt,
 # log.txt and results.tar.xz (every JSON and log), rewritten after each step.
@@ -180,9 +182,10 @@ if want tests && fits 60 tests; then   # 31 s on the third loan
     export AUTOUI_FP16_BUNDLE=/tmp/bundles/tiny-fp16
   (cd engine && run timeout 240 engine.test -test.run 'CUDA' -test.v > "$res/tests.txt")
   log "tests (rc $?): $(grep -E '^(--- |ok|FAIL|PASS)' "$res/tests.txt" | tr '\n' ' ')"
-  # the same on the attention variant of the tiny bundle with its norms fused (scripts.attention,
-  # scripts.skip_norm: the golden tokens through the decoder's plain attention, the vision tower's fused
-  # one and SkipSimplifiedLayerNormalization on the device), its fp16 one (fp16 cache too) against the
+  # the same on the attention variant of the tiny bundle with its norms fused and its Q/K/V projections
+  # merged (scripts.attention, scripts.skip_norm, scripts.merge_qkv: the golden tokens through the
+  # decoder's plain attention, the vision tower's fused one, SkipSimplifiedLayerNormalization and the
+  # merged projections' Split on the device, captured too), its fp16 one (fp16 cache too) against the
   # CPU's run of it
   if [ -d "$extra/tiny-attn" ] && [ -d "$extra/tiny-fp16attn" ] && fits 60 "tests attn"; then
     bundle /tmp/bundles/tiny-attn "$PWD/models/testdata/tiny" "$extra/tiny-attn"
@@ -475,6 +478,9 @@ if want e2e && fits 60 e2e; then
       # and the decoder's kernels on a stream of the highest priority, ahead of the tower's beside them
       fp16attnsn-graph64-c2p) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2 --decode-priority) ;;
       fp16attnsn-cont-ovp) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous --overlap-joins --decode-priority) ;;
+      # each self-attention's Q, K and V projected in one MatMul (scripts.merge_qkv): 36 kernels fewer a decoder call
+      fp16attnsnqkv-graph64) bd=$kit/bundles/base-vitg-fp16attnsnqkv fl=(--cuda-graph --capture-rows 64) ;;
+      fp16attnsnqkv-graph64-c2) bd=$kit/bundles/base-vitg-fp16attnsnqkv fl=(--cuda-graph --capture-rows 64 --concurrent-batches 2) ;;
       fp16attnsn) bd=$kit/bundles/base-vitg-fp16attnsn fl=() ;;
       fp16attnsn-cont) bd=$kit/bundles/base-vitg-fp16attnsn fl=(--cuda-graph --continuous) ;;
       # joins prefilled beside the captured calls (--overlap-joins) instead of pausing them

@@ -7,8 +7,8 @@
 #            the files of build/default-fp16v and build/default-fp16 that differ from models/default's;
 #            tiny-fp16/: those of the tiny bundle in fp16 everywhere (TestCUDAFP16); tiny-attn/ and
 #            tiny-fp16attn/: its attention variant (scripts.attention: the decoder's plain, the
-#            vision tower's fused) with its norms fused (scripts.skip_norm), fp32, and fp16 everywhere
-#            with an fp16 cache (--fp16-cache)
+#            vision tower's fused) with its norms fused (scripts.skip_norm) and its Q/K/V projections
+#            merged (scripts.merge_qkv), fp32, and fp16 everywhere with an fp16 cache (--fp16-cache)
 #   ortpy    ortpy.tar.xz (8 MB): onnxruntime-gpu 1.29's Python package without its libraries, for the
 #            ORT-Python IO-binding peer (gpu_check.sh links the kit's CUDA provider into it); the wheel
 #            is the one pack.sh downloads
@@ -42,10 +42,12 @@ if [[ " $parts " == *" fp16 "* ]]; then
   # the tiny bundle in fp16 everywhere, for TestCUDAFP16 (its files that differ from tiny's)
   d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
   .venv/bin/python -m scripts.half --in models/testdata/tiny --out "$d/tiny-fp16" --roles all >/dev/null
-  # its attention variant with the norms fused (fp32: the CUDA tests' golden tokens through the rewritten
-  # attention and SkipSimplifiedLayerNormalization) and that in fp16 everywhere (TestCUDAFP16 again)
+  # its attention variant with the norms fused and the projections merged (fp32: the CUDA tests' golden
+  # tokens through the rewritten attention, SkipSimplifiedLayerNormalization and the merged projections)
+  # and that in fp16 everywhere (TestCUDAFP16 again)
   .venv/bin/python -m scripts.attention --in models/testdata/tiny --out "$d/tiny-attn0" --decoder plain --vision fused 2>/dev/null
-  .venv/bin/python -m scripts.skip_norm --in "$d/tiny-attn0" --out "$d/tiny-attn" >/dev/null
+  .venv/bin/python -m scripts.skip_norm --in "$d/tiny-attn0" --out "$d/tiny-attnsn" >/dev/null
+  .venv/bin/python -m scripts.merge_qkv --in "$d/tiny-attnsn" --out "$d/tiny-attn" >/dev/null
   .venv/bin/python -m scripts.half --in "$d/tiny-attn" --out "$d/tiny-fp16attn" --roles all --fp32-ops '' --fp16-cache >/dev/null
   # a graph that differs travels with its external data even where that is the same: ORT refuses
   # external data outside the directory of the graph's file (gpu_check.sh links the files)
