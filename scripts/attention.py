@@ -39,15 +39,13 @@ static decoder the with-past decoder's (scripts.static_decoder.check_static).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
-from .bundle_files import (checked_variant, log, read_fp32_bundle, save_variant_manifest, staged_output,
-                           write_variant)
+from .bundle_files import log, rewrite_variant
 
 DECODER_GRAPHS = ("decoder", "decoder_static")
 # A rewritten graph against the original, both fp32 (ORT, CPU): the same products summed in
@@ -342,14 +340,10 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
     "fused"; at least one); returns its manifest."""
     if decoder not in (None, "plain") or vision not in (None, "fused") or not (decoder or vision):
         raise AttentionError(f"decoder {decoder!r}, vision {vision!r}: want decoder plain and/or vision fused")
-    manifest = read_fp32_bundle(in_dir, out_dir, AttentionError)
-    files = manifest["files"]
-    if "attention" in manifest:
-        raise AttentionError(f"{in_dir}: attention already rewritten ({manifest['attention']['tool']})")
-    graphs = ([r for r in DECODER_GRAPHS if r in files] if decoder else []) + (["vision"] if vision else [])
+    roles = (DECODER_GRAPHS if decoder else ()) + (("vision",) if vision else ())
     rewritten = {}
 
-    def convert(role, src):
+    def convert(role, src, manifest):
         if role == "vision":
             v = manifest["vision"]
             model, count = fuse_vision_attention(onnx.load(src), v["num_heads"], v["hidden_size"])
@@ -363,31 +357,23 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
         log(f"  {role}: {count} {what} {did}")
         return model
 
-    name = out_dir
-    with staged_output(out_dir, [in_dir], AttentionError) as out_dir:  # written here, moved to name when checked
-        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "attention", AttentionError)
-        manifest["attention"] = {"tool": "scripts.attention", "decoder": decoder or "fused",
-                                 "vision": vision or "plain", "nodes": rewritten}
-        save_variant_manifest(out_dir, manifest, files, name)
-        new = manifest["files"]
+    def checks(at, staged, manifest):
+        if vision:
+            worst = check_vision(staged, in_dir)
+            log(f"bundle {out_dir}: fused vision features within {worst:.3g} of the plain ones")
+        if decoder:
+            worst = check_decoder(*at["decoder"], manifest["model"])
+            log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
+        if decoder and "decoder_static" in at:
+            from .static_decoder import check_variant_static
+            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "plain",
+                                         AttentionError)
+            log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
 
-        def checks():
-            if vision:
-                worst = check_vision(out_dir, in_dir)
-                log(f"bundle {name}: fused vision features within {worst:.3g} of the plain ones")
-            if decoder:
-                worst = check_decoder(os.path.join(in_dir, files["decoder"]["path"]),
-                                      os.path.join(out_dir, new["decoder"]["path"]), manifest["model"])
-                log(f"bundle {name}: plain decoder within {worst:.3g} of the fused one")
-            if decoder and "decoder_static" in new:
-                from .static_decoder import check_variant_static
-                worst = check_variant_static(os.path.join(out_dir, new["decoder"]["path"]),
-                                             os.path.join(out_dir, new["decoder_static"]["path"]), manifest["model"],
-                                             "plain", AttentionError)
-                log(f"bundle {name}: plain static decoder within {worst:.3g} of the plain decoder")
-
-        checked_variant(name, checks, AttentionError)
-    return manifest
+    return rewrite_variant(in_dir, out_dir, "attention", "attention already rewritten", roles, convert,
+                           lambda: {"tool": "scripts.attention", "decoder": decoder or "fused",
+                                    "vision": vision or "plain", "nodes": rewritten},
+                           checks, "attention", AttentionError)
 
 
 def main(argv=None) -> int:

@@ -418,6 +418,30 @@ def write_variant(in_dir: str, out_dir: str, manifest: dict, graphs, convert, wh
     return {role: new_files[role] for role in files if role in new_files}
 
 
+def rewrite_variant(in_dir: str, out_dir: str, key: str, already: str, roles, convert, record, checks, what: str,
+                    error=RuntimeError) -> dict:
+    """Write a graph rewrite's variant of the fp32 bundle in_dir to out_dir (scripts.attention,
+    scripts.skip_norm, scripts.merge_qkv): each of roles the bundle has as convert(role, path,
+    manifest) returns it, the manifest's key = record() once they are converted, then
+    checks(at, staged, manifest) with at: role -> (its original path, its rewritten path) and
+    staged the directory written (error from a check: out_dir not written). A bundle that already
+    has key is refused (already: what that means). Returns the variant's manifest."""
+    manifest = read_fp32_bundle(in_dir, out_dir, error)
+    files = manifest["files"]
+    if key in manifest:
+        raise error(f"{in_dir}: {already} ({manifest[key]['tool']})")
+    graphs = [r for r in roles if r in files]
+    with staged_output(out_dir, [in_dir], error) as staged:  # written here, moved to out_dir when checked
+        manifest["files"] = write_variant(in_dir, staged, manifest, graphs,
+                                          lambda role, src: convert(role, src, manifest), what, error)
+        manifest[key] = record()
+        save_variant_manifest(staged, manifest, files, out_dir)
+        at = {r: (os.path.join(in_dir, files[r]["path"]), os.path.join(staged, manifest["files"][r]["path"]))
+              for r in graphs}
+        checked_variant(out_dir, lambda: checks(at, staged, manifest), error)
+    return manifest
+
+
 def checked_variant(out_dir: str, checks, error=RuntimeError) -> None:
     """Run checks() on a variant just written (to staged_output's directory; they read it through
     its manifest). An error of theirs says that out_dir (the --out it was for) was not written:

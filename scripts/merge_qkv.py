@@ -34,8 +34,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .attention import drop_dead
-from .bundle_files import (checked_variant, log, read_fp32_bundle, save_variant_manifest, staged_output,
-                           write_variant)
+from .bundle_files import log, rewrite_variant
 
 GRAPHS = ("decoder", "decoder_static")
 HEADS_FIRST = [0, 2, 1, 3]  # [B, S, H, d] -> [B, H, S, d]
@@ -149,18 +148,11 @@ def merge_qkv(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
 def merge_bundle(in_dir: str, out_dir: str) -> dict:
     """Write the merged-projection variant of the fp32 bundle in_dir to out_dir; returns its manifest."""
-    import os
-
     from .attention import check_decoder
     from .static_decoder import check_variant_static
-    manifest = read_fp32_bundle(in_dir, out_dir, MergeError)
-    files = manifest["files"]
-    if "merge_qkv" in manifest:
-        raise MergeError(f"{in_dir}: projections already merged ({manifest['merge_qkv']['tool']})")
-    graphs = [r for r in GRAPHS if r in files]
     merged = {}
 
-    def convert(role, src):
+    def convert(role, src, manifest):
         model, count = merge_qkv(onnx.load(src))
         if not count:
             raise MergeError(f"{role}: no projections split into heads to merge (the decoder's attention must be "
@@ -169,26 +161,19 @@ def merge_bundle(in_dir: str, out_dir: str) -> dict:
         log(f"  {role}: {count} Q/K/V projections merged")
         return model
 
-    name = out_dir
-    with staged_output(out_dir, [in_dir], MergeError) as out_dir:  # written here, moved to name when checked
-        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "merged-projection", MergeError)
-        manifest["merge_qkv"] = {"tool": "scripts.merge_qkv", "groups": merged}
-        save_variant_manifest(out_dir, manifest, files, name)
-        new = manifest["files"]
+    def checks(at, staged, manifest):
+        if "decoder" in at:
+            worst = check_decoder(*at["decoder"], manifest["model"], what="the merged projections",
+                                  ref="the separate ones", error=MergeError)
+            log(f"bundle {out_dir}: decoder within {worst:.3g} of the separate projections'")
+        if "decoder_static" in at:
+            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "merged",
+                                         MergeError)
+            log(f"bundle {out_dir}: static decoder within {worst:.3g} of the decoder")
 
-        def checks():
-            at = {r: (os.path.join(in_dir, files[r]["path"]), os.path.join(out_dir, new[r]["path"])) for r in graphs}
-            if "decoder" in at:
-                worst = check_decoder(*at["decoder"], manifest["model"], what="the merged projections",
-                                      ref="the separate ones", error=MergeError)
-                log(f"bundle {name}: decoder within {worst:.3g} of the separate projections'")
-            if "decoder_static" in at:
-                worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "merged",
-                                             MergeError)
-                log(f"bundle {name}: static decoder within {worst:.3g} of the decoder")
-
-        checked_variant(name, checks, MergeError)
-    return manifest
+    return rewrite_variant(in_dir, out_dir, "merge_qkv", "projections already merged", GRAPHS, convert,
+                           lambda: {"tool": "scripts.merge_qkv", "groups": merged}, checks, "merged-projection",
+                           MergeError)
 
 
 def main(argv=None) -> int:

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .bundle_files import (checked_variant, log, read_fp32_bundle, save_variant_manifest, staged_output,
-                           write_variant)
+from .bundle_files import log, rewrite_variant
 
 GRAPHS = ("encoder", "decoder", "decoder_static")
 FUSED = "SkipSimplifiedLayerNormalization"
@@ -123,14 +121,10 @@ def check_encoder(ref_path: str, got_path: str, vocab: int, seed: int = 7) -> fl
 def skip_norm_bundle(in_dir: str, out_dir: str) -> dict:
     """Write the skip-norm variant of the fp32 bundle in_dir to out_dir; returns its manifest."""
     from .attention import check_decoder
-    manifest = read_fp32_bundle(in_dir, out_dir, SkipNormError)
-    files = manifest["files"]
-    if "skip_norm" in manifest:
-        raise SkipNormError(f"{in_dir}: norms already fused ({manifest['skip_norm']['tool']})")
-    graphs = [r for r in GRAPHS if r in files]
+    from .static_decoder import check_variant_static
     fused = {}
 
-    def convert(role, src):
+    def convert(role, src, manifest):
         model, count = fuse_skip_norm(src)
         if not count:
             raise SkipNormError(f"{role}: no residual Add before an RMS norm to fuse")
@@ -138,30 +132,22 @@ def skip_norm_bundle(in_dir: str, out_dir: str) -> dict:
         log(f"  {role}: {count} norms fused with their residual Add")
         return model
 
-    name = out_dir
-    with staged_output(out_dir, [in_dir], SkipNormError) as out_dir:  # written here, moved to name when checked
-        manifest["files"] = write_variant(in_dir, out_dir, manifest, graphs, convert, "skip-norm", SkipNormError)
-        manifest["skip_norm"] = {"tool": "scripts.skip_norm", "fused": FUSED, "nodes": fused}
-        save_variant_manifest(out_dir, manifest, files, name)
-        new = manifest["files"]
+    def checks(at, staged, manifest):
+        if "encoder" in at:
+            worst = check_encoder(*at["encoder"], manifest["model"]["vocab_size"])
+            log(f"bundle {out_dir}: encoder within {worst:.3g} of the plain norms'")
+        if "decoder" in at:
+            worst = check_decoder(*at["decoder"], manifest["model"], what="the fused norms",
+                                  ref="the plain ones", error=SkipNormError)
+            log(f"bundle {out_dir}: decoder within {worst:.3g} of the plain norms'")
+        if "decoder_static" in at:
+            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "fused",
+                                         SkipNormError)
+            log(f"bundle {out_dir}: static decoder within {worst:.3g} of the decoder")
 
-        def checks():
-            at = {r: (os.path.join(in_dir, files[r]["path"]), os.path.join(out_dir, new[r]["path"])) for r in graphs}
-            if "encoder" in at:
-                worst = check_encoder(*at["encoder"], manifest["model"]["vocab_size"])
-                log(f"bundle {name}: encoder within {worst:.3g} of the plain norms'")
-            if "decoder" in at:
-                worst = check_decoder(*at["decoder"], manifest["model"], what="the fused norms",
-                                      ref="the plain ones", error=SkipNormError)
-                log(f"bundle {name}: decoder within {worst:.3g} of the plain norms'")
-            if "decoder_static" in at:
-                from .static_decoder import check_variant_static
-                worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "fused",
-                                             SkipNormError)
-                log(f"bundle {name}: static decoder within {worst:.3g} of the decoder")
-
-        checked_variant(name, checks, SkipNormError)
-    return manifest
+    return rewrite_variant(in_dir, out_dir, "skip_norm", "norms already fused", GRAPHS, convert,
+                           lambda: {"tool": "scripts.skip_norm", "fused": FUSED, "nodes": fused}, checks, "skip-norm",
+                           SkipNormError)
 
 
 def main(argv=None) -> int:
