@@ -18,10 +18,8 @@
 #   python -m scripts.half --in bench-models/base-vitg --out bench-models/base-vitg-fp16mha --roles all --fp32-ops '' --fp16-cache
 #   python -m scripts.attention --in bench-models/base-vitg --out /tmp/base-vitg-attn --decoder plain --vision fused
 #   python -m scripts.half --in /tmp/base-vitg-attn --out bench-models/base-vitg-fp16attn --roles all --fp32-ops '' --fp16-cache
-#   python -m scripts.skip_norm --in /tmp/base-vitg-attn --out /tmp/base-vitg-attnsn
-#   python -m scripts.half --in /tmp/base-vitg-attnsn --out bench-models/base-vitg-fp16attnsn --roles all --fp32-ops '' --fp16-cache
-#   python -m scripts.merge_qkv --in /tmp/base-vitg-attnsn --out /tmp/base-vitg-attnsnqkv
-#   python -m scripts.half --in /tmp/base-vitg-attnsnqkv --out bench-models/base-vitg-fp16attnsnqkv --roles all --fp32-ops '' --fp16-cache
+#   python -m scripts.cuda_bundle --in bench-models/base-vitg --out bench-models/base-vitg-fp16attnsn   # attention, skip_norm, half as above
+#   python -m scripts.cuda_bundle --in bench-models/base-vitg --out bench-models/base-vitg-fp16attnsnqkv --merge-qkv
 #   ../shared/gpu/pack.sh -s 56 bench-models/base-vitg bench-models/base-vitg-fp16all [bench-models/base-vitg-fp16mha ...]
 # There, once every chunk of .gpu/ is in /tmp/k (a call carries at most 64 MiB with the checkout, so a
 # big chunk goes in a call of its own), carrying .gpu/unpack.sh and .gpuextra:

@@ -1,5 +1,5 @@
 """The tools that write or rewrite a bundle (export, quantize, half, attention, skip_norm,
-merge_qkv, upgrade_bundle) against hostile use: an --out that is the input (through a symlink) or nests with
+merge_qkv, cuda_bundle, upgrade_bundle) against hostile use: an --out that is the input (through a symlink) or nests with
 it, an existing bundle at --out and a run that fails or is interrupted late, corrupt input
 files, invalid flags, and errors that must be one line with a non-zero exit, not a traceback.
 Tiny bundles only (copies of the committed one; models/ is never written)."""
@@ -13,6 +13,7 @@ import pytest
 
 from scripts import attention as pa
 from scripts import bundle_files
+from scripts import cuda_bundle as cb
 from scripts import export
 from scripts import half as h
 from scripts import merge_qkv as mq
@@ -50,6 +51,7 @@ TOOLS = {
     "attention": (pa.main, ["--decoder", "plain"]),
     "skip_norm": (sn.main, []),
     "merge_qkv": (mq.main, []),
+    "cuda_bundle": (cb.main, []),
 }
 
 
@@ -194,7 +196,7 @@ def test_export_over_a_bundle(tmp_path):
 
 # ---------------------------------------------------------------- the input's files
 
-@pytest.mark.parametrize("tool", ["quantize", "half", "merge_qkv"])
+@pytest.mark.parametrize("tool", ["quantize", "half", "merge_qkv", "cuda_bundle"])
 @pytest.mark.parametrize("damage", ["byte", "truncate", "missing"])
 def test_corrupt_input_refused(tool, damage, tmp_path, capsys):
     src = copy_tiny(tmp_path / "in")
