@@ -196,6 +196,20 @@ def check_decoder(ref_path: str, got_path: str, cfg: dict, seed: int = 5, what: 
     return worst
 
 
+def check_decoders(at: dict, cfg: dict, name: str, what: str, ref: str, word: str, error=AttentionError) -> None:
+    """A decoder rewrite's checks (at: role -> (original path, rewritten path)): the rewritten
+    with-past decoder against the original (check_decoder; what: the rewrite, ref: the original)
+    and the rewritten static decoder against the rewritten with-past one (word: the rewrite's
+    word for them), each logged for the bundle name."""
+    from .static_decoder import check_variant_static
+    if "decoder" in at:
+        worst = check_decoder(*at["decoder"], cfg, what=what, ref=ref, error=error)
+        log(f"bundle {name}: {word} decoder within {worst:.3g} of {ref}")
+    if "decoder_static" in at:
+        worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], cfg, word, error)
+        log(f"bundle {name}: {word} static decoder within {worst:.3g} of the {word} decoder")
+
+
 def _const(g: onnx.GraphProto, name: str, producer: dict) -> np.ndarray | None:
     """The value of name when it is a constant (an initializer or a Constant node), flat."""
     for t in g.initializer:
@@ -362,13 +376,7 @@ def attention_bundle(in_dir: str, out_dir: str, decoder: str | None = None, visi
             worst = check_vision(staged, in_dir)
             log(f"bundle {out_dir}: fused vision features within {worst:.3g} of the plain ones")
         if decoder:
-            worst = check_decoder(*at["decoder"], manifest["model"])
-            log(f"bundle {out_dir}: plain decoder within {worst:.3g} of the fused one")
-        if decoder and "decoder_static" in at:
-            from .static_decoder import check_variant_static
-            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "plain",
-                                         AttentionError)
-            log(f"bundle {out_dir}: plain static decoder within {worst:.3g} of the plain decoder")
+            check_decoders(at, manifest["model"], out_dir, "plain attention", "the fused one", "plain")
 
     return rewrite_variant(in_dir, out_dir, "attention", "attention already rewritten", roles, convert,
                            lambda: {"tool": "scripts.attention", "decoder": decoder or "fused",

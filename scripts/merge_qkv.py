@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .attention import drop_dead
+from .attention import check_decoders, drop_dead
 from .bundle_files import log, rewrite_variant
 
 GRAPHS = ("decoder", "decoder_static")
@@ -148,8 +148,6 @@ def merge_qkv(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
 def merge_bundle(in_dir: str, out_dir: str) -> dict:
     """Write the merged-projection variant of the fp32 bundle in_dir to out_dir; returns its manifest."""
-    from .attention import check_decoder
-    from .static_decoder import check_variant_static
     merged = {}
 
     def convert(role, src, manifest):
@@ -162,14 +160,8 @@ def merge_bundle(in_dir: str, out_dir: str) -> dict:
         return model
 
     def checks(at, staged, manifest):
-        if "decoder" in at:
-            worst = check_decoder(*at["decoder"], manifest["model"], what="the merged projections",
-                                  ref="the separate ones", error=MergeError)
-            log(f"bundle {out_dir}: decoder within {worst:.3g} of the separate projections'")
-        if "decoder_static" in at:
-            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "merged",
-                                         MergeError)
-            log(f"bundle {out_dir}: static decoder within {worst:.3g} of the decoder")
+        check_decoders(at, manifest["model"], out_dir, "the merged projections", "the separate ones", "merged",
+                       MergeError)
 
     return rewrite_variant(in_dir, out_dir, "merge_qkv", "projections already merged", GRAPHS, convert,
                            lambda: {"tool": "scripts.merge_qkv", "groups": merged}, checks, "merged-projection",

@@ -120,8 +120,7 @@ def check_encoder(ref_path: str, got_path: str, vocab: int, seed: int = 7) -> fl
 
 def skip_norm_bundle(in_dir: str, out_dir: str) -> dict:
     """Write the skip-norm variant of the fp32 bundle in_dir to out_dir; returns its manifest."""
-    from .attention import check_decoder
-    from .static_decoder import check_variant_static
+    from .attention import check_decoders
     fused = {}
 
     def convert(role, src, manifest):
@@ -136,14 +135,7 @@ def skip_norm_bundle(in_dir: str, out_dir: str) -> dict:
         if "encoder" in at:
             worst = check_encoder(*at["encoder"], manifest["model"]["vocab_size"])
             log(f"bundle {out_dir}: encoder within {worst:.3g} of the plain norms'")
-        if "decoder" in at:
-            worst = check_decoder(*at["decoder"], manifest["model"], what="the fused norms",
-                                  ref="the plain ones", error=SkipNormError)
-            log(f"bundle {out_dir}: decoder within {worst:.3g} of the plain norms'")
-        if "decoder_static" in at:
-            worst = check_variant_static(at["decoder"][1], at["decoder_static"][1], manifest["model"], "fused",
-                                         SkipNormError)
-            log(f"bundle {out_dir}: static decoder within {worst:.3g} of the decoder")
+        check_decoders(at, manifest["model"], out_dir, "the fused norms", "the plain ones", "fused", SkipNormError)
 
     return rewrite_variant(in_dir, out_dir, "skip_norm", "norms already fused", GRAPHS, convert,
                            lambda: {"tool": "scripts.skip_norm", "fused": FUSED, "nodes": fused}, checks, "skip-norm",
