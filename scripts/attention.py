@@ -45,7 +45,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
-from .bundle_files import log, rewrite_variant
+from .bundle_files import log, rewrite_variant, run_tool
 
 DECODER_GRAPHS = ("decoder", "decoder_static")
 # A rewritten graph against the original, both fp32 (ORT, CPU): the same products summed in
@@ -395,12 +395,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if not (args.decoder or args.vision):
         p.error("nothing to rewrite: give --decoder plain and/or --vision fused")
-    try:
-        attention_bundle(args.in_dir, args.out, args.decoder, args.vision)
-    except (AttentionError, OSError, ValueError) as e:
-        print(f"attention: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_tool("attention", lambda: attention_bundle(args.in_dir, args.out, args.decoder, args.vision),
+                    (AttentionError,))
 
 
 if __name__ == "__main__":

@@ -298,6 +298,17 @@ def staged_output(out_dir: str, inputs=(), error=RuntimeError):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_tool(tool: str, run, errors=()) -> int:
+    """run() as a command-line tool's body: its exit status, 0, or 1 with the one line "tool: why"
+    on stderr for an error of errors (the tool's own), OSError or ValueError."""
+    try:
+        run()
+    except (*errors, OSError, ValueError) as e:
+        print(f"{tool}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def check_number(name: str, value, error=RuntimeError, minimum=None, integer: bool = False):
     """value for the flag name, refused (error) when it is not a finite number (an integer with
     integer), or below minimum."""

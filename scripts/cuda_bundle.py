@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 from . import attention, half, merge_qkv, skip_norm
-from .bundle_files import check_output, log, read_fp32_bundle
+from .bundle_files import check_output, log, read_fp32_bundle, run_tool
 
 
 class CudaBundleError(RuntimeError):
@@ -92,12 +92,7 @@ def main(argv=None) -> int:
     p.add_argument("--merge-qkv", action="store_true",
                    help="also project each decoder self-attention's Q, K and V in one MatMul (not yet timed on a GPU)")
     args = p.parse_args(argv)
-    try:
-        cuda_bundle(args.in_dir, args.out, args.merge_qkv)
-    except (CudaBundleError, OSError, ValueError) as e:
-        print(f"cuda_bundle: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_tool("cuda_bundle", lambda: cuda_bundle(args.in_dir, args.out, args.merge_qkv), (CudaBundleError,))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import onnx
 from onnx import TensorProto, shape_inference
 
 from .bundle_files import (ROLE_GRAPHS, check_number, check_roles, checked_variant, log, read_fp32_bundle,
-                           save_variant_manifest, staged_output, write_variant)
+                           run_tool, save_variant_manifest, staged_output, write_variant)
 from .quantize import GOLDEN, QuantizeError
 from .quantize import agreement as golden_agreement
 
@@ -500,16 +500,15 @@ def main(argv=None) -> int:
                    help="after writing, print fp16 vs fp32 agreement (the golden cases' screens and prompts)")
     args = p.parse_args(argv)
     roles = ALL_ROLES if args.roles == "all" else tuple(r for r in args.roles.split(",") if r)
-    try:
+
+    def run():
         half_bundle(args.in_dir, args.out, roles=roles, headroom=args.headroom, steps=args.steps,
                     threads=args.threads, fp32_ops=tuple(o for o in args.fp32_ops.split(",") if o),
                     fp16_cache=args.fp16_cache)
         if args.compare:
             print(json.dumps(agreement(args.in_dir, args.out, threads=args.threads), indent=2))
-    except (HalfError, QuantizeError, OSError, ValueError) as e:
-        print(f"half: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_tool("half", run, (HalfError, QuantizeError))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .attention import check_decoders, drop_dead
-from .bundle_files import log, rewrite_variant
+from .bundle_files import log, rewrite_variant, run_tool
 
 GRAPHS = ("decoder", "decoder_static")
 HEADS_FIRST = [0, 2, 1, 3]  # [B, S, H, d] -> [B, H, S, d]
@@ -174,12 +174,7 @@ def main(argv=None) -> int:
     p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory with plain decoder attention")
     p.add_argument("--out", required=True, help="bundle directory to write")
     args = p.parse_args(argv)
-    try:
-        merge_bundle(args.in_dir, args.out)
-    except (MergeError, OSError, ValueError) as e:
-        print(f"merge_qkv: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_tool("merge_qkv", lambda: merge_bundle(args.in_dir, args.out), (MergeError,))
 
 
 if __name__ == "__main__":

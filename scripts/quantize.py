@@ -45,8 +45,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .bundle_files import (ROLE_GRAPHS, check_roles, log, read_fp32_bundle, save_variant_manifest, staged_output,
-                           write_variant)
+from .bundle_files import (ROLE_GRAPHS, check_roles, log, read_fp32_bundle, run_tool, save_variant_manifest,
+                           staged_output, write_variant)
 
 QUANTIZED_ROLES = ("vision", "encoder", "decoder")
 MS_DOMAIN = "com.microsoft"
@@ -313,15 +313,14 @@ def main(argv=None) -> int:
                    help="keep token-embedding tables in float32 (default: int8 blocks via GatherBlockQuantized)")
     args = p.parse_args(argv)
     roles = tuple(r for r in args.roles.split(",") if r)
-    try:
+
+    def run():
         quantize_bundle(args.in_dir, args.out, roles=roles, full_range=args.full_range,
                         embeddings=not args.fp32_embeddings)
         if args.compare:
             print(json.dumps(agreement(args.in_dir, args.out), indent=2))
-    except (QuantizeError, OSError, ValueError) as e:
-        print(f"quantize: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_tool("quantize", run, (QuantizeError,))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .bundle_files import log, rewrite_variant
+from .bundle_files import log, rewrite_variant, run_tool
 
 GRAPHS = ("encoder", "decoder", "decoder_static")
 FUSED = "SkipSimplifiedLayerNormalization"
@@ -148,12 +148,7 @@ def main(argv=None) -> int:
     p.add_argument("--in", dest="in_dir", required=True, help="fp32 bundle directory (an attention variant too)")
     p.add_argument("--out", required=True, help="bundle directory to write")
     args = p.parse_args(argv)
-    try:
-        skip_norm_bundle(args.in_dir, args.out)
-    except (SkipNormError, OSError, ValueError) as e:
-        print(f"skip_norm: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run_tool("skip_norm", lambda: skip_norm_bundle(args.in_dir, args.out), (SkipNormError,))
 
 
 if __name__ == "__main__":
