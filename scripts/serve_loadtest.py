@@ -22,12 +22,10 @@ import os
 import re
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("AUTOUI_BIN", os.path.join(ROOT, "build", "autoui"))

@@ -2,12 +2,11 @@
 the plain loops for every item of a padded batch, and without a GPU every GPU runner is skipped
 with its reason."""
 
-import json
 import os
 
 import pytest
 
-from scripts.peers import common, gpu, ort_python, torch_ref
+from scripts.peers import gpu, ort_python, torch_ref
 from scripts.tests.conftest import TESTDATA, TINY
 
 TOKENS = 5
