@@ -25,8 +25,10 @@ type statics struct {
 	graphs  int   // graph ids handed out (ids 1.., 0 is ORT's default)
 	keep    int64 // bytes the kept sets may take
 	kept    int64 // bytes of the captured sets and of the free uncaptured ones
-	// thread runs PredictBatch calls under capture: on one OS thread, one at
-	// a time (captureThread says why). Batches are how work is shared.
+	// thread runs the engine calls under capture, on one OS thread, one at
+	// a time (captureThread says why): every decode, and the prefills that
+	// may capture (the others run on prefill). Batches are how work is
+	// shared.
 	thread captureThread
 	// prefill runs the prefills beside thread (prefillBeside, a stream's
 	// overlapped joins) on one OS thread of their own, one at a time: ORT

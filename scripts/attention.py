@@ -227,7 +227,8 @@ def _const_scalar(g: onnx.GraphProto, name: str, producer: dict) -> float | None
     return float(v[0]) if v is not None and v.size == 1 else None
 
 
-def _const_ints(g: onnx.GraphProto, name: str, producer: dict) -> list | None:
+def const_ints(g: onnx.GraphProto, name: str, producer: dict) -> list | None:
+    """The value of name when it is a constant (_const), as a flat list."""
     v = _const(g, name, producer)
     return None if v is None else v.tolist()
 
@@ -282,7 +283,7 @@ def fuse_vision_attention(model: onnx.ModelProto, heads: int, hidden: int) -> tu
             raise AttentionError(f"vision Softmax {where}: not the BLIP-2 attention pattern the rewrite knows")
         t5 = prod(parts[0].input[0], "Transpose")
         r5 = t5 and prod(t5.input[0], "Reshape")
-        idx = [_const_ints(g, x.input[1], producer) for x in parts]
+        idx = [const_ints(g, x.input[1], producer) for x in parts]
         if not r5 or attr(t5, "perm") != [2, 0, 3, 1, 4] or idx != [[i] for i in range(len(parts))] or \
                 any(attr(x, "axis") not in (0, None) for x in parts):
             raise AttentionError(f"vision Softmax {where}: q, k, v not gathered from one "

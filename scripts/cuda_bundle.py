@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 from . import attention, half, merge_qkv, skip_norm
-from .bundle_files import check_output, log, read_fp32_bundle, run_tool
+from .bundle_files import log, read_fp32_bundle, run_tool
 
 
 class CudaBundleError(RuntimeError):
@@ -61,7 +61,7 @@ def cuda_bundle(in_dir: str, out_dir: str, merge: bool = False) -> dict:
         raise CudaBundleError(f"{in_dir}: no static decoder, which --cuda-graph decodes through: "
                               f"python -m scripts.upgrade_bundle {in_dir} adds it")
     steps = _steps(manifest, merge)
-    real = check_output(out_dir, [in_dir], CudaBundleError)
+    real = os.path.realpath(out_dir)  # read_fp32_bundle has checked it (check_output)
     parent = os.path.dirname(real)
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix="." + os.path.basename(real) + ".steps-", dir=parent)

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .attention import check_decoders, drop_dead
+from .attention import check_decoders, const_ints, drop_dead
 from .bundle_files import log, rewrite_variant, run_tool
 
 GRAPHS = ("decoder", "decoder_static")
@@ -42,15 +42,6 @@ HEADS_FIRST = [0, 2, 1, 3]  # [B, S, H, d] -> [B, H, S, d]
 
 class MergeError(RuntimeError):
     pass
-
-
-def _const_ints(g: onnx.GraphProto, name: str, producer: dict, inits: dict) -> list | None:
-    if name in inits:
-        return numpy_helper.to_array(inits[name]).reshape(-1).tolist()
-    n = producer.get(name)
-    if n is not None and n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value":
-        return numpy_helper.to_array(n.attribute[0].t).reshape(-1).tolist()
-    return None
 
 
 def _heads_split(g, mm, consumers, producer, inits, graph_outputs):
@@ -65,7 +56,7 @@ def _heads_split(g, mm, consumers, producer, inits, graph_outputs):
     rs = after[0]
     if any(a.name == "allowzero" and a.i for a in rs.attribute):
         return None
-    shape = _const_ints(g, rs.input[1], producer, inits)
+    shape = const_ints(g, rs.input[1], producer)
     if not shape or len(shape) != 4 or shape[:2] != [0, 0] or shape[2] <= 0 or width % shape[2]:
         return None
     heads, d = shape[2], width // shape[2]
@@ -128,7 +119,7 @@ def merge_qkv(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
             helper.make_node("Reshape", [f"{p}/pbhsd", f"{p}/same"], [f"{p}/parts"], name=f"{p}/Keep"),
             helper.make_node("Split", [f"{p}/parts", f"{p}/split"], parts, name=f"{p}/Split", axis=0),
         ]
-        for i, (part, (mm, w, _, _, rs, tr)) in enumerate(zip(parts, members)):
+        for i, (part, (mm, _, _, _, rs, tr)) in enumerate(zip(parts, members)):
             nodes.append(helper.make_node("Squeeze", [part, f"{p}/axis0"], [tr.output[0]], name=f"{p}/Squeeze{i}"))
             drop.update(id(n) for n in (mm, rs, tr))
         new_before[id(first)] = nodes
