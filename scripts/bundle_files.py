@@ -298,14 +298,33 @@ def staged_output(out_dir: str, inputs=(), error=RuntimeError):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the tool is (run_tool), so that what it stages is removed as after
+    Ctrl-C."""
+
+
 def run_tool(tool: str, run, errors=()) -> int:
     """run() as a command-line tool's body: its exit status, 0, or 1 with the one line "tool: why"
-    on stderr for an error of errors (the tool's own), OSError or ValueError."""
+    on stderr for an error of errors (the tool's own), OSError or ValueError; stopped by Ctrl-C or
+    SIGTERM (a job's timeout), 130 or 143 with one line, its staged directories removed on the
+    way out (staged_output; a commit under way finishes first: deferred_interrupts)."""
+    def terminate(signum, frame):
+        raise Terminated
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, terminate) if main else None
     try:
         run()
     except (*errors, OSError, ValueError) as e:
         print(f"{tool}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as e:
+        term = isinstance(e, Terminated)
+        print(f"{tool}: stopped by {'SIGTERM' if term else 'Ctrl-C'}", file=sys.stderr)
+        return 143 if term else 130
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)
     return 0
 
 

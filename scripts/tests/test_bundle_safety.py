@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 
 import pytest
 
@@ -382,3 +383,25 @@ def test_upgrade_interrupted_leaves_the_bundle(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         ub.upgrade(d)
     assert snapshot(d) == before
+
+
+@pytest.mark.parametrize("how,rc", [("ctrl-c", 130), ("sigterm", 143)])
+def test_stopped_tool_leaves_nothing(how, rc, tmp_path, monkeypatch, capsys):
+    # Ctrl-C or a job's SIGTERM halfway through cuda_bundle (its second step): one line, the
+    # shell's status, the old bundle at --out as it was, no staged or intermediate directory left
+    out = copy_tiny(tmp_path / "out")
+    before = snapshot(out)
+
+    def stopped(i, o):
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # the handler raises at the next bytecode
+            pass
+        raise AssertionError("SIGTERM did not stop the tool")
+    monkeypatch.setattr(sn, "skip_norm_bundle", stopped)
+    before_handler = signal.getsignal(signal.SIGTERM)
+    assert cb.main(["--in", TINY, "--out", out]) == rc
+    assert one_line_error(capsys, "cuda_bundle: ") == f"cuda_bundle: stopped by {'Ctrl-C' if rc == 130 else 'SIGTERM'}"
+    assert snapshot(out) == before and sorted(os.listdir(tmp_path)) == ["out"]
+    assert signal.getsignal(signal.SIGTERM) == before_handler
