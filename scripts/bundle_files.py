@@ -299,32 +299,47 @@ def staged_output(out_dir: str, inputs=(), error=RuntimeError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the tool is (run_tool), so that what it stages is removed as after
-    Ctrl-C."""
+    """SIGTERM, raised where the tool is (sigterm_as_interrupt), so that what it stages is removed
+    as after Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (a job's timeout, a scheduler's stop) raises Terminated while the block runs, as
+    Ctrl-C raises KeyboardInterrupt: staged directories are removed on the way out (staged_output;
+    a commit under way finishes first: deferred_interrupts). Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise Terminated
+    old = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def stopped(tool: str, e: KeyboardInterrupt) -> int:
+    """A tool stopped by Ctrl-C or SIGTERM (e): its one line, and the shell's status for it."""
+    term = isinstance(e, Terminated)
+    print(f"{tool}: stopped by {'SIGTERM' if term else 'Ctrl-C'}", file=sys.stderr)
+    return 143 if term else 130
 
 
 def run_tool(tool: str, run, errors=()) -> int:
     """run() as a command-line tool's body: its exit status, 0, or 1 with the one line "tool: why"
     on stderr for an error of errors (the tool's own), OSError or ValueError; stopped by Ctrl-C or
-    SIGTERM (a job's timeout), 130 or 143 with one line, its staged directories removed on the
-    way out (staged_output; a commit under way finishes first: deferred_interrupts)."""
-    def terminate(signum, frame):
-        raise Terminated
-
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, terminate) if main else None
-    try:
-        run()
-    except (*errors, OSError, ValueError) as e:
-        print(f"{tool}: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as e:
-        term = isinstance(e, Terminated)
-        print(f"{tool}: stopped by {'SIGTERM' if term else 'Ctrl-C'}", file=sys.stderr)
-        return 143 if term else 130
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, old)
+    SIGTERM, 130 or 143 (stopped)."""
+    with sigterm_as_interrupt():
+        try:
+            run()
+        except (*errors, OSError, ValueError) as e:
+            print(f"{tool}: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as e:
+            return stopped(tool, e)
     return 0
 
 

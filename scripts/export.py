@@ -38,8 +38,8 @@ from onnx import TensorProto, helper
 from . import autoui_model as am
 from . import cuda_capture
 from . import vision as vis
-from .bundle_files import (check_output, file_entry, graph_io, log, save_graph, save_manifest, staged_output,
-                           strip_graph)
+from .bundle_files import (check_output, file_entry, graph_io, log, save_graph, save_manifest, sigterm_as_interrupt,
+                           staged_output, stopped, strip_graph)
 from .bundle_format import FILES, FORMAT_VERSION, GRAPHS_REVISION
 from .decoder_split import split_decoder
 from .graph_check import TOLERANCES, ExportCheckError, check_argmax, compare, past_feed, session
@@ -536,11 +536,14 @@ def main(argv=None) -> int:
 def _cli(argv=None) -> int:
     """main for a user: a bad checkpoint, tokenizer or failed check is one line, not a traceback."""
     from .quantize import QuantizeError
-    try:
-        return main(argv)
-    except (am.CheckpointError, ExportCheckError, QuantizeError, ValueError, OSError) as e:
-        log(f"export: error: {e}")
-        return 1
+    with sigterm_as_interrupt():
+        try:
+            return main(argv)
+        except (am.CheckpointError, ExportCheckError, QuantizeError, ValueError, OSError) as e:
+            log(f"export: error: {e}")
+            return 1
+        except KeyboardInterrupt as e:
+            return stopped("export", e)
 
 
 def _tokenizer_size(path: str) -> int:

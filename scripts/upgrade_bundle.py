@@ -43,7 +43,7 @@ from . import cuda_capture
 from . import graph_check as gc
 from . import static_decoder as sd
 from .bundle_files import (deferred_interrupts, file_entry, graph_io, read_manifest, save_graph, save_manifest,
-                           strip_graph, verify_files)
+                           sigterm_as_interrupt, stopped, strip_graph, verify_files)
 from .bundle_format import ARGMAX_OUTPUT, FILES
 from .decoder_split import SplitError, merged_branches, split_decoder
 from .onnx_graphs import add_argmax
@@ -427,6 +427,15 @@ def main(argv=None) -> int:
                         "(short: one scenario, at positions past max_distance; default full)")
     p.add_argument("bundles", nargs="+", metavar="BUNDLE_DIR")
     args = p.parse_args(argv)
+    with sigterm_as_interrupt():
+        try:
+            return _upgrade_all(args)
+        except KeyboardInterrupt as e:  # each bundle is upgraded whole or left as it was
+            return stopped("upgrade_bundle", e)
+
+
+def _upgrade_all(args) -> int:
+    """main's upgrades, bundle after bundle, until one fails (its one line, 1)."""
     for b in args.bundles:
         try:
             print(upgrade(b, args.static_check), flush=True)

@@ -180,8 +180,8 @@ def test_interrupted_export_leaves_the_old_bundle(tmp_path, monkeypatch):
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
     monkeypatch.setattr(export, "write_static", interrupted)  # after every graph was written
-    with pytest.raises(KeyboardInterrupt):
-        _random_export(out, "--no-check")
+    with pytest.raises(KeyboardInterrupt):  # export.main; its command line: test_stopped_tool_leaves_nothing
+        export.main(["--random", "--size", "tiny", "--out", str(out), "--no-check"])
     assert snapshot(out) == before and sorted(os.listdir(tmp_path)) == ["out"]
 
 
@@ -385,23 +385,38 @@ def test_upgrade_interrupted_leaves_the_bundle(tmp_path, monkeypatch):
     assert snapshot(d) == before
 
 
-@pytest.mark.parametrize("how,rc", [("ctrl-c", 130), ("sigterm", 143)])
-def test_stopped_tool_leaves_nothing(how, rc, tmp_path, monkeypatch, capsys):
-    # Ctrl-C or a job's SIGTERM halfway through cuda_bundle (its second step): one line, the
-    # shell's status, the old bundle at --out as it was, no staged or intermediate directory left
-    out = copy_tiny(tmp_path / "out")
-    before = snapshot(out)
-
-    def stopped(i, o):
+def _stop(how):
+    """A stand-in for a tool's step that stops it halfway: Ctrl-C, or SIGTERM (a job's timeout)."""
+    def stop(*a, **kw):
         if how == "ctrl-c":
             raise KeyboardInterrupt
         os.kill(os.getpid(), signal.SIGTERM)
         for _ in range(1000):  # the handler raises at the next bytecode
             pass
         raise AssertionError("SIGTERM did not stop the tool")
-    monkeypatch.setattr(sn, "skip_norm_bundle", stopped)
-    before_handler = signal.getsignal(signal.SIGTERM)
-    assert cb.main(["--in", TINY, "--out", out]) == rc
-    assert one_line_error(capsys, "cuda_bundle: ") == f"cuda_bundle: stopped by {'Ctrl-C' if rc == 130 else 'SIGTERM'}"
+    return stop
+
+
+@pytest.mark.parametrize("tool", ["cuda_bundle", "export", "upgrade_bundle"])
+@pytest.mark.parametrize("how,rc", [("ctrl-c", 130), ("sigterm", 143)])
+def test_stopped_tool_leaves_nothing(tool, how, rc, tmp_path, monkeypatch, capsys):
+    # Ctrl-C or SIGTERM halfway (cuda_bundle in its second step, export after writing every graph,
+    # upgrade_bundle before checking the static decoder): one line, the shell's status, the bundle
+    # as it was, no staged or intermediate directory left
+    if tool == "upgrade_bundle":
+        out = _no_static(tmp_path / "out")
+        monkeypatch.setattr(ub.sd, "check_static", _stop(how))
+        run = lambda: ub.main([out])
+    else:
+        out = copy_tiny(tmp_path / "out")
+        if tool == "export":
+            monkeypatch.setattr(export, "write_static", _stop(how))
+            run = lambda: _random_export(out, "--no-check")
+        else:
+            monkeypatch.setattr(sn, "skip_norm_bundle", _stop(how))
+            run = lambda: cb.main(["--in", TINY, "--out", out])
+    before, handler = snapshot(out), signal.getsignal(signal.SIGTERM)
+    assert run() == rc
+    assert one_line_error(capsys, f"{tool}: ") == f"{tool}: stopped by {'Ctrl-C' if rc == 130 else 'SIGTERM'}"
     assert snapshot(out) == before and sorted(os.listdir(tmp_path)) == ["out"]
-    assert signal.getsignal(signal.SIGTERM) == before_handler
+    assert signal.getsignal(signal.SIGTERM) == handler
